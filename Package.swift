@@ -1,0 +1,46 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "keepalived",
+    products: [
+        .library(name: "KeepAlive", targets: ["KeepAlive"]),
+        .executable(name: "keepalived", targets: ["keepalived"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        .target(
+            name: "CALSA",
+            linkerSettings: [.linkedLibrary("asound")]
+        ),
+        .target(
+            name: "KeepAlive",
+            dependencies: [
+                "CALSA",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "keepalived",
+            dependencies: [
+                "KeepAlive",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "KeepAliveTests",
+            dependencies: ["KeepAlive"]
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["KeepAlive"]
+        ),
+    ]
+)

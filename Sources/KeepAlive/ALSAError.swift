@@ -1,0 +1,51 @@
+import CALSA
+
+/// A failure reported by ALSA: the negative `errno` value it returned and what was being done.
+///
+/// ```swift
+/// let error = ALSAError(code: -16, operation: "open")
+/// print(error)  // open: Device or resource busy (EBUSY)
+/// ```
+public struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The negative errno value returned by alsa-lib.
+    public let code: Int32
+    /// The ALSA operation that failed.
+    public let operation: String
+
+    public init(code: Int32, operation: String) {
+        self.code = code
+        self.operation = operation
+    }
+
+    /// alsa-lib's text for the code.
+    public var message: String { String(cString: snd_strerror(code)) }
+
+    public var description: String {
+        if let name = errnoName(-code) { return "\(operation): \(message) (\(name))" }
+        return "\(operation): \(message)"
+    }
+}
+
+/// The symbolic names of the errno values a PCM reports; logs and tests read them better than
+/// numbers.
+func errnoName(_ value: Int32) -> String? {
+    switch value {
+    case EPIPE: "EPIPE"
+    case ESTRPIPE: "ESTRPIPE"
+    case EIO: "EIO"
+    case ENODEV: "ENODEV"
+    case ENOENT: "ENOENT"
+    case EBUSY: "EBUSY"
+    case EAGAIN: "EAGAIN"
+    case EBADFD: "EBADFD"
+    case ENOTCONN: "ENOTCONN"
+    case ECONNREFUSED: "ECONNREFUSED"
+    case ENXIO: "ENXIO"
+    case EINVAL: "EINVAL"
+    case EACCES: "EACCES"
+    case EPERM: "EPERM"
+    case ENOSYS: "ENOSYS"
+    case ESHUTDOWN: "ESHUTDOWN"
+    default: nil
+    }
+}

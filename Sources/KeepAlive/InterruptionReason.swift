@@ -1,0 +1,58 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why an output stopped playing for a while.
+///
+/// ```swift
+/// for await event in manager.events {
+///     if case .recovered(let device, let reason, let downtime) = event {
+///         print("\(device) back after \(reason) in \(downtime)")
+///     }
+/// }
+/// ```
+public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// The device ran dry (`-EPIPE`), e.g. after the process was stopped or starved.
+    case underrun
+    /// The system slept (`-ESTRPIPE`).
+    case suspended
+    /// The sound server under a plug-in device went away (`-EIO`, `-ENOTCONN`, `-EBADFD`, hang-up).
+    case serverGone = "server-gone"
+    /// The device was unplugged (`-ENODEV`).
+    case unplugged
+    /// Another program holds the device exclusively (`-EBUSY`).
+    case busy
+    /// The device does not exist (yet).
+    case noDevice = "no-device"
+    /// The device stopped consuming audio without reporting an error.
+    case stalled
+    /// Anything else; the error text is in the event and the status.
+    case unknown
+
+    public var description: String { rawValue }
+
+    /// Classifies a negative errno value from an operation on an open stream.
+    init(streamError code: Int32) {
+        switch -code {
+        case EPIPE: self = .underrun
+        case ESTRPIPE: self = .suspended
+        case ENODEV, ENXIO: self = .unplugged
+        case EIO, ENOTCONN, EBADFD, ECONNREFUSED, ECONNRESET, ESHUTDOWN: self = .serverGone
+        case EBUSY: self = .busy
+        case ENOENT: self = .noDevice
+        default: self = .unknown
+        }
+    }
+
+    /// Classifies a negative errno value from opening or configuring a device.
+    init(openError code: Int32) {
+        switch -code {
+        case EBUSY: self = .busy
+        case ENOENT, ENODEV, ENXIO: self = .noDevice
+        case EIO, ENOTCONN, ECONNREFUSED, ECONNRESET: self = .serverGone
+        default: self = .unknown
+        }
+    }
+}

@@ -1,0 +1,91 @@
+/// What to keep awake and how.
+///
+/// ```swift
+/// var configuration = KeepAliveConfiguration()
+/// configuration.devices = ["hdmi:CARD=PCH,DEV=0"]
+/// configuration.volume = try Level(parsing: "-40dB")
+/// try configuration.validate()
+/// ```
+public struct KeepAliveConfiguration: Sendable, Equatable {
+    /// The ALSA PCM names to play to, one playback loop each.
+    public var devices: [String]
+    /// The clip to loop.
+    public var clip: Clip
+    /// The gain applied to the clip.
+    public var volume: Level
+    /// The level no output sample may exceed; ``volume`` must not be above it.
+    public var ceiling: Level
+    /// How soon a lost output is retried.
+    public var retry: RetryPolicy
+    /// The device buffer to ask for. Long buffers let the process sleep; 2 s rides out a stalled
+    /// scheduler without an underrun.
+    public var bufferDuration: Duration
+    /// How many periods the buffer is split in: the process wakes about once per period.
+    public var periodsPerBuffer: Int
+
+    public init(
+        devices: [String] = ["default"], clip: Clip = .embedded, volume: Level = .defaultVolume,
+        ceiling: Level = .defaultCeiling, retry: RetryPolicy = RetryPolicy(),
+        bufferDuration: Duration = .seconds(2), periodsPerBuffer: Int = 4
+    ) {
+        self.devices = devices
+        self.clip = clip
+        self.volume = volume
+        self.ceiling = ceiling
+        self.retry = retry
+        self.bufferDuration = bufferDuration
+        self.periodsPerBuffer = periodsPerBuffer
+    }
+
+    /// Checks the rules a keep-alive must not break.
+    /// - Throws: ``KeepAliveConfigurationError`` naming the first broken rule.
+    public func validate() throws(KeepAliveConfigurationError) {
+        guard !devices.isEmpty else { throw .noDevices }
+        for device in devices where device.isEmpty { throw .emptyDeviceName }
+        var seen = Set<String>()
+        for device in devices where !seen.insert(device).inserted { throw .duplicateDevice(device) }
+        guard volume <= ceiling else { throw .volumeAboveCeiling(volume: volume, ceiling: ceiling) }
+        guard bufferDuration >= .milliseconds(20), bufferDuration <= .seconds(10) else {
+            throw .bufferOutOfRange(bufferDuration)
+        }
+        guard (2...64).contains(periodsPerBuffer) else { throw .periodsOutOfRange(periodsPerBuffer) }
+        guard retry.initialDelay > .zero, retry.maximumDelay >= retry.initialDelay,
+              (0...1).contains(retry.jitter) else { throw .invalidRetryPolicy }
+    }
+
+    var bufferMicroseconds: Int {
+        let (seconds, attoseconds) = bufferDuration.components
+        return Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000)
+    }
+}
+
+/// A rule that a ``KeepAliveConfiguration`` breaks.
+public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No output device was named.
+    case noDevices
+    /// A device name is empty.
+    case emptyDeviceName
+    /// The same device is named twice.
+    case duplicateDevice(String)
+    /// The volume is above the ceiling; it is refused rather than clipped silently.
+    case volumeAboveCeiling(volume: Level, ceiling: Level)
+    /// The buffer is shorter than 20 ms or longer than 10 s.
+    case bufferOutOfRange(Duration)
+    /// The buffer is split in fewer than 2 or more than 64 periods.
+    case periodsOutOfRange(Int)
+    /// The retry delays are not positive and ordered, or the jitter is outside 0…1.
+    case invalidRetryPolicy
+
+    public var description: String {
+        switch self {
+        case .noDevices: "no output device given"
+        case .emptyDeviceName: "an output device name is empty"
+        case .duplicateDevice(let name): "output device '\(name)' is given twice"
+        case .volumeAboveCeiling(let volume, let ceiling):
+            "volume \(volume.linear) is above the ceiling (max level) \(ceiling.linear); raise --max-level if you mean it"
+        case .bufferOutOfRange(let duration): "buffer of \(duration) is outside 20 ms to 10 s"
+        case .periodsOutOfRange(let count): "\(count) periods per buffer is outside 2 to 64"
+        case .invalidRetryPolicy: "retry delays must be positive with the maximum not below the first, and jitter within 0 to 1"
+        }
+    }
+}

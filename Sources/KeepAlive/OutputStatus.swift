@@ -1,0 +1,37 @@
+/// A snapshot of one output, as ``KeepAliveManager/outputs`` reports it.
+///
+/// ```swift
+/// for output in manager.outputs {
+///     print(output.device, output.state, output.framesPlayed, output.totalRecoveries)
+/// }
+/// ```
+public struct OutputStatus: Sendable, Equatable {
+    /// The ALSA PCM name.
+    public var device: String
+    /// Where the output stands.
+    public var state: KeepAliveState
+    /// The format negotiated at the last open, if it ever opened.
+    public var format: OutputFormat?
+    /// The gain applied to the clip.
+    public var volume: Level
+    /// Frames written to the device since the manager started.
+    public var framesPlayed: Int
+    /// Recoveries so far, by reason.
+    public var recoveries: [InterruptionReason: Int]
+    /// The last fault, as ALSA described it.
+    public var lastError: String?
+
+    /// Recoveries so far, all reasons together.
+    public var totalRecoveries: Int { recoveries.values.reduce(0, +) }
+
+    public init(device: String, state: KeepAliveState, format: OutputFormat? = nil, volume: Level,
+                framesPlayed: Int = 0, recoveries: [InterruptionReason: Int] = [:], lastError: String? = nil) {
+        self.device = device
+        self.state = state
+        self.format = format
+        self.volume = volume
+        self.framesPlayed = framesPlayed
+        self.recoveries = recoveries
+        self.lastError = lastError
+    }
+}

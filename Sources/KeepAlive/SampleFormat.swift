@@ -1,0 +1,68 @@
+import CALSA
+
+/// The sample formats the engine writes, the ones nearly every ALSA device or plug-in accepts.
+///
+/// ```swift
+/// let format = SampleFormat.s16
+/// print(format, format.bytesPerSample)  // S16_LE 2
+/// ```
+public enum SampleFormat: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// Signed 16-bit little-endian.
+    case s16 = "S16_LE"
+    /// Signed 24-bit little-endian in the low three bytes of a 32-bit word.
+    case s24 = "S24_LE"
+    /// Signed 32-bit little-endian.
+    case s32 = "S32_LE"
+    /// 32-bit IEEE float little-endian, full scale ±1.0.
+    case float32 = "FLOAT_LE"
+    /// Unsigned 8-bit, silence at 128.
+    case u8 = "U8"
+
+    /// Bytes one sample takes in an interleaved buffer.
+    public var bytesPerSample: Int {
+        switch self {
+        case .s16: 2
+        case .s24, .s32, .float32: 4
+        case .u8: 1
+        }
+    }
+
+    /// The value of one least significant bit as a fraction of full scale. For float, the step of
+    /// a 24-bit converter: the quietest value a DAC behind a float stream reliably reproduces.
+    public var leastSignificantBit: Double {
+        switch self {
+        case .s16: 1.0 / 32768
+        case .s24, .float32: 1.0 / 8_388_608
+        case .s32: 1.0 / 2_147_483_648
+        case .u8: 1.0 / 128
+        }
+    }
+
+    public var description: String { rawValue }
+
+    var alsaFormat: snd_pcm_format_t {
+        switch self {
+        case .s16: SND_PCM_FORMAT_S16_LE
+        case .s24: SND_PCM_FORMAT_S24_LE
+        case .s32: SND_PCM_FORMAT_S32_LE
+        case .float32: SND_PCM_FORMAT_FLOAT_LE
+        case .u8: SND_PCM_FORMAT_U8
+        }
+    }
+
+    init?(alsaFormat: snd_pcm_format_t) {
+        guard let match = Self.allCases.first(where: { $0.alsaFormat == alsaFormat }) else { return nil }
+        self = match
+    }
+
+    /// The format closest to a clip's own encoding, asked of the device first.
+    init(closestTo encoding: Clip.Encoding) {
+        switch encoding {
+        case .integer(8): self = .u8
+        case .integer(16): self = .s16
+        case .integer(24): self = .s24
+        case .integer: self = .s32
+        case .float: self = .float32
+        }
+    }
+}

@@ -1,0 +1,68 @@
+/// Turns fractions of full scale into device samples under the engine's two level rules.
+///
+/// - Nothing non-zero becomes silence: a source sample that is not zero comes out as at least one
+///   LSB of the same sign, because many receivers treat digital zero as "no signal" and sleep.
+/// - Nothing exceeds the ceiling: every output sample's magnitude is at most `ceiling` of full
+///   scale, whatever the gain, the source or the format.
+struct SampleQuantizer {
+    let format: SampleFormat
+    let gain: Double
+    /// The largest magnitude allowed, in the format's integer steps (or full-scale units for float).
+    private let ceilingSteps: Double
+    private let fullScale: Double
+
+    init(format: SampleFormat, gain: Level, ceiling: Level) {
+        self.format = format
+        self.gain = gain.linear
+        switch format {
+        case .s16: fullScale = 32768
+        case .s24: fullScale = 8_388_608
+        case .s32: fullScale = 2_147_483_648
+        case .u8: fullScale = 128
+        case .float32: fullScale = 1
+        }
+        ceilingSteps = format == .float32 ? ceiling.linear : (ceiling.linear * fullScale).rounded(.down)
+    }
+
+    /// The device value for a source fraction `x` in [-1, 1], as a signed integer step count, or
+    /// for float the float value itself.
+    func quantize(_ x: Double) -> Double {
+        guard x != 0, x.isFinite else { return 0 }
+        let sign: Double = x < 0 ? -1 : 1
+        if format == .float32 {
+            let minimum = format.leastSignificantBit
+            let magnitude = max(abs(x * gain), minimum)
+            return sign * min(magnitude, ceilingSteps)
+        }
+        // A ceiling under one step leaves no audible-or-not value to play but zero.
+        guard ceilingSteps >= 1 else { return 0 }
+        let magnitude = max((abs(x * gain) * fullScale).rounded(), 1)
+        return sign * min(magnitude, ceilingSteps, sign < 0 ? fullScale : fullScale - 1)
+    }
+
+    /// Writes the quantized value of `x` at `pointer` in the device's byte layout.
+    func store(_ x: Double, at pointer: UnsafeMutableRawPointer) {
+        let value = quantize(x)
+        switch format {
+        case .s16:
+            pointer.storeBytes(of: Int16(value).littleEndian, as: Int16.self)
+        case .s24, .s32:
+            pointer.storeBytes(of: Int32(value).littleEndian, as: Int32.self)
+        case .float32:
+            pointer.storeBytes(of: Float(value).bitPattern.littleEndian, as: UInt32.self)
+        case .u8:
+            pointer.storeBytes(of: UInt8(Int(value) + 128), as: UInt8.self)
+        }
+    }
+
+    /// Reads a stored sample back as a fraction of full scale (for tests and peak reporting).
+    static func load(_ format: SampleFormat, at pointer: UnsafeRawPointer) -> Double {
+        switch format {
+        case .s16: Double(Int16(littleEndian: pointer.loadUnaligned(as: Int16.self))) / 32768
+        case .s24: Double(Int32(littleEndian: pointer.loadUnaligned(as: Int32.self))) / 8_388_608
+        case .s32: Double(Int32(littleEndian: pointer.loadUnaligned(as: Int32.self))) / 2_147_483_648
+        case .float32: Double(Float(bitPattern: UInt32(littleEndian: pointer.loadUnaligned(as: UInt32.self))))
+        case .u8: Double(Int(pointer.load(as: UInt8.self)) - 128) / 128
+        }
+    }
+}

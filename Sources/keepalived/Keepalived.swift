@@ -1,0 +1,19 @@
+import ArgumentParser
+
+@main
+struct Keepalived: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keepalived",
+        abstract: "Keeps audio outputs awake with an inaudible stream.",
+        discussion: """
+            HDMI and S/PDIF receivers, soundbars, USB DACs and codecs power down after a while of \
+            silence and clip the next sound. keepalived plays a near-silent loop through ALSA and \
+            keeps it going through underruns, suspends, sound-server restarts and unplugging.
+
+            Not related to the VRRP daemon of the same name: system-wide files use 'keepalived-audio'.
+            """,
+        version: "0.1.0",
+        subcommands: [RunCommand.self],
+        defaultSubcommand: nil
+    )
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import KeepAlive
+
+/// The options that say what to play and where; shared by `run` and `start`.
+struct PlaybackOptions: ParsableArguments {
+    @Option(name: [.short, .customLong("device")], help: ArgumentHelp("ALSA PCM to keep awake (repeat for several).", valueName: "name"))
+    var devices: [String] = []
+
+    @Option(help: ArgumentHelp("Level of the clip: a fraction of full scale (0.01) or decibels (-40dB).", valueName: "level"))
+    var volume: String = "0.01"
+
+    @Option(name: .customLong("max-level"), help: ArgumentHelp("Ceiling no output sample may exceed (fraction or dB).", valueName: "level"))
+    var maxLevel: String = "0.05"
+
+    @Option(help: ArgumentHelp("WAV file to loop instead of the embedded clip.", valueName: "path"))
+    var clip: String?
+
+    @Option(name: .customLong("clip-base64"), help: ArgumentHelp("WAV file to loop, as base64 text.", valueName: "base64"))
+    var clipBase64: String?
+
+    @Option(name: .customLong("retry-max"), help: ArgumentHelp("Longest wait between two attempts to reopen a lost device, in seconds.", valueName: "seconds"))
+    var retryMax: Double = 2
+
+    @Option(name: .customLong("buffer"), help: ArgumentHelp("Device buffer to ask for, in seconds.", valueName: "seconds"))
+    var bufferSeconds: Double = 2
+
+    @Flag(name: .shortAndLong, help: "Log debug detail.")
+    var verbose = false
+
+    mutating func validate() throws {
+        guard clip == nil || clipBase64 == nil else {
+            throw ValidationError("--clip and --clip-base64 are mutually exclusive")
+        }
+        guard retryMax.isFinite, retryMax >= 0.05, retryMax <= 3600 else {
+            throw ValidationError("--retry-max must be between 0.05 and 3600 seconds, not \(retryMax)")
+        }
+        guard bufferSeconds.isFinite, bufferSeconds >= 0.02, bufferSeconds <= 10 else {
+            throw ValidationError("--buffer must be between 0.02 and 10 seconds, not \(bufferSeconds)")
+        }
+        for (option, text) in [("--volume", volume), ("--max-level", maxLevel)] {
+            do { _ = try Level(parsing: text) } catch { throw ValidationError("\(option): \(error)") }
+        }
+    }
+
+    private func level(_ option: String, _ text: String) throws -> Level {
+        do { return try Level(parsing: text) } catch { throw CleanExit.failure("\(option): \(error)", code: SysExit.usage) }
+    }
+
+    /// Builds the engine configuration. Exits with the sysexits code that fits a bad clip or bad
+    /// level: 64 for options, 65 for an undecodable WAV, 66 for an unreadable file.
+    func makeConfiguration() throws -> KeepAliveConfiguration {
+        var configuration = KeepAliveConfiguration()
+        configuration.devices = devices.isEmpty ? ["default"] : devices
+        configuration.volume = try level("--volume", volume)
+        configuration.ceiling = try level("--max-level", maxLevel)
+        configuration.retry.maximumDelay = .milliseconds(Int64(retryMax * 1000))
+        configuration.bufferDuration = .milliseconds(Int64(bufferSeconds * 1000))
+        do {
+            if let clip {
+                configuration.clip = try Clip(contentsOfFile: clip)
+            } else if let clipBase64 {
+                configuration.clip = try Clip(base64: clipBase64)
+            }
+        } catch {
+            switch error {
+            case .unreadableFile, .fileTooLarge:
+                throw CleanExit.failure("clip: \(error)", code: SysExit.noInput)
+            default:
+                throw CleanExit.failure("clip: \(error)", code: SysExit.dataError)
+            }
+        }
+        do {
+            try configuration.validate()
+        } catch {
+            throw CleanExit.failure("\(error)", code: SysExit.usage)
+        }
+        return configuration
+    }
+}
+
+/// An error whose message is printed as is before exiting with a chosen code.
+struct CleanExit: Error, CustomStringConvertible {
+    let description: String
+    let code: ExitCode
+
+    static func failure(_ message: String, code: ExitCode) -> CleanExit {
+        CleanExit(description: message, code: code)
+    }
+}
