@@ -408,7 +408,7 @@ static void apply_command(faulty_t *f, char *line)
 	char *argv[4] = { 0 };
 	int argc = 0, err;
 	char *save = NULL, *tok;
-	char buf[128];
+	char buf[4200];
 
 	for (tok = strtok_r(line, " \t\r", &save); tok && argc < 4;
 	     tok = strtok_r(NULL, " \t\r", &save))
@@ -883,7 +883,6 @@ SND_PCM_PLUGIN_DEFINE_FUNC(faulty)
 	f->ch_min = 1;
 	f->ch_max = 8;
 	f->handle_id = __atomic_add_fetch(&handle_counter, 1, __ATOMIC_RELAXED);
-	f->open_ns = now_ns();
 
 	snd_config_for_each(i, next, conf) {
 		snd_config_t *n = snd_config_iterator_entry(i);
@@ -964,6 +963,8 @@ SND_PCM_PLUGIN_DEFINE_FUNC(faulty)
 	}
 
 	take_control(f);
+	/* after take_control: a "stall" taken by this open does not stall us */
+	f->open_ns = now_ns();
 	if (file_exists(f->state, "vanished")) {
 		logev(f, "open-refused ENOENT vanished");
 		err = -ENOENT;

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+
+extension Integration {
+    @Suite("keepalived run")
+    struct RunCommandTests {
+        let directory: URL
+
+        init() throws {
+            directory = try TestPaths.makeTemporaryDirectory("run")
+        }
+
+        func launch(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
+            try ChildProcess(TestPaths.keepalivedBinary.path, arguments, environment: environment, directory: directory, label: "keepalived")
+        }
+
+        @Test("plays exactly -1 into ALSA's file device, paced to real time, at near-zero CPU")
+        func fileDeviceCapture() async throws {
+            let capture = directory.appendingPathComponent("capture.raw")
+            let daemon = try launch(["run", "-d", "file:'\(capture.path)',raw"])
+            try await daemon.waitForLog("playing")
+            try await Task.sleep(for: .seconds(2))  // the length of the scenario, not a wait for a state
+            let cpu = try daemon.cpuSeconds()
+            let runTime = daemon.launchedAt.duration(to: .now)
+            daemon.signal(SIGTERM)
+            let status = try await daemon.waitForExit(timeout: .seconds(1))
+            #expect(status == 0, "exit status; log:\n\(daemon.stderr)")
+
+            let opened = try #require(logFields(daemon.stderr, line: "opened"))
+            #expect(opened["format"] == "S16_LE")
+            #expect(opened["rate"] == "44100")
+            #expect(opened["channels"] == "1")
+            let bufferFrames = try #require(Int(opened["buffer"] ?? ""))
+
+            let bytes = try Data(contentsOf: capture)
+            #expect(bytes.count % 2 == 0)
+            let samples = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+            #expect(!samples.isEmpty)
+            #expect(samples.allSatisfy { $0 == -1 }, "found \(Set(samples).sorted().prefix(5))")
+            let seconds = Double(samples.count) / 44100
+            let run = runTime.secondsValue
+            #expect(seconds >= 0.75 * run, "captured \(seconds) s in a \(run) s run")
+            #expect(seconds <= run + Double(bufferFrames) / 44100, "captured \(seconds) s in a \(run) s run with a \(bufferFrames)-frame buffer")
+            #expect(cpu / run < 0.05, "used \(cpu) s of CPU in \(run) s")
+        }
+
+        @Test("a clip file is decoded and played in its own format when the device takes it")
+        func clipFileInItsOwnFormat() async throws {
+            // 24-bit stereo 96 kHz, WAVE_FORMAT_EXTENSIBLE, one frame of ±half scale.
+            var wav = Data("RIFF".utf8) + le32(4 + 8 + 40 + 8 + 6) + Data("WAVE".utf8)
+            wav += Data("fmt ".utf8) + le32(40) + le16(0xFFFE) + le16(2) + le32(96000) + le32(96000 * 6) + le16(6) + le16(24)
+            wav += le16(22) + le16(24) + le32(3) + le16(1) + Data([0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71])
+            wav += Data("data".utf8) + le32(6) + Data([0x00, 0x00, 0xC0, 0x00, 0x00, 0x40])
+            let clip = directory.appendingPathComponent("clip.wav")
+            try wav.write(to: clip)
+            let capture = directory.appendingPathComponent("capture24.raw")
+            let daemon = try launch(["run", "-d", "file:'\(capture.path)',raw", "--clip", clip.path, "--volume", "0.05"])
+            try await daemon.waitForLog("playing")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            let opened = try #require(logFields(daemon.stderr, line: "opened"))
+            #expect(opened["format"] == "S24_LE")
+            #expect(opened["rate"] == "96000")
+            #expect(opened["channels"] == "2")
+            let samples = try Data(contentsOf: capture).withUnsafeBytes { Array($0.bindMemory(to: Int32.self)) }
+            #expect(samples.count >= 2)
+            // -0.5 and +0.5 at gain 0.05: ∓0.025 of 2^23.
+            #expect(samples[0] == -209_715)
+            #expect(samples[1] == 209_715)
+            #expect(samples.allSatisfy { abs(Double($0)) <= 0.05 * 8_388_608 })
+        }
+
+        @Test("a volume above the ceiling is refused with exit 64, naming the ceiling")
+        func volumeAboveCeiling() async throws {
+            let result = try await runCommand(TestPaths.keepalivedBinary.path, ["run", "-d", "null", "--volume", "0.5"])
+            #expect(result.status == 64)
+            #expect(result.stderr.contains("ceiling"), "\(result.stderr)")
+            #expect(result.stderr.contains("0.05"))
+        }
+
+        @Test("a bad level is refused with exit 64", arguments: [["--volume", "loud"], ["--max-level", "2"], ["--retry-max", "0"]])
+        func badOption(_ arguments: [String]) async throws {
+            let result = try await runCommand(TestPaths.keepalivedBinary.path, ["run", "-d", "null"] + arguments)
+            #expect(result.status == 64, "\(result.stderr)")
+            #expect(result.stderr.contains(arguments[0]), "\(result.stderr)")
+        }
+
+        @Test("a clip that is not base64 is refused with exit 65, naming the problem")
+        func badBase64() async throws {
+            let result = try await runCommand(TestPaths.keepalivedBinary.path, ["run", "-d", "null", "--clip-base64", "not base64!"])
+            #expect(result.status == 65)
+            #expect(result.stderr.contains("not base64: invalid character '!'"), "\(result.stderr)")
+        }
+
+        @Test("a WAV that is not RIFF is refused with exit 65")
+        func notRIFF() async throws {
+            let result = try await runCommand(TestPaths.keepalivedBinary.path, ["run", "-d", "null", "--clip-base64", "AAAAAAAAAAAAAAAA"])
+            #expect(result.status == 65)
+            #expect(result.stderr.contains("not a RIFF/WAVE file"), "\(result.stderr)")
+        }
+
+        @Test("a clip file that cannot be read is refused with exit 66")
+        func unreadableClip() async throws {
+            let result = try await runCommand(TestPaths.keepalivedBinary.path, ["run", "-d", "null", "--clip", "/nonexistent/x.wav"])
+            #expect(result.status == 66)
+            #expect(result.stderr.contains("/nonexistent/x.wav"), "\(result.stderr)")
+        }
+
+        @Test("with no such device it waits, logs that once, and stops cleanly")
+        func waitsForMissingDevice() async throws {
+            let daemon = try launch(["run", "-d", "hw:CARD=NoSuchCard,DEV=0", "--retry-max", "0.1"])
+            try await daemon.waitForLog("waiting for device")
+            try await Task.sleep(for: .seconds(1))  // about ten retries at --retry-max 0.1
+            #expect(daemon.isRunning)
+            daemon.signal(SIGINT)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            let waits = daemon.stderr.split(separator: "\n").filter { $0.contains("waiting for device") }
+            #expect(waits.count == 1, "logged per retry:\n\(daemon.stderr)")
+        }
+    }
+}
+
+func le16(_ value: UInt16) -> Data { Data([UInt8(value & 0xFF), UInt8(value >> 8)]) }
+func le32(_ value: UInt32) -> Data { Data((0..<4).map { UInt8((value >> (8 * $0)) & 0xFF) }) }
+
+extension Duration {
+    var secondsValue: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
