@@ -29,6 +29,18 @@ public final class KeepAliveManager: Sendable {
         var outputs: [OutputStatus]
         /// The last fault logged per output since it last played, so that a retry loop logs once.
         var loggedFaults: [String?]
+        /// When each output's playback thread last reported: at least once per period while
+        /// playing, once per retry while waiting. A stale one means a wedged thread.
+        var heartbeats: [ContinuousClock.Instant]
+        /// Frames written per output. Kept out of `outputs` so that a snapshot a reader holds
+        /// never makes the playback thread's update copy the array.
+        var framesPlayed: [Int]
+
+        var snapshot: [OutputStatus] {
+            var copy = outputs
+            for index in copy.indices { copy[index].framesPlayed = framesPlayed[index] }
+            return copy
+        }
     }
 
     private let shared: Mutex<Shared>
@@ -48,7 +60,9 @@ public final class KeepAliveManager: Sendable {
         self.configuration = configuration
         self.logger = logger
         let outputs = configuration.devices.map { OutputStatus(device: $0, state: .stopped, volume: configuration.volume) }
-        shared = Mutex(Shared(isOn: isOn, outputs: outputs, loggedFaults: Array(repeating: nil, count: outputs.count)))
+        shared = Mutex(Shared(
+            isOn: isOn, outputs: outputs, loggedFaults: Array(repeating: nil, count: outputs.count),
+            heartbeats: Array(repeating: .now, count: outputs.count), framesPlayed: Array(repeating: 0, count: outputs.count)))
     }
 
     deinit {
@@ -78,7 +92,20 @@ public final class KeepAliveManager: Sendable {
     }
 
     /// A snapshot of every output.
-    public var outputs: [OutputStatus] { shared.withLock { $0.outputs } }
+    public var outputs: [OutputStatus] { shared.withLock { $0.snapshot } }
+
+    /// Whether every output's playback thread reported within `interval`: the health signal a
+    /// watchdog should follow (a timer would keep pinging while a thread hangs in a driver).
+    ///
+    /// ```swift
+    /// if manager.isResponsive(within: .seconds(3)) { notifyWatchdog() }
+    /// ```
+    public func isResponsive(within interval: Duration) -> Bool {
+        let now = ContinuousClock.now
+        return shared.withLock { shared in
+            !shared.running || shared.heartbeats.allSatisfy { $0.duration(to: now) <= interval }
+        }
+    }
 
     /// How many times any output recovered from `reason`.
     public func recoveries(for reason: InterruptionReason) -> Int {
@@ -102,6 +129,8 @@ public final class KeepAliveManager: Sendable {
                 for index in shared.outputs.indices {
                     shared.outputs[index] = OutputStatus(device: shared.outputs[index].device, state: .starting, volume: configuration.volume)
                     shared.loggedFaults[index] = nil
+                    shared.heartbeats[index] = .now
+                    shared.framesPlayed[index] = 0
                 }
                 return true
             }
@@ -135,11 +164,22 @@ public final class KeepAliveManager: Sendable {
 
     /// Runs on a playback thread: updates the snapshot, logs changes once, publishes events.
     private func handle(_ report: PlaybackReport, output index: Int) {
+        let now = ContinuousClock.now
+        // The steady-state report, once per period: a counter and a timestamp under the lock,
+        // nothing that allocates.
+        if case .wrote(let frames) = report {
+            shared.withLock {
+                $0.framesPlayed[index] += frames
+                $0.heartbeats[index] = now
+            }
+            return
+        }
+        shared.withLock { $0.heartbeats[index] = now }
         let device = configuration.devices[index]
         let metadata: Logger.Metadata = ["device": "\(device)"]
         switch report {
-        case .wrote(let frames):
-            shared.withLock { $0.outputs[index].framesPlayed += frames }
+        case .wrote:
+            return
         case .state(let state):
             let (changed, lastError) = shared.withLock { shared -> (Bool, String?) in
                 let old = shared.outputs[index].state

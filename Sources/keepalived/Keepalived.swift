@@ -13,7 +13,7 @@ struct Keepalived: AsyncParsableCommand {
             Not related to the VRRP daemon of the same name: system-wide files use 'keepalived-audio'.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self],
+        subcommands: [RunCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, DevicesCommand.self],
         defaultSubcommand: nil
     )
 }

@@ -5,6 +5,7 @@ import ArgumentParser
 import KeepAlive
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// `keepalived run`: play in the foreground until SIGINT or SIGTERM.
 struct RunCommand: AsyncParsableCommand {
@@ -14,11 +15,15 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             With no device, or a device that cannot be opened yet, keepalived says it is waiting \
             and keeps retrying; it does not exit. Exit codes: 0 after a clean stop, 64 bad option, \
-            65 bad WAV, 66 unreadable clip file.
+            65 bad WAV, 66 unreadable clip file, 73 control socket cannot be created, 75 already running.
             """
     )
 
     @OptionGroup var playback: PlaybackOptions
+    @OptionGroup var socket: SocketOption
+
+    @Option(name: .customLong("log-file"), help: .hidden)
+    var logFile: String?
 
     func run() async throws {
         let configuration: KeepAliveConfiguration
@@ -30,19 +35,73 @@ struct RunCommand: AsyncParsableCommand {
         }
         DaemonLogHandler.bootstrap(verbose: playback.verbose)
         let logger = Logger(label: "keepalived")
-        let keepAlive = KeepAliveService(manager: try KeepAliveManager(configuration: configuration, logger: logger))
+        let manager = try KeepAliveManager(configuration: configuration, logger: logger)
+        let started = ContinuousClock.now
+        let paths = socket.paths
+        let shutdown = ShutdownSwitch()
+
+        let control: ControlServer
+        do {
+            control = try ControlServer(paths: paths, logger: logger, handlers: .init(
+                status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile) },
+                stop: { shutdown.trigger() },
+                reload: { ControlReply.failure("reload is not supported by this version") }))
+        } catch {
+            printError("keepalived: error: \(error)")
+            if case .alreadyRunning = error { throw SysExit.tempFail }
+            throw SysExit.cannotCreate
+        }
+
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: KeepAliveService(manager: manager)),
+            .init(service: control),
+        ]
+        if let notifier = SystemdNotifier(manager: manager, logger: logger) {
+            services.append(.init(service: notifier))
+        }
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: keepAlive)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        shutdown.arm(group)
         try await group.run()
     }
 }
 
+/// Lets the control socket's `stop` request end the service group the same way SIGTERM does.
+final class ShutdownSwitch: Sendable {
+    private let group = Mutex<ServiceGroup?>(nil)
+
+    func arm(_ group: ServiceGroup) { self.group.withLock { $0 = group } }
+
+    func trigger() {
+        guard let group = group.withLock({ $0 }) else { return }
+        Task { await group.triggerGracefulShutdown() }
+    }
+}
+
+extension DaemonStatus {
+    init(manager: KeepAliveManager, started: ContinuousClock.Instant, paths: RuntimePaths, logFile: String?) {
+        let state = manager.state
+        self.init(
+            state: state.name, reason: state.reason?.rawValue, pid: getpid(),
+            uptimeSeconds: started.duration(to: .now).seconds, socket: paths.socket, logFile: logFile,
+            outputs: manager.outputs.map { OutputReport($0, ceiling: manager.configuration.ceiling) })
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
 func printError(_ message: String) {
-    var line = message
-    line += "\n"
     // One write per line: lines from several threads never interleave.
-    var bytes = Array(line.utf8)
+    var bytes = Array((message + "\n").utf8)
     _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+func printOutput(_ message: String) {
+    var bytes = Array((message + "\n").utf8)
+    _ = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress, $0.count) }
 }

@@ -1,0 +1,255 @@
+import KeepAlive
+import Logging
+import ServiceLifecycle
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The daemon's control socket: one Unix stream socket, only its owner (or root) may talk to it.
+///
+/// It runs on a thread of its own, blocked in poll, so that no client (slow, hostile or many at
+/// once) can delay the playback threads or the service group. Each connection gets at most
+/// ``maximumRequestBytes`` per line, ``maximumClients`` connections are served at once (more are
+/// told "busy" and closed), and a connection idle for ``clientTimeout`` is closed.
+final class ControlServer: Service, @unchecked Sendable {
+    static let maximumRequestBytes = 64 * 1024
+    static let maximumClients = 32
+    static let clientTimeout: Duration = .seconds(5)
+
+    /// What the server asks of the daemon.
+    struct Handlers: Sendable {
+        var status: @Sendable () -> DaemonStatus
+        var stop: @Sendable () -> Void
+        var reload: @Sendable () -> ControlReply
+    }
+
+    let path: String
+    private let logger: Logger
+    private let handlers: Handlers
+    private let listener: Int32
+    /// A pipe whose read end wakes the server thread when the service shuts down.
+    private let stopSignal: Int32
+    private let stopWriter: Int32
+    private let ownerUID = geteuid()
+
+    /// Binds the socket now, so that "already running" is reported before anything plays.
+    init(paths: RuntimePaths, logger: Logger, handlers: Handlers) throws(ControlSocketError) {
+        self.path = paths.socket
+        self.logger = logger
+        self.handlers = handlers
+        do { try paths.prepareDirectory() } catch { throw .directory(paths.directory, error) }
+        // A daemon that answers owns the socket; one that does not left a stale file behind.
+        switch UnixSocket.connect(path) {
+        case .success(let fd):
+            let pid = Self.askPID(fd)
+            close(fd)
+            throw .alreadyRunning(pid: pid, socket: path)
+        case .failure:
+            unlink(path)
+        }
+        guard var (address, length) = UnixSocket.address(path) else { throw .pathTooLong(path) }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw .socket(path, Errno(errno)) }
+        let previousMask = umask(0o177)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        umask(previousMask)
+        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 128) == 0 else {
+            let code = errno
+            close(fd)
+            throw .socket(path, Errno(code))
+        }
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0, setNonBlockingCloseOnExec(pipeEnds[0]), setNonBlockingCloseOnExec(pipeEnds[1]) else {
+            let code = errno
+            close(fd)
+            throw .socket(path, Errno(code))
+        }
+        listener = fd
+        stopSignal = pipeEnds[0]
+        stopWriter = pipeEnds[1]
+    }
+
+    deinit {
+        close(listener)
+        close(stopSignal)
+        close(stopWriter)
+    }
+
+    func run() async throws {
+        let thread = ServerThread(server: self)
+        thread.start()
+        try? await gracefulShutdown()
+        var byte: UInt8 = 1
+        _ = write(stopWriter, &byte, 1)
+        thread.join()
+        unlink(path)
+    }
+
+    private static func askPID(_ fd: Int32) -> Int32? {
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard UnixSocket.send(fd, #"{"request":"status"}"# + "\n") else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var filled = 0
+        while filled < buffer.count {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + filled, $0.count - filled, 0) }
+            if count <= 0 { break }
+            filled += count
+            if buffer[0..<filled].contains(UInt8(ascii: "\n")) { break }
+        }
+        let reply = try? ControlJSON.decode(ControlReply.self, from: buffer[0..<filled].split(separator: UInt8(ascii: "\n")).first ?? [])
+        return reply?.status?.pid ?? reply?.pid
+    }
+
+    // MARK: - The server thread
+
+    private struct Client {
+        var fd: Int32
+        var buffer: [UInt8] = []
+        var deadline: ContinuousClock.Instant
+    }
+
+    fileprivate func serve() {
+        var clients: [Client] = []
+        var descriptors: [pollfd] = []
+        let clock = ContinuousClock()
+        while true {
+            descriptors.removeAll(keepingCapacity: true)
+            descriptors.append(pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0))
+            descriptors.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            for client in clients { descriptors.append(pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)) }
+            let now = clock.now
+            let nearest = clients.map(\.deadline).min()
+            let timeout = nearest.map { max(0, Int32(clamping: now.duration(to: $0).components.seconds * 1000 + 1)) } ?? -1
+            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
+            if ready < 0, errno != EINTR { logger.error("control socket poll failed", metadata: ["error": "\(Errno(errno))"]) ; return }
+            if descriptors[0].revents != 0 { break }
+            var closing = Set<Int32>()
+            for (index, descriptor) in descriptors.enumerated().dropFirst(2) where descriptor.revents != 0 {
+                if !readRequests(&clients[index - 2]) { closing.insert(clients[index - 2].fd) }
+            }
+            let expired = clock.now
+            for client in clients where client.deadline < expired && !closing.contains(client.fd) {
+                UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("timed out waiting for a request")) + "\n")
+                closing.insert(client.fd)
+            }
+            if !closing.isEmpty {
+                for fd in closing { close(fd) }
+                clients.removeAll { closing.contains($0.fd) }
+            }
+            if descriptors[1].revents != 0 { acceptClients(&clients, deadline: clock.now + Self.clientTimeout) }
+        }
+        for client in clients { close(client.fd) }
+    }
+
+    private func acceptClients(_ clients: inout [Client], deadline: ContinuousClock.Instant) {
+        while true {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { return }
+            _ = setNonBlockingCloseOnExec(fd)
+            guard let peer = UnixSocket.peerCredentials(fd), peer.uid == ownerUID || peer.uid == 0 else {
+                let who = UnixSocket.peerCredentials(fd).map { "uid \($0.uid) pid \($0.pid)" } ?? "unknown peer"
+                logger.warning("control socket: refused a client", metadata: ["peer": "\(who)"])
+                UnixSocket.send(fd, ControlJSON.encode(ControlReply.failure("permission denied: only uid \(ownerUID) or root may control this daemon")) + "\n")
+                close(fd)
+                continue
+            }
+            guard clients.count < Self.maximumClients else {
+                UnixSocket.send(fd, ControlJSON.encode(ControlReply.failure("busy: too many control connections")) + "\n")
+                close(fd)
+                continue
+            }
+            clients.append(Client(fd: fd, deadline: deadline))
+        }
+    }
+
+    /// Reads what is there and answers each complete line; false when the connection should close.
+    private func readRequests(_ client: inout Client) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return false }
+            if count < 0 { return errno == EAGAIN || errno == EINTR }
+            client.buffer.append(contentsOf: chunk[0..<count])
+            while let newline = client.buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = client.buffer[..<newline]
+                let reply = answer(line)
+                client.buffer.removeSubrange(...newline)
+                guard UnixSocket.send(client.fd, ControlJSON.encode(reply) + "\n") else { return false }
+            }
+            if client.buffer.count > Self.maximumRequestBytes {
+                UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("request too large: over \(Self.maximumRequestBytes) bytes without a newline")) + "\n")
+                return false
+            }
+        }
+    }
+
+    private func answer(_ line: ArraySlice<UInt8>) -> ControlReply {
+        let request: ControlRequest
+        do {
+            request = try ControlJSON.decode(ControlRequest.self, from: line)
+        } catch {
+            return .failure("malformed request: expected one JSON object like {\"request\":\"status\"} per line")
+        }
+        switch request.request {
+        case "status":
+            return ControlReply(ok: true, pid: getpid(), status: handlers.status())
+        case "stop":
+            logger.info("stop requested on the control socket")
+            handlers.stop()
+            return ControlReply(ok: true, pid: getpid())
+        case "reload":
+            return handlers.reload()
+        default:
+            return .failure("unknown request '\(request.request.prefix(64))': expected status, stop or reload")
+        }
+    }
+}
+
+/// Why the control socket could not be set up.
+enum ControlSocketError: Error, CustomStringConvertible {
+    case alreadyRunning(pid: Int32?, socket: String)
+    case directory(String, Errno)
+    case pathTooLong(String)
+    case socket(String, Errno)
+
+    var description: String {
+        switch self {
+        case .alreadyRunning(let pid, let socket):
+            "already running (pid \(pid.map(String.init) ?? "unknown")) on \(socket)"
+        case .directory(let path, let error): "cannot use runtime directory \(path): \(error)"
+        case .pathTooLong(let path): "control socket path is too long: \(path)"
+        case .socket(let path, let error): "cannot create control socket \(path): \(error)"
+        }
+    }
+}
+
+/// The control server's own thread; it owns every client descriptor.
+private final class ServerThread: @unchecked Sendable {
+    let server: ControlServer
+    var handle = pthread_t()
+
+    init(server: ControlServer) { self.server = server }
+
+    func start() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&handle, nil, { context in
+            let thread = Unmanaged<ServerThread>.fromOpaque(context!).takeRetainedValue()
+            var all = sigset_t()
+            sigfillset(&all)
+            pthread_sigmask(SIG_BLOCK, &all, nil)
+            thread.server.serve()
+            return nil
+        }, context)
+    }
+
+    func join() { pthread_join(handle, nil) }
+}
+
+/// accept4 and pipe2 are hidden behind _GNU_SOURCE in Glibc's module; fcntl does the same.
+private func setNonBlockingCloseOnExec(_ fd: Int32) -> Bool {
+    fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0
+}

@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Where the daemon keeps its control socket and log.
+///
+/// `--socket` or `KEEPALIVED_SOCKET` win; otherwise `$XDG_RUNTIME_DIR/keepalived/control.sock`,
+/// or `/run/keepalived-audio/control.sock` for root without `XDG_RUNTIME_DIR` (the system-wide
+/// name avoids the VRRP keepalived's files), or `/tmp/keepalived-UID/control.sock` as a last
+/// resort for a user without a runtime directory.
+struct RuntimePaths {
+    let socket: String
+
+    init(socketOverride: String?) {
+        if let socketOverride, !socketOverride.isEmpty {
+            socket = socketOverride
+        } else if let fromEnvironment = Self.environment("KEEPALIVED_SOCKET") {
+            socket = fromEnvironment
+        } else if let runtime = Self.environment("XDG_RUNTIME_DIR") {
+            socket = runtime + "/keepalived/control.sock"
+        } else if getuid() == 0 {
+            socket = "/run/keepalived-audio/control.sock"
+        } else {
+            socket = "/tmp/keepalived-\(getuid())/control.sock"
+        }
+    }
+
+    /// The directory holding the socket (and the log of a daemon started with `start`).
+    var directory: String {
+        guard let slash = socket.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        let prefix = String(socket[..<slash])
+        return prefix.isEmpty ? "/" : prefix
+    }
+
+    /// The log file of a daemon that `keepalived start` detached.
+    var logFile: String { directory + "/keepalived.log" }
+
+    /// Creates the socket's directory with mode 0700 if missing, and refuses one that another
+    /// user owns or that others can enter.
+    func prepareDirectory() throws(Errno) {
+        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw Errno(errno) }
+        var info = stat()
+        guard stat(directory, &info) == 0 else { throw Errno(errno) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw Errno(ENOTDIR) }
+        guard info.st_uid == geteuid() else { throw Errno(EPERM) }
+        if info.st_mode & 0o077 != 0, chmod(directory, 0o700) != 0 { throw Errno(errno) }
+    }
+
+    static func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+}

@@ -1,0 +1,138 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `keepalived start`: launch `keepalived run` as a detached daemon and return once it plays or
+/// waits for its device.
+struct StartCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "start",
+        abstract: "Start a background daemon with run's options; return once it plays or waits for its device.",
+        discussion: """
+            The daemon runs in its own session with stdin from /dev/null. Its log goes to the \
+            journal under systemd, else to keepalived.log beside the control socket (shown by \
+            'keepalived status'). On failure nothing is left behind and the daemon's own reason \
+            and exit code are reported: 64 bad option, 65 bad WAV, 66 unreadable clip, 75 already running.
+            """)
+
+    @OptionGroup var playback: PlaybackOptions
+    @OptionGroup var socket: SocketOption
+
+    /// How long the daemon may take to open its outputs (or find them missing).
+    static let readinessTimeout: Duration = .seconds(5)
+    /// glibc's POSIX_SPAWN_SETSID (2.26+), hidden behind _GNU_SOURCE in Swift's Glibc module.
+    private static let spawnSetSID: Int32 = 0x80
+
+    func run() async throws {
+        // Refuse bad options and clips here, so no daemon is ever started only to die.
+        do {
+            _ = try playback.makeConfiguration()
+        } catch let exit as CleanExit {
+            throw exit.exit()
+        }
+        let paths = socket.paths
+        if case .success(let reply) = ControlClient.send("status", to: paths) {
+            throw CleanExit.failure("already running (pid \(reply.status?.pid ?? reply.pid ?? 0)) on \(paths.socket)", code: SysExit.tempFail).exit()
+        }
+        do { try paths.prepareDirectory() } catch {
+            throw CleanExit.failure("cannot use runtime directory \(paths.directory): \(error)", code: SysExit.cannotCreate).exit()
+        }
+
+        let underSystemd = RuntimePaths.environment("JOURNAL_STREAM") != nil
+        let logFile = underSystemd ? nil : paths.logFile
+        var arguments = ["run"] + Self.runArguments()
+        if socket.path == nil { arguments += ["--socket", paths.socket] }
+        if let logFile { arguments += ["--log-file", logFile] }
+        let pid = try spawnDaemon(arguments: arguments, logFile: logFile)
+
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.readinessTimeout
+        while true {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+                let reason = logFile.flatMap(Self.lastError(in:)) ?? "exit status \(code)"
+                throw CleanExit.failure("the daemon failed to start: \(reason)", code: ExitCode(code == 0 ? 70 : code)).exit()
+            }
+            if case .success(let reply) = ControlClient.send("status", to: paths, timeout: .milliseconds(500)),
+               let daemon = reply.status, daemon.pid == pid,
+               !daemon.outputs.isEmpty, daemon.outputs.allSatisfy({ $0.state != "starting" && $0.state != "stopped" }) {
+                let states = daemon.outputs.map { "\($0.device): \($0.state)\($0.reason.map { " (\($0))" } ?? "")" }.joined(separator: ", ")
+                printOutput("keepalived started (pid \(pid)); \(states)" + (logFile.map { "; log: \($0)" } ?? ""))
+                return
+            }
+            if clock.now >= deadline {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                unlink(paths.socket)
+                throw CleanExit.failure("the daemon did not become ready within \(Self.readinessTimeout); killed it", code: SysExit.software).exit()
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// The arguments after `start`, passed on to `run` unchanged.
+    private static func runArguments() -> [String] {
+        let all = Array(CommandLine.arguments.dropFirst())
+        guard let index = all.firstIndex(of: "start") else { return [] }
+        return Array(all[(index + 1)...])
+    }
+
+    private func spawnDaemon(arguments: [String], logFile: String?) throws -> pid_t {
+        var executable = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &executable, executable.count - 1)
+        let path = length > 0 ? String(decoding: executable[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let logFile {
+            posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(Self.spawnSetSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        guard result == 0 else {
+            throw CleanExit.failure("cannot start \(path): \(Errno(result))", code: SysExit.software).exit()
+        }
+        return pid
+    }
+
+    /// The daemon's own reason for failing: the last error line it logged.
+    private static func lastError(in logFile: String) -> String? {
+        guard let file = fopen(logFile, "r") else { return nil }
+        defer { fclose(file) }
+        var last: String?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while fgets(&buffer, Int32(buffer.count), file) != nil {
+            let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if line.contains("error") { last = line.trimmingSuffixNewline() }
+        }
+        return last.map { $0.hasPrefix("keepalived: error: ") ? String($0.dropFirst("keepalived: error: ".count)) : $0 }
+    }
+}
+
+extension String {
+    func trimmingSuffixNewline() -> String {
+        var text = self
+        while text.hasSuffix("\n") { text.removeLast() }
+        return text
+    }
+}

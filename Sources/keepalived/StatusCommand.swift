@@ -1,0 +1,60 @@
+import ArgumentParser
+
+/// `keepalived status`: whether a daemon runs, and how each output is doing.
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show whether keepalived runs and how each output is doing.",
+        discussion: "Exit status: 0 when running, 3 when not (the LSB convention), 1 when the socket misbehaves.")
+
+    @OptionGroup var socket: SocketOption
+
+    @Flag(help: "Print one JSON object.")
+    var json = false
+
+    func run() throws {
+        switch ControlClient.send("status", to: socket.paths) {
+        case .success(let reply):
+            guard let status = reply.status else { throw CleanExit.failure("no status in reply", code: ExitCode(1)).exit() }
+            printOutput(json ? ControlJSON.encode(status) : Self.describe(status))
+        case .failure(.notRunning):
+            printOutput(json ? #"{"outputs":[],"socket":"\#(socket.paths.socket)","state":"stopped"}"# : "keepalived is not running (no daemon on \(socket.paths.socket))")
+            throw ExitCode(3)
+        case .failure(let failure):
+            printError("keepalived: error: \(failure)")
+            throw ExitCode(1)
+        }
+    }
+
+    static func describe(_ status: DaemonStatus) -> String {
+        var lines = ["keepalived is running (pid \(status.pid), up \(formatDuration(status.uptimeSeconds)))"]
+        lines.append("state: \(status.state)\(status.reason.map { " (\($0))" } ?? "")")
+        lines.append("socket: \(status.socket)")
+        if let log = status.logFile { lines.append("log: \(log)") }
+        for output in status.outputs {
+            lines.append("output \(output.device): \(output.state)\(output.reason.map { " (\($0))" } ?? "")")
+            if let format = output.format, let rate = output.rate, let channels = output.channels {
+                lines.append("  format: \(format) \(rate) Hz \(channels) ch, buffer \(output.bufferFrames ?? 0) frames, period \(output.periodFrames ?? 0) frames")
+            }
+            lines.append("  level: \(output.volume) (ceiling \(output.ceiling)), frames played: \(output.framesPlayed)")
+            let reasons = output.recoveriesByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            lines.append("  recoveries: \(output.recoveries)\(reasons.isEmpty ? "" : " (\(reasons))")")
+            if let error = output.lastError { lines.append("  last error: \(error)") }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func formatDuration(_ seconds: Double) -> String {
+        let whole = Int(seconds)
+        if whole < 60 { return "\(Double(Int(seconds * 10)) / 10) s" }
+        if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
+        return "\(whole / 3600) h \(whole / 60 % 60) min"
+    }
+}
+
+extension CleanExit {
+    func exit() -> Error {
+        printError("keepalived: error: \(description)")
+        return code
+    }
+}

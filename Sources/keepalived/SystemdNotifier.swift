@@ -1,0 +1,103 @@
+import KeepAlive
+import Logging
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Speaks systemd's notify protocol when `NOTIFY_SOCKET` is set: `READY=1` once every output is
+/// playing or waiting for its device, a `STATUS=` line per state change, `STOPPING=1` on
+/// shutdown, and `WATCHDOG=1` only while the playback loops keep reporting (a wedged loop stops
+/// the pings, so systemd restarts the daemon).
+struct SystemdNotifier: Service {
+    let socketPath: String
+    let manager: KeepAliveManager
+    let watchdogInterval: Duration?
+    /// How long a playback loop may go without reporting before it counts as wedged: it reports
+    /// at least once per period while playing and once per retry while waiting.
+    let responsiveness: Duration
+    let logger: Logger
+
+    /// A notifier for the environment systemd gave this process, or nil when not under a
+    /// notify-type unit.
+    init?(manager: KeepAliveManager, logger: Logger) {
+        guard let path = RuntimePaths.environment("NOTIFY_SOCKET") else { return nil }
+        self.socketPath = path
+        self.manager = manager
+        self.logger = logger
+        let configuration = manager.configuration
+        responsiveness = max(configuration.bufferDuration, configuration.retry.maximumDelay) + .seconds(1)
+        let watchdogPID = RuntimePaths.environment("WATCHDOG_PID").flatMap { Int32($0) }
+        if let usec = RuntimePaths.environment("WATCHDOG_USEC").flatMap({ Int64($0) }), usec > 0,
+           watchdogPID == nil || watchdogPID == getpid() {
+            watchdogInterval = .microseconds(usec / 2)
+        } else {
+            watchdogInterval = nil
+        }
+    }
+
+    func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await reportStates() }
+            if let watchdogInterval {
+                group.addTask { await pingWatchdog(every: watchdogInterval) }
+            }
+            try? await gracefulShutdown()
+            send("STOPPING=1\nSTATUS=stopping")
+            group.cancelAll()
+        }
+    }
+
+    private func reportStates() async {
+        let events = manager.events
+        var ready = false
+        var lastStatus = ""
+        func update() {
+            let state = manager.state
+            let status = "STATUS=\(state)" + (manager.outputs.count > 1 ? " (\(manager.outputs.map { "\($0.device): \($0.state)" }.joined(separator: ", ")))" : " on \(manager.configuration.devices[0])")
+            var message = ""
+            if !ready, manager.isRunning, manager.outputs.allSatisfy({ $0.state != .starting && $0.state != .stopped }) {
+                ready = true
+                message += "READY=1\n"
+            }
+            if status != lastStatus {
+                lastStatus = status
+                message += status
+            }
+            if !message.isEmpty { send(message) }
+        }
+        update()
+        for await event in events {
+            switch event {
+            case .stateChanged, .started, .stopped: update()
+            default: break
+            }
+        }
+    }
+
+    private func pingWatchdog(every interval: Duration) async {
+        while !Task.isCancelled {
+            if manager.isResponsive(within: responsiveness) {
+                send("WATCHDOG=1")
+            } else {
+                logger.warning("playback loop unresponsive; withholding the watchdog ping")
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    private func send(_ message: String) {
+        guard var (address, length) = UnixSocket.address(socketPath) else { return }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var bytes = Array(message.utf8)
+        _ = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
+                bytes.withUnsafeMutableBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), target, length) }
+            }
+        }
+    }
+}
