@@ -30,6 +30,7 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+#include <limits.h>
 
 #include <alsa/asoundlib.h>
 #include <alsa/pcm_external.h>
@@ -445,6 +446,11 @@ static void apply_command(faulty_t *f, char *line)
 		snprintf(buf, sizeof(buf), "%s/stall", f->state);
 		unlink(buf);
 		logev(f, "control unstall");
+	} else if (strcmp(argv[0], "hang") == 0 && argc == 1) {
+		/* A driver that never returns from write: the next transfer blocks until the
+		 * test deletes STATE/hang (a wedged playback thread, for watchdog tests). */
+		write_atomic(f->state, "hang", "1\n");
+		logev(f, "control hang");
 	} else {
 		int i;
 		char msg[256] = "";
@@ -588,6 +594,16 @@ static snd_pcm_sframes_t faulty_transfer(snd_pcm_ioplug_t *io,
 	if (err > 0) {
 		apply_fault(f, err, "write");
 		return -err;
+	}
+	{
+		char hang[PATH_MAX + 16];
+		snprintf(hang, sizeof(hang), "%s/hang", f->state);
+		if (access(hang, F_OK) == 0) {
+			logev(f, "hung write");
+			while (access(hang, F_OK) == 0)
+				usleep(10000);
+			logev(f, "unhung write");
+		}
 	}
 
 	for (ch = 0; ch < io->channels; ch++)
