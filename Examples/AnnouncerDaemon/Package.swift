@@ -1,0 +1,24 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// An example daemon that embeds KeepAlive next to a service of its own. It depends on the
+// keepalived package by path, so it always builds against the checkout it sits in; a real daemon
+// would use `.package(url: "https://github.com/your-org/keepalived.git", branch: "main")`.
+let package = Package(
+    name: "AnnouncerDaemon",
+    dependencies: [
+        .package(name: "keepalived", path: "../.."),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "AnnouncerDaemon",
+            dependencies: [
+                .product(name: "KeepAlive", package: "keepalived"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+    ]
+)

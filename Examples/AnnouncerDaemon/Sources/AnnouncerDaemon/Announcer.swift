@@ -1,0 +1,65 @@
+import KeepAlive
+import Logging
+import ServiceLifecycle
+
+/// The daemon's own service, a stand-in for real work that needs an awake output: every
+/// `interval` it "announces" something, but only while the keep-alive says every output plays.
+/// It also follows the keep-alive's events, and logs when an output is lost and when it is back.
+struct Announcer: Service {
+    private let keepAlive: KeepAliveManager
+    private let events: AsyncStream<KeepAliveEvent>
+    private let interval: Duration
+    private let logger: Logger
+
+    init(keepAlive: KeepAliveManager, interval: Duration, logger: Logger) {
+        self.keepAlive = keepAlive
+        // Subscribe now, before the group starts any service, so that no event is missed: a
+        // subscription receives the events published after it was made.
+        self.events = keepAlive.events
+        self.interval = interval
+        self.logger = logger
+    }
+
+    func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await follow() }
+            group.addTask { try await announce() }
+        }
+        logger.info("announcer stopped")
+    }
+
+    /// Logs what happens to the outputs until graceful shutdown.
+    private func follow() async {
+        for await event in events.cancelOnGracefulShutdown() {
+            switch event {
+            case .opened(let device, let format):
+                logger.info("output opened", metadata: ["device": "\(device)", "format": "\(format)"])
+            case .stateChanged(let device, .waitingForDevice(let reason)),
+                 .stateChanged(let device, .recovering(let reason)):
+                logger.warning("output lost; announcements wait", metadata: ["device": "\(device)", "reason": "\(reason)"])
+            case .recovered(let device, let reason, let downtime):
+                logger.notice("output recovered", metadata: ["device": "\(device)", "reason": "\(reason)", "downtime": "\(downtime)"])
+            case .started, .stopped, .stateChanged, .error:
+                break
+            }
+        }
+    }
+
+    /// Announces every `interval` while the outputs play, until graceful shutdown.
+    private func announce() async throws {
+        // Graceful shutdown cancels the loop: the sleep throws and the service returns.
+        try? await cancelWhenGracefulShutdown { [keepAlive, interval, logger] in
+            var number = 0
+            while true {
+                try await Task.sleep(for: interval)
+                let state = keepAlive.state
+                if state == .playing {
+                    number += 1
+                    logger.info("announcement", metadata: ["number": "\(number)"])
+                } else {
+                    logger.info("announcement held back", metadata: ["state": "\(state)"])
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import Synchronization
+import Testing
+@testable import KeepAlive
+
+/// Several observers of `events`, one of which never reads: the others see everything, playback
+/// is not held up, and the idle one's buffer stays at its capacity.
+@Suite("Event observers", .serialized, .timeLimit(.minutes(1)))
+struct EventObserverTests {
+    typealias Support = EmbeddingTestSupport
+    static let capacity = EventBroadcaster.capacity
+
+    /// The manager's broadcaster, through its internal test accessor.
+    static func broadcaster(of manager: KeepAliveManager) throws -> EventBroadcaster {
+        manager.eventBroadcaster
+    }
+
+    @Test("a reader sees every event while an idle subscriber's buffer stays at capacity; publishing never waits")
+    func broadcasterBoundsAnIdleSubscriber() async throws {
+        let broadcaster = EventBroadcaster()
+        var idle: AsyncStream<KeepAliveEvent>? = broadcaster.subscribe()
+        let reader = EventRecorder(broadcaster.subscribe())
+        #expect(broadcaster.subscriberCount == 2)
+
+        // Bursts smaller than the buffer, the reader catching up between them: 40 × 200 = 8000
+        // events, 31 times the idle subscriber's capacity.
+        let bursts = 40, burst = 200
+        var publishTimes: [Duration] = []
+        publishTimes.reserveCapacity(bursts * burst)
+        let clock = ContinuousClock()
+        for b in 0..<bursts {
+            for i in 0..<burst {
+                let event = KeepAliveEvent.error(device: "d", reason: .unknown, message: "\(b * burst + i)")
+                publishTimes.append(clock.measure { broadcaster.publish(event) })
+            }
+            try await Support.waitUntil("the reader to catch up") { reader.count == (b + 1) * burst }
+            let idleStatistics = broadcaster.statistics[0]
+            #expect(idleStatistics.buffered <= Self.capacity)
+        }
+        let total = bursts * burst
+        let expected = (0..<total).map { KeepAliveEvent.error(device: "d", reason: .unknown, message: "\($0)") }
+        #expect(reader.events == expected, "the reader missed or reordered events")
+
+        let statistics = broadcaster.statistics
+        #expect(statistics[0].highWater == Self.capacity)
+        #expect(statistics[0].buffered == Self.capacity)
+        #expect(statistics[0].dropped == total - Self.capacity)
+        #expect(statistics[1].dropped == 0)
+        #expect(statistics[1].highWater <= burst)
+        // A publish that waited for the idle subscriber would never return; these bounds only say
+        // it is also cheap (the maximum allows for the thread being preempted on a busy machine).
+        publishTimes.sort()
+        let medianPublish = publishTimes[publishTimes.count / 2], slowestPublish = publishTimes.last!
+        #expect(medianPublish < .microseconds(100), "median publish took \(medianPublish)")
+        #expect(slowestPublish < .milliseconds(50), "one publish took \(slowestPublish)")
+        print("[EventObserverTests] \(total) events: median publish \(medianPublish), slowest \(slowestPublish); idle high water \(statistics[0].highWater), dropped \(statistics[0].dropped); reader high water \(statistics[1].highWater)")
+
+        // The idle subscriber kept the newest events, in order.
+        var kept: [KeepAliveEvent] = []
+        if let stream = idle {
+            for await event in stream {
+                kept.append(event)
+                if kept.count == Self.capacity { break }
+            }
+        }
+        #expect(kept == Array(expected.suffix(Self.capacity)))
+
+        // Dropping a stream ends its subscription: nothing keeps buffering for nobody.
+        idle = nil
+        #expect(broadcaster.subscriberCount == 1)
+    }
+
+    @Test("subscriptions finish when the manager goes away")
+    func streamsFinishWithTheManager() async throws {
+        var manager: KeepAliveManager? = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Support.quietLogger)
+        let stream = manager!.events
+        let ended = Mutex(false)
+        let consumer = Task {
+            for await _ in stream {}
+            ended.withLock { $0 = true }
+        }
+        manager = nil
+        try await Support.waitUntil("the stream to finish", timeout: .seconds(2)) { ended.withLock { $0 } }
+        await consumer.value
+    }
+
+    @Test("two observers of a manager, one never reading: the other sees every event, playback is not delayed, the idle buffer stays bounded")
+    func idleObserverNeverStallsPlayback() async throws {
+        let device = "null"
+        var configuration = KeepAliveConfiguration(devices: [device])
+        configuration.bufferDuration = .milliseconds(200)  // 50 ms periods: a fine-grained pace to measure
+        let manager = try KeepAliveManager(configuration: configuration, logger: Support.quietLogger)
+        let idle = manager.events  // never read
+        let reader = EventRecorder(manager.events)
+        let broadcaster = try Self.broadcaster(of: manager)
+        #expect(broadcaster.subscriberCount == 2)
+
+        // Start/stop cycles: five events each, until the idle subscriber has been full for a while.
+        let cycles = 70
+        let perCycle = 5
+        var startToPlaying: [Duration] = []
+        var stopTimes: [Duration] = []
+        for cycle in 0..<cycles {
+            let startedAt = ContinuousClock.now
+            manager.start()
+            try await Support.waitUntil("cycle \(cycle) to play") { manager.state == .playing }
+            startToPlaying.append(startedAt.duration(to: .now))
+            let stoppingAt = ContinuousClock.now
+            manager.stop()
+            stopTimes.append(stoppingAt.duration(to: .now))
+            try await Support.waitUntil("the reader to see cycle \(cycle)") { reader.count == (cycle + 1) * perCycle }
+        }
+
+        // The reader saw every event of every cycle, in order.
+        let events = reader.events
+        #expect(events.count == cycles * perCycle)
+        for cycle in 0..<cycles {
+            let slice = Array(events[(cycle * perCycle)..<((cycle + 1) * perCycle)])
+            #expect(slice.count == perCycle)
+            guard slice.count == perCycle else { break }
+            #expect(slice[0] == .started)
+            if case .opened(let opened, _) = slice[1] { #expect(opened == device) } else { Issue.record("cycle \(cycle): \(slice[1])") }
+            #expect(slice[2] == .stateChanged(device: device, state: .playing))
+            #expect(slice[3] == .stateChanged(device: device, state: .stopped))
+            #expect(slice[4] == .stopped)
+        }
+
+        // The idle observer holds exactly its capacity, the newest events; it lost the oldest.
+        let idleStatistics = broadcaster.statistics[0]
+        #expect(idleStatistics.highWater == Self.capacity)
+        #expect(idleStatistics.buffered == Self.capacity)
+        #expect(idleStatistics.dropped == cycles * perCycle - Self.capacity)
+        #expect(broadcaster.statistics[1].dropped == 0)
+
+        // Playback was not delayed by the full buffer: the cycles after it filled started as
+        // fast as the ones before, and stop stayed well under 100 ms.
+        let fillCycle = Self.capacity / perCycle + 1
+        let before = startToPlaying[..<fillCycle].sorted()
+        let after = startToPlaying[fillCycle...].sorted()
+        let medianBefore = before[before.count / 2], medianAfter = after[after.count / 2]
+        #expect(after.last! < .milliseconds(250), "slowest start after the idle buffer filled: \(after.last!)")
+        #expect(medianAfter < medianBefore * 3 + .milliseconds(5), "median start \(medianBefore) before, \(medianAfter) after")
+        #expect(stopTimes.max()! < .milliseconds(100))
+
+        // And the stream keeps real-time pace with the idle buffer full.
+        manager.start()
+        try await Support.waitUntil("the output to play") { manager.state == .playing }
+        try await Task.sleep(for: .milliseconds(300))
+        let frames0 = manager.outputs[0].framesPlayed, t0 = ContinuousClock.now
+        try await Task.sleep(for: .seconds(1))
+        let frames1 = manager.outputs[0].framesPlayed, t1 = ContinuousClock.now
+        manager.stop()
+        let seconds = Double((t1 - t0).components.seconds) + Double((t1 - t0).components.attoseconds) / 1e18
+        let playedSeconds = Double(frames1 - frames0) / 44100
+        #expect(playedSeconds >= seconds - 0.15, "played \(playedSeconds) s of audio in \(seconds) s")
+        #expect(playedSeconds <= seconds + 0.15, "played \(playedSeconds) s of audio in \(seconds) s")
+        #expect(broadcaster.statistics[0].highWater == Self.capacity)
+
+        print("[EventObserverTests] \(cycles) cycles: start→playing median \(medianBefore) before the idle buffer filled, \(medianAfter) after (slowest \(after.last!)); slowest stop \(stopTimes.max()!); paced \(playedSeconds) s of audio in \(seconds) s")
+        withExtendedLifetime(idle) {}
+    }
+}
