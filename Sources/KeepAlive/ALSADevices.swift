@@ -18,6 +18,7 @@ public struct ALSADevice: Sendable, Equatable {
     /// Whether it is a digital output (HDMI, DisplayPort, S/PDIF, IEC958).
     public var isDigital: Bool
 
+    /// A device from its PCM name and description; ``isDigital`` is derived from both.
     public init(name: String, description: String) {
         self.name = name
         self.description = description

@@ -12,6 +12,7 @@ public struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The ALSA operation that failed.
     public let operation: String
 
+    /// An error for `code`, the negative errno value alsa-lib returned from `operation`.
     public init(code: Int32, operation: String) {
         self.code = code
         self.operation = operation
@@ -20,6 +21,7 @@ public struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
     /// alsa-lib's text for the code.
     public var message: String { String(cString: snd_strerror(code)) }
 
+    /// The operation, alsa-lib's text and the errno name: `open: Device or resource busy (EBUSY)`.
     public var description: String {
         if let name = errnoName(-code) { return "\(operation): \(message) (\(name))" }
         return "\(operation): \(message)"

@@ -28,6 +28,7 @@ public struct Clip: Sendable, Equatable {
             }
         }
 
+        /// `16-bit PCM`, `32-bit float`, ….
         public var description: String {
             switch self {
             case .integer(let bits): "\(bits)-bit PCM"

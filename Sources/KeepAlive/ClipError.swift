@@ -43,6 +43,7 @@ public enum ClipError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The clip file is larger than a keep-alive clip may be.
     case fileTooLarge(path: String, bytes: Int, limit: Int)
 
+    /// What is wrong, in words a command-line tool can print as is.
     public var description: String {
         switch self {
         case .notBase64(let reason): "not base64: \(reason)"

@@ -2,38 +2,112 @@ import Synchronization
 
 /// Fans events out to every subscriber, each through its own bounded buffer.
 ///
-/// Policy: a subscriber that does not keep up loses its oldest undelivered events once it has
-/// ``capacity`` waiting; it never slows the publisher (a playback thread) and never makes the
-/// others miss anything.
+/// Policy (documented for users on ``KeepAliveManager/events`` and in the catalog's "Observing
+/// events" article):
+/// - Every subscriber receives every event published after it subscribed, in publishing order
+///   (events of one output come from one thread, so they are never reordered).
+/// - Each subscriber has its own buffer of at most ``capacity`` undelivered events. When a
+///   subscriber that does not keep up has ``capacity`` events waiting, the oldest one is dropped
+///   to make room for the new one (`bufferingNewest`). Memory per subscriber is therefore bounded,
+///   and the newest events, the ones that tell the current state, are the ones kept.
+/// - Publishing never waits for a subscriber: it takes one short lock, copies the list, and
+///   yields to each stream without blocking. A slow or idle subscriber never delays a playback
+///   thread and never makes the others miss anything.
+/// - A subscription ends when its consuming task is cancelled or its stream and iterators are
+///   dropped; all streams finish when the broadcaster (its manager) is deallocated.
 final class EventBroadcaster: Sendable {
+    /// The most undelivered events one subscriber may hold.
     static let capacity = 256
+
+    /// What publishing observed of one subscriber's buffer (a test hook; kept because it costs
+    /// one lock per event, and events are rare: state changes, not frames).
+    struct BufferStatistics: Sendable, Equatable {
+        /// Events waiting in the buffer after the latest publish.
+        var buffered = 0
+        /// The most events that were ever waiting at once; never above ``EventBroadcaster/capacity``.
+        var highWater = 0
+        /// Events dropped because the buffer was full.
+        var dropped = 0
+        /// Events delivered or buffered.
+        var published = 0
+    }
+
+    private struct Subscriber {
+        var continuation: AsyncStream<KeepAliveEvent>.Continuation
+        var statistics = BufferStatistics()
+    }
 
     private struct Subscribers {
         var nextID = 0
-        var continuations: [Int: AsyncStream<KeepAliveEvent>.Continuation] = [:]
+        var table: [Int: Subscriber] = [:]
     }
 
     private let subscribers = Mutex(Subscribers())
 
+    init() {}
+
+    deinit {
+        // A consumer awaiting the next event would otherwise wait forever.
+        let continuations = subscribers.withLock { state in
+            defer { state.table.removeAll() }
+            return state.table.values.map(\.continuation)
+        }
+        for continuation in continuations { continuation.finish() }
+    }
+
+    /// A new stream of every event published from now on.
     func subscribe() -> AsyncStream<KeepAliveEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: KeepAliveEvent.self, bufferingPolicy: .bufferingNewest(Self.capacity))
         let id = subscribers.withLock { state in
             defer { state.nextID += 1 }
-            state.continuations[state.nextID] = continuation
+            state.table[state.nextID] = Subscriber(continuation: continuation)
             return state.nextID
         }
+        // Runs when the consumer's task is cancelled, when the stream and all its iterators are
+        // dropped, or on finish; never while this broadcaster holds its lock.
         continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: id) }
+            _ = self?.subscribers.withLock { $0.table.removeValue(forKey: id) }
         }
         return stream
     }
 
+    /// Delivers `event` to every subscriber without waiting for any of them.
     func publish(_ event: KeepAliveEvent) {
-        // Yield outside the lock: a termination handler runs synchronously and takes it.
-        let targets = subscribers.withLock { Array($0.continuations.values) }
-        for continuation in targets { continuation.yield(event) }
+        // Yield outside the lock: the lock stays short, and a termination handler (which takes
+        // it) can never run under it.
+        let targets = subscribers.withLock { state in state.table.map { ($0.key, $0.value.continuation) } }
+        guard !targets.isEmpty else { return }
+        var results: [(Int, AsyncStream<KeepAliveEvent>.Continuation.YieldResult)] = []
+        results.reserveCapacity(targets.count)
+        for (id, continuation) in targets { results.append((id, continuation.yield(event))) }
+        subscribers.withLock { state in
+            for (id, result) in results {
+                guard var statistics = state.table[id]?.statistics else { continue }
+                switch result {
+                case .enqueued(let remaining):
+                    statistics.buffered = Self.capacity - remaining
+                    statistics.published += 1
+                case .dropped:
+                    statistics.buffered = Self.capacity
+                    statistics.dropped += 1
+                    statistics.published += 1
+                case .terminated:
+                    statistics.buffered = 0
+                @unknown default:
+                    break
+                }
+                statistics.highWater = max(statistics.highWater, statistics.buffered)
+                state.table[id]?.statistics = statistics
+            }
+        }
     }
 
-    var subscriberCount: Int { subscribers.withLock { $0.continuations.count } }
+    /// How many streams are subscribed.
+    var subscriberCount: Int { subscribers.withLock { $0.table.count } }
+
+    /// The buffer statistics of every live subscriber, oldest subscription first (test hook).
+    var statistics: [BufferStatistics] {
+        subscribers.withLock { state in state.table.sorted { $0.key < $1.key }.map(\.value.statistics) }
+    }
 }

@@ -31,7 +31,21 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
     /// Anything else; the error text is in the event and the status.
     case unknown
 
+    /// The name used in logs and the CLI: `underrun`, `server-gone`, `no-device`, ….
     public var description: String { rawValue }
+
+    /// How much the reason says about the cause. A fault seen on the stream (an underrun, a
+    /// suspend, a stall) says less than what reopening then learns (the server is gone, the
+    /// device unplugged, busy or missing), and anything says more than ``unknown``. An outage is
+    /// reported under its most telling reason: a stall whose reopen is refused because PipeWire
+    /// is down is `server-gone`.
+    var specificity: Int {
+        switch self {
+        case .unknown: 0
+        case .underrun, .suspended, .stalled: 1
+        case .serverGone, .unplugged, .busy, .noDevice: 2
+        }
+    }
 
     /// Classifies a negative errno value from an operation on an open stream.
     init(streamError code: Int32) {
@@ -39,7 +53,7 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
         case EPIPE: self = .underrun
         case ESTRPIPE: self = .suspended
         case ENODEV, ENXIO: self = .unplugged
-        case EIO, ENOTCONN, EBADFD, ECONNREFUSED, ECONNRESET, ESHUTDOWN: self = .serverGone
+        case EIO, ENOTCONN, EBADFD, ECONNREFUSED, ECONNRESET, ESHUTDOWN, EHOSTDOWN: self = .serverGone
         case EBUSY: self = .busy
         case ENOENT: self = .noDevice
         default: self = .unknown
@@ -51,7 +65,7 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
         switch -code {
         case EBUSY: self = .busy
         case ENOENT, ENODEV, ENXIO: self = .noDevice
-        case EIO, ENOTCONN, ECONNREFUSED, ECONNRESET: self = .serverGone
+        case EIO, ENOTCONN, ECONNREFUSED, ECONNRESET, ESHUTDOWN, EHOSTDOWN, EPIPE: self = .serverGone
         default: self = .unknown
         }
     }

@@ -23,6 +23,14 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     /// How many periods the buffer is split in: the process wakes about once per period.
     public var periodsPerBuffer: Int
 
+    /// A configuration; every argument has the daemon's default.
+    ///
+    /// ```swift
+    /// let configuration = KeepAliveConfiguration(devices: ["default", "hdmi:CARD=PCH,DEV=0"], volume: try Level(parsing: "-40dB"))
+    /// ```
+    ///
+    /// Nothing is checked here; ``validate()`` (called by ``KeepAliveManager`` and
+    /// ``KeepAliveService``) checks the rules.
     public init(
         devices: [String] = ["default"], clip: Clip = .embedded, volume: Level = .defaultVolume,
         ceiling: Level = .defaultCeiling, retry: RetryPolicy = RetryPolicy(),
@@ -76,6 +84,7 @@ public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStrin
     /// The retry delays are not positive and ordered, or the jitter is outside 0…1.
     case invalidRetryPolicy
 
+    /// The broken rule, in words a command-line tool can print as is.
     public var description: String {
         switch self {
         case .noDevices: "no output device given"

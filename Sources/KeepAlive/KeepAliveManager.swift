@@ -9,44 +9,32 @@ import Synchronization
 /// call from any thread; ``start()`` and ``stop()`` are idempotent.
 ///
 /// ```swift
-/// let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["default"]))
-/// manager.start()
-/// for await event in manager.events {
-///     print(event)
-/// }
-/// manager.stop()
+/// let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
+/// let events = manager.events   // subscribe first: a stream has the events from then on
+/// manager.start()               // returns at once; each output plays on a thread of its own
+/// let observer = Task { for await event in events { logger.info("\(event)") } }
+/// // … until it is time to stop:
+/// manager.stop()                // drops every stream; returns within 100 ms
+/// observer.cancel()             // the stream does not end at stop()
 /// ```
 public final class KeepAliveManager: Sendable {
-    /// The validated configuration the manager plays.
-    public let configuration: KeepAliveConfiguration
     private let logger: Logger
     private let broadcaster = EventBroadcaster()
 
-    /// State read by any thread and written by playback threads on every report.
+    /// State read by any thread; the records inside carry their own locks.
     private struct Shared {
         var isOn = true
         var running = false
-        var outputs: [OutputStatus]
-        /// The last fault logged per output since it last played, so that a retry loop logs once.
-        var loggedFaults: [String?]
-        /// When each output's playback thread last reported: at least once per period while
-        /// playing, once per retry while waiting. A stale one means a wedged thread.
-        var heartbeats: [ContinuousClock.Instant]
-        /// Frames written per output. Kept out of `outputs` so that a snapshot a reader holds
-        /// never makes the playback thread's update copy the array.
-        var framesPlayed: [Int]
-
-        var snapshot: [OutputStatus] {
-            var copy = outputs
-            for index in copy.indices { copy[index].framesPlayed = framesPlayed[index] }
-            return copy
-        }
+        var configuration: KeepAliveConfiguration
+        /// One per configured device, in configuration order.
+        var records: [OutputRecord]
     }
 
     private let shared: Mutex<Shared>
-    /// The running loops; only ``start()`` and ``stop()`` touch them, one at a time. Kept apart
-    /// from `shared` because ``stop()`` joins threads that report through `shared`.
-    private let loops = Mutex<[PlaybackLoop]>([])
+    /// The running loops by device; only ``start()``, ``stop()`` and ``reconfigure(_:)`` touch
+    /// them, one at a time. Kept apart from `shared` because stopping joins threads that report
+    /// through it.
+    private let loops = Mutex<[String: PlaybackLoop]>([:])
 
     /// Creates a stopped manager.
     /// - Parameters:
@@ -57,17 +45,17 @@ public final class KeepAliveManager: Sendable {
     public init(configuration: KeepAliveConfiguration, isOn: Bool = true,
                 logger: Logger = Logger(label: "KeepAlive")) throws(KeepAliveConfigurationError) {
         try configuration.validate()
-        self.configuration = configuration
         self.logger = logger
-        let outputs = configuration.devices.map { OutputStatus(device: $0, state: .stopped, volume: configuration.volume) }
-        shared = Mutex(Shared(
-            isOn: isOn, outputs: outputs, loggedFaults: Array(repeating: nil, count: outputs.count),
-            heartbeats: Array(repeating: .now, count: outputs.count), framesPlayed: Array(repeating: 0, count: outputs.count)))
+        let records = configuration.devices.map { OutputRecord(device: $0, volume: configuration.volume, state: .stopped) }
+        shared = Mutex(Shared(isOn: isOn, configuration: configuration, records: records))
     }
 
     deinit {
-        for loop in loops.withLock({ $0 }) { loop.stopAndJoin() }
+        for loop in loops.withLock({ $0.values }) { loop.stopAndJoin() }
     }
+
+    /// The validated configuration the manager plays.
+    public var configuration: KeepAliveConfiguration { shared.withLock { $0.configuration } }
 
     /// The gate. While off, ``start()`` does nothing; turning it off stops playback.
     public var isOn: Bool {
@@ -84,15 +72,15 @@ public final class KeepAliveManager: Sendable {
     /// The overall state: ``KeepAliveState/playing`` when every output plays, otherwise the state
     /// of the first output that does not.
     public var state: KeepAliveState {
-        shared.withLock { shared in
-            guard shared.running else { return .stopped }
-            if let starting = shared.outputs.first(where: { $0.state == .starting }) { return starting.state }
-            return shared.outputs.first(where: { $0.state != .playing })?.state ?? .playing
-        }
+        let (running, records) = shared.withLock { ($0.running, $0.records) }
+        guard running else { return .stopped }
+        let states = records.map { $0.fields.withLock { $0.status.state } }
+        if let starting = states.first(where: { $0 == .starting }) { return starting }
+        return states.first(where: { $0 != .playing }) ?? .playing
     }
 
     /// A snapshot of every output.
-    public var outputs: [OutputStatus] { shared.withLock { $0.snapshot } }
+    public var outputs: [OutputStatus] { shared.withLock { $0.records }.map(\.snapshot) }
 
     /// Whether every output's playback thread reported within `interval`: the health signal a
     /// watchdog should follow (a timer would keep pinging while a thread hangs in a driver).
@@ -101,48 +89,55 @@ public final class KeepAliveManager: Sendable {
     /// if manager.isResponsive(within: .seconds(3)) { notifyWatchdog() }
     /// ```
     public func isResponsive(within interval: Duration) -> Bool {
+        let (running, records) = shared.withLock { ($0.running, $0.records) }
+        guard running else { return true }
         let now = ContinuousClock.now
-        return shared.withLock { shared in
-            !shared.running || shared.heartbeats.allSatisfy { $0.duration(to: now) <= interval }
-        }
+        return records.allSatisfy { record in record.fields.withLock { $0.heartbeat.duration(to: now) <= interval } }
     }
 
     /// How many times any output recovered from `reason`.
     public func recoveries(for reason: InterruptionReason) -> Int {
-        shared.withLock { $0.outputs.reduce(0) { $0 + ($1.recoveries[reason] ?? 0) } }
+        outputs.reduce(0) { $0 + ($1.recoveries[reason] ?? 0) }
     }
 
     /// A new subscription to the manager's events, from now on.
     ///
     /// Each access returns an independent stream; every subscriber receives every event. A
     /// subscriber that falls more than 256 events behind loses its oldest ones; playback is
-    /// never delayed by a slow or idle subscriber.
+    /// never delayed by a slow or idle subscriber. A stream does not end at ``stop()``: it ends
+    /// when its task is cancelled, when it is dropped, or when the manager is deallocated. See
+    /// <doc:ObservingEvents>.
+    ///
+    /// ```swift
+    /// for await event in manager.events.cancelOnGracefulShutdown() {
+    ///     if case .recovered(let device, let reason, _) = event { logger.notice("\(device) back after \(reason)") }
+    /// }
+    /// ```
     public var events: AsyncStream<KeepAliveEvent> { broadcaster.subscribe() }
+
+    /// The broadcaster behind ``events``, for tests that inspect subscriber buffers.
+    var eventBroadcaster: EventBroadcaster { broadcaster }
 
     /// Starts playing on every output, if the gate is on and not already started. Returns at
     /// once; watch ``state`` or ``events`` for the outputs opening.
     public func start() {
         loops.withLock { loops in
-            let begin = shared.withLock { shared -> Bool in
-                guard shared.isOn, !shared.running else { return false }
+            let started = shared.withLock { shared -> (KeepAliveConfiguration, [OutputRecord])? in
+                guard shared.isOn, !shared.running else { return nil }
                 shared.running = true
-                for index in shared.outputs.indices {
-                    shared.outputs[index] = OutputStatus(device: shared.outputs[index].device, state: .starting, volume: configuration.volume)
-                    shared.loggedFaults[index] = nil
-                    shared.heartbeats[index] = .now
-                    shared.framesPlayed[index] = 0
+                shared.records = shared.configuration.devices.map {
+                    OutputRecord(device: $0, volume: shared.configuration.volume, state: .starting)
                 }
-                return true
+                return (shared.configuration, shared.records)
             }
-            guard begin else { return }
+            guard let (configuration, records) = started else { return }
             logger.info("starting", metadata: ["devices": "\(configuration.devices.joined(separator: ","))", "volume": "\(configuration.volume)", "ceiling": "\(configuration.ceiling)"])
             broadcaster.publish(.started)
-            loops = configuration.devices.enumerated().map { index, device in
-                PlaybackLoop(device: device, configuration: configuration) { [weak self] report in
-                    self?.handle(report, output: index)
-                }
+            for record in records {
+                let loop = makeLoop(record, configuration)
+                loops[record.device] = loop
+                loop.start()
             }
-            for loop in loops { loop.start() }
         }
     }
 
@@ -151,41 +146,108 @@ public final class KeepAliveManager: Sendable {
     public func stop() {
         loops.withLock { loops in
             guard !loops.isEmpty else { return }
-            for loop in loops { loop.stopAndJoin() }
-            loops = []
-            shared.withLock { shared in
+            for loop in loops.values { loop.stopAndJoin() }
+            loops = [:]
+            let records = shared.withLock { shared -> [OutputRecord] in
                 shared.running = false
-                for index in shared.outputs.indices { shared.outputs[index].state = .stopped }
+                return shared.records
             }
+            for record in records { record.fields.withLock { $0.status.state = .stopped } }
             logger.info("stopped")
             broadcaster.publish(.stopped)
         }
     }
 
-    /// Runs on a playback thread: updates the snapshot, logs changes once, publishes events.
-    private func handle(_ report: PlaybackReport, output index: Int) {
-        let now = ContinuousClock.now
-        // The steady-state report, once per period: a counter and a timestamp under the lock,
-        // nothing that allocates.
-        if case .wrote(let frames) = report {
+    /// Applies a new configuration to a running (or stopped) manager.
+    ///
+    /// Outputs the new configuration no longer names are stopped, new ones are started, and
+    /// outputs that stay keep their stream open: a new clip or level is rendered on their own
+    /// thread and takes over without a gap. Buffer settings apply from the output's next open.
+    ///
+    /// ```swift
+    /// var louder = manager.configuration
+    /// louder.volume = try Level(parsing: "-34dB")
+    /// let outcome = try manager.reconfigure(louder)  // updated in place default
+    /// ```
+    /// - Throws: ``KeepAliveConfigurationError`` when the new configuration breaks a rule; the
+    ///   running one is kept.
+    @discardableResult
+    public func reconfigure(_ configuration: KeepAliveConfiguration) throws(KeepAliveConfigurationError) -> Reconfiguration {
+        try configuration.validate()
+        return loops.withLock { loops in
+            let (old, running) = shared.withLock { ($0.configuration, $0.running) }
+            guard old != configuration else { return .unchanged }
+            var outcome = Reconfiguration()
+            let oldDevices = Set(old.devices)
+            let newDevices = Set(configuration.devices)
+            outcome.removed = old.devices.filter { !newDevices.contains($0) }
+            outcome.added = configuration.devices.filter { !oldDevices.contains($0) }
+            var signalChanged = old
+            signalChanged.devices = configuration.devices
+            let kept = configuration.devices.filter { oldDevices.contains($0) }
+            if signalChanged != configuration { outcome.updatedInPlace = kept }
+
+            for device in outcome.removed {
+                loops.removeValue(forKey: device)?.stopAndJoin()
+            }
+            let previous = shared.withLock { $0.records }
+            var records: [OutputRecord] = []
+            var fresh: [OutputRecord] = []
+            for device in configuration.devices {
+                if let existing = previous.first(where: { $0.device == device }) {
+                    existing.fields.withLock { $0.status.volume = configuration.volume }
+                    records.append(existing)
+                } else {
+                    let record = OutputRecord(device: device, volume: configuration.volume, state: running ? .starting : .stopped)
+                    records.append(record)
+                    fresh.append(record)
+                }
+            }
             shared.withLock {
-                $0.framesPlayed[index] += frames
-                $0.heartbeats[index] = now
+                $0.configuration = configuration
+                $0.records = records
+            }
+            guard running else { return outcome }
+            for device in outcome.updatedInPlace { loops[device]?.apply(configuration) }
+            for record in fresh {
+                let loop = makeLoop(record, configuration)
+                loops[record.device] = loop
+                loop.start()
+            }
+            return outcome
+        }
+    }
+
+    private func makeLoop(_ record: OutputRecord, _ configuration: KeepAliveConfiguration) -> PlaybackLoop {
+        PlaybackLoop(device: record.device, configuration: configuration) { [weak self, record] report in
+            self?.handle(report, record: record)
+        }
+    }
+
+    /// Runs on a playback thread: updates the record, logs changes once, publishes events.
+    private func handle(_ report: PlaybackReport, record: OutputRecord) {
+        let now = ContinuousClock.now
+        // The steady-state report, once per period: a counter and a timestamp under the
+        // output's own lock, nothing that allocates.
+        if case .wrote(let frames) = report {
+            record.fields.withLock {
+                $0.framesPlayed += frames
+                $0.heartbeat = now
             }
             return
         }
-        shared.withLock { $0.heartbeats[index] = now }
-        let device = configuration.devices[index]
+        record.fields.withLock { $0.heartbeat = now }
+        let device = record.device
         let metadata: Logger.Metadata = ["device": "\(device)"]
         switch report {
         case .wrote:
             return
         case .state(let state):
-            let (changed, lastError) = shared.withLock { shared -> (Bool, String?) in
-                let old = shared.outputs[index].state
-                shared.outputs[index].state = state
-                if state == .playing { shared.loggedFaults[index] = nil }
-                return (old != state, shared.outputs[index].lastError)
+            let (changed, lastError) = record.fields.withLock { fields -> (Bool, String?) in
+                let old = fields.status.state
+                fields.status.state = state
+                if state == .playing { fields.loggedFault = nil }
+                return (old != state, fields.status.lastError)
             }
             guard changed else { return }
             switch state {
@@ -196,23 +258,29 @@ public final class KeepAliveManager: Sendable {
             }
             broadcaster.publish(.stateChanged(device: device, state: state))
         case .opened(let format):
-            shared.withLock { $0.outputs[index].format = format }
+            record.fields.withLock { $0.status.format = format }
             logger.info("opened", metadata: metadata.merging([
                 "format": "\(format.sampleFormat)", "rate": "\(format.sampleRate)", "channels": "\(format.channels)",
                 "buffer": "\(format.bufferFrames)", "period": "\(format.periodFrames)",
             ]) { $1 })
             broadcaster.publish(.opened(device: device, format: format))
         case .fault(let reason, let message):
-            let first = shared.withLock { shared -> Bool in
-                shared.outputs[index].lastError = message
-                defer { shared.loggedFaults[index] = message }
-                return shared.loggedFaults[index] != message
+            let first = record.fields.withLock { fields -> Bool in
+                fields.status.lastError = message
+                defer { fields.loggedFault = message }
+                return fields.loggedFault != message
             }
             if first { logger.debug("fault", metadata: metadata.merging(["reason": "\(reason)", "error": "\(message)"]) { $1 }) }
             broadcaster.publish(.error(device: device, reason: reason, message: message))
         case .recovered(let reason, let downtime):
-            shared.withLock { $0.outputs[index].recoveries[reason, default: 0] += 1 }
-            logger.notice("recovered", metadata: metadata.merging(["reason": "\(reason)", "downtime": "\(downtime)"]) { $1 })
+            let count = record.fields.withLock { fields -> Int in
+                fields.status.recoveries[reason, default: 0] += 1
+                return fields.status.recoveries[reason, default: 0]
+            }
+            // count: this output's recoveries for this reason so far; downtime in seconds (0.012s).
+            logger.notice("recovered", metadata: metadata.merging([
+                "reason": "\(reason)", "downtime": "\(PlaybackLoop.format(downtime))", "count": "\(count)",
+            ]) { $1 })
             broadcaster.publish(.recovered(device: device, reason: reason, downtime: downtime))
         case .notice(let message):
             logger.notice("\(message)", metadata: metadata)

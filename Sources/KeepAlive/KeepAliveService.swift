@@ -1,36 +1,131 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import Logging
 import ServiceLifecycle
 
-/// The keep-alive as a swift-service-lifecycle `Service`: it plays while the service group runs
+/// The keep-alive as a swift-service-lifecycle `Service`: it plays while its service group runs
 /// and stops within 100 ms of graceful shutdown or cancellation.
 ///
-/// Transient device faults never end ``run()``: the outputs ride them out and recover.
+/// ``run()`` starts the ``manager``, waits for graceful shutdown or task cancellation, then stops
+/// the manager (every stream is dropped, never drained) and returns. It does not throw:
+/// configuration errors are thrown earlier, by the initializer, and device faults — a missing,
+/// busy, unplugged or suspended device, a sound server that went away — never end it: the outputs
+/// ride them out and recover on their own. Watch ``KeepAliveManager/state`` and
+/// ``KeepAliveManager/events`` to see them.
 ///
 /// ```swift
+/// let logger = Logger(label: "announcer")
 /// let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
-/// let group = ServiceGroup(services: [keepAlive, myAnnouncer], gracefulShutdownSignals: [.sigterm], logger: logger)
+/// let group = ServiceGroup(services: [keepAlive, announcer], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
 /// try await group.run()
 /// ```
+///
+/// The service owns the playback for as long as it runs:
+/// - If the manager is already running when ``run()`` begins (you called
+///   ``KeepAliveManager/start()`` yourself), the service adopts it: it does not start a second
+///   one, and it stops it when the service returns.
+/// - If the manager's gate (``KeepAliveManager/isOn``) is off, nothing plays; the service logs
+///   that once and idles until shutdown. Turning the gate on later and calling
+///   ``KeepAliveManager/start()`` plays, and the service still stops it at shutdown.
+/// - Stopping joins the playback threads. That normally takes well under a millisecond, but a
+///   plug-in device (PulseAudio, PipeWire) may block while it disconnects, so the service stops the
+///   manager on a thread of its own and only suspends on it: it never blocks a thread of Swift's
+///   cooperative pool, which the other services of the group share.
 public struct KeepAliveService: Service, Sendable {
     /// The manager the service starts and stops; read its ``KeepAliveManager/state`` and
     /// ``KeepAliveManager/events`` while the service runs.
     public let manager: KeepAliveManager
+    private let logger: Logger
 
     /// A service around a new manager.
+    ///
+    /// ```swift
+    /// var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"])
+    /// configuration.volume = try Level(parsing: "-40dB")
+    /// let keepAlive = try KeepAliveService(configuration: configuration, logger: logger)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - configuration: what to play where; validated here.
+    ///   - isOn: the manager's initial gate (``KeepAliveManager/isOn``).
+    ///   - logger: receives the manager's and the service's log lines.
     /// - Throws: ``KeepAliveConfigurationError`` when the configuration breaks a rule.
-    public init(configuration: KeepAliveConfiguration, logger: Logger = Logger(label: "KeepAlive")) throws(KeepAliveConfigurationError) {
-        self.manager = try KeepAliveManager(configuration: configuration, logger: logger)
+    public init(
+        configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger = Logger(label: "KeepAlive")
+    ) throws(KeepAliveConfigurationError) {
+        self.manager = try KeepAliveManager(configuration: configuration, isOn: isOn, logger: logger)
+        self.logger = logger
     }
 
-    /// A service around an existing manager.
-    public init(manager: KeepAliveManager) {
+    /// A service around an existing manager, for callers that also drive or observe it directly.
+    ///
+    /// ```swift
+    /// let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(), logger: logger)
+    /// let keepAlive = KeepAliveService(manager: manager, logger: logger)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - manager: the manager to start when the service runs and stop when it returns.
+    ///   - logger: receives the service's own log lines (the manager keeps its own logger).
+    public init(manager: KeepAliveManager, logger: Logger = Logger(label: "KeepAlive")) {
         self.manager = manager
+        self.logger = logger
     }
 
+    /// Plays until graceful shutdown or cancellation, then stops and returns.
+    ///
+    /// Returns normally in both cases, once every stream is dropped and every playback thread has
+    /// ended (within 100 ms of the request). Returns at once, without playing, if the task is
+    /// already cancelled or shutting down when it begins.
+    ///
+    /// - Throws: Nothing in practice; it is `throws` because `Service` requires it. Configuration
+    ///   errors are thrown by the initializers, and device faults are ridden out, never thrown.
     public func run() async throws {
-        manager.start()
-        // Returns on graceful shutdown, throws CancellationError on cancellation: stop either way.
-        try? await gracefulShutdown()
-        manager.stop()
+        if !Task.isCancelled, !Task.isShuttingDownGracefully {
+            manager.start()
+            if !manager.isRunning {
+                logger.notice("keep-alive is switched off (isOn is false); not playing until shutdown")
+            }
+            // Returns on graceful shutdown, throws CancellationError on cancellation: both mean stop.
+            try? await gracefulShutdown()
+        }
+        await Self.onDedicatedThread { [manager] in manager.stop() }
     }
+
+    /// Runs `body`, which may block, on a new thread and suspends until it returns. Falls back to
+    /// running it inline if no thread can be created.
+    static func onDedicatedThread(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let job = DedicatedThreadJob {
+                body()
+                continuation.resume()
+            }
+            let context = Unmanaged.passRetained(job).toOpaque()
+            var thread = pthread_t()
+            let result = pthread_create(&thread, nil, { context in
+                let job = Unmanaged<DedicatedThreadJob>.fromOpaque(context!).takeRetainedValue()
+                // Signals belong to the process's own handlers, as on the playback threads.
+                var all = sigset_t()
+                sigfillset(&all)
+                pthread_sigmask(SIG_BLOCK, &all, nil)
+                job.work()
+                return nil
+            }, context)
+            if result == 0 {
+                pthread_detach(thread)
+            } else {
+                Unmanaged<DedicatedThreadJob>.fromOpaque(context).release()
+                job.work()
+            }
+        }
+    }
+}
+
+/// The closure a dedicated thread runs, boxed to cross `pthread_create`'s context pointer.
+private final class DedicatedThreadJob: Sendable {
+    let work: @Sendable () -> Void
+    init(_ work: @escaping @Sendable () -> Void) { self.work = work }
 }

@@ -1,5 +1,10 @@
 /// Where a keep-alive, or one of its outputs, stands.
 ///
+/// Each output moves through these states on its own (see <doc:StateMachine> for the diagram);
+/// ``KeepAliveManager/state`` sums them up: ``stopped`` when the manager is not running,
+/// ``playing`` when every output plays, otherwise the state of the first output that does not
+/// (an output still ``starting`` first).
+///
 /// ```swift
 /// switch manager.state {
 /// case .playing: print("awake")
@@ -30,7 +35,7 @@ public enum KeepAliveState: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The reason behind a waiting or recovering state.
+    /// The reason behind a waiting or recovering state, `nil` otherwise.
     public var reason: InterruptionReason? {
         switch self {
         case .waitingForDevice(let reason), .recovering(let reason): reason
@@ -38,6 +43,8 @@ public enum KeepAliveState: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The name, with the reason in parentheses for a waiting or recovering state:
+    /// `playing`, `waiting for device (no-device)`, `recovering (underrun)`.
     public var description: String {
         switch self {
         case .waitingForDevice(let reason): "waiting for device (\(reason))"

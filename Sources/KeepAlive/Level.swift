@@ -56,8 +56,10 @@ public struct Level: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The level in dB relative to full scale.
     public var decibels: Double { 20 * Self.log10(linear) }
 
+    /// Whether `lhs` is quieter than `rhs`.
     public static func < (lhs: Level, rhs: Level) -> Bool { lhs.linear < rhs.linear }
 
+    /// The linear value and its level in dBFS to one decimal: `0.01 (-40.0 dBFS)`.
     public var description: String {
         "\(linear) (\(Double(Int((decibels * 10).rounded())) / 10) dBFS)"
     }
@@ -74,6 +76,7 @@ public enum LevelError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The value is outside (0, 1], or above 0 dB.
     case outOfRange(text: String)
 
+    /// What is wrong and what a level looks like, for a command line.
     public var description: String {
         switch self {
         case .notANumber(let text): "'\(text)' is not a level: use a fraction of full scale like 0.01 or decibels like -40dB"

@@ -17,6 +17,7 @@ public struct OutputFormat: Sendable, Equatable, CustomStringConvertible {
     /// The period (the amount written per wakeup), in frames.
     public var periodFrames: Int
 
+    /// A format with every field given; the engine makes these when a device opens.
     public init(sampleFormat: SampleFormat, sampleRate: Int, channels: Int, bufferFrames: Int, periodFrames: Int) {
         self.sampleFormat = sampleFormat
         self.sampleRate = sampleRate
@@ -28,6 +29,7 @@ public struct OutputFormat: Sendable, Equatable, CustomStringConvertible {
     /// Bytes in one interleaved frame.
     public var bytesPerFrame: Int { sampleFormat.bytesPerSample * channels }
 
+    /// One line: `S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 22050 frames`.
     public var description: String {
         "\(sampleFormat) \(sampleRate) Hz \(channels) ch, buffer \(bufferFrames) frames, period \(periodFrames) frames"
     }

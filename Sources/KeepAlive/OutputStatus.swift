@@ -24,6 +24,7 @@ public struct OutputStatus: Sendable, Equatable {
     /// Recoveries so far, all reasons together.
     public var totalRecoveries: Int { recoveries.values.reduce(0, +) }
 
+    /// A snapshot with every field given; the manager makes these as the output reports.
     public init(device: String, state: KeepAliveState, format: OutputFormat? = nil, volume: Level,
                 framesPlayed: Int = 0, recoveries: [InterruptionReason: Int] = [:], lastError: String? = nil) {
         self.device = device

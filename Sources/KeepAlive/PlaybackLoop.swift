@@ -1,5 +1,6 @@
 import CALSA
 import Logging
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -24,7 +25,9 @@ enum PlaybackReport: Sendable {
 /// both called by the owning manager under its lifecycle lock.
 final class PlaybackLoop: @unchecked Sendable {
     let device: String
-    private let configuration: KeepAliveConfiguration
+    /// The configuration in force, confined to the playback thread once it runs; ``apply(_:)``
+    /// hands it a new one through `pending`.
+    private var configuration: KeepAliveConfiguration
     private let report: @Sendable (PlaybackReport) -> Void
     private let stopSignal = StopSignal()
     private var thread: pthread_t?
@@ -63,6 +66,20 @@ final class PlaybackLoop: @unchecked Sendable {
         thread = handle
     }
 
+    /// A configuration handed over by ``apply(_:)``, taken by the playback thread between two
+    /// writes: the stream stays open and the new loop follows the old one without a gap.
+    private let pending = Mutex<KeepAliveConfiguration?>(nil)
+    /// Bumped by ``apply(_:)``: the playback thread checks this counter, not the lock, each time
+    /// round its loop.
+    private let pendingGeneration = Atomic<Int>(0)
+
+    /// Hands a new clip, level or ceiling to the running thread (see `KeepAliveManager.reconfigure`).
+    /// Buffer settings take effect at the next open.
+    func apply(_ configuration: KeepAliveConfiguration) {
+        pending.withLock { $0 = configuration }
+        pendingGeneration.add(1, ordering: .releasing)
+    }
+
     /// Asks the thread to stop and waits for it: the stream is dropped, never drained.
     func stopAndJoin() {
         stopSignal.raise()
@@ -76,7 +93,19 @@ final class PlaybackLoop: @unchecked Sendable {
 
     private enum Outcome {
         case stopped
-        case lost(InterruptionReason, String)
+        /// The device must be closed and opened again. `since` is when playback really stopped,
+        /// when that was before the fault was seen (a stall); nil means now.
+        case lost(InterruptionReason, String, since: ContinuousClock.Instant? = nil)
+    }
+
+    /// What an in-place recovery achieved.
+    private enum InPlace {
+        /// The stream continues with what its buffer held (resumed after a suspend).
+        case resumed
+        /// The buffer was emptied (prepared): the loop restarts from its first frame.
+        case prepared
+        /// In-place recovery is not possible or did not work: reopen.
+        case lost(Outcome)
     }
 
     private struct Outage {
@@ -88,6 +117,17 @@ final class PlaybackLoop: @unchecked Sendable {
     private var outage: Outage?
     private var playingSince: ContinuousClock.Instant?
     private var backoff = Backoff(policy: RetryPolicy(), seed: 1)
+    /// Notices cards and sound servers appearing; made when the thread starts.
+    private var watcher: DeviceWatcher?
+    /// A sound server's socket appeared since the last attempt to open: try again at once.
+    private var serverAppeared = false
+    /// A sound server's socket appeared while the device played, before the current outage;
+    /// it explains the outage only if the stream cannot be recovered in place.
+    private var serverReplacedWhilePlaying = false
+    /// Whether the next successful open is worth an `opened` report: the first one, and the first
+    /// after the output played. A device that opens but fails at once is announced once, not on
+    /// every retry.
+    private var announceNextOpen = true
 
     private func transition(_ next: KeepAliveState) {
         guard next != state else { return }
@@ -95,10 +135,24 @@ final class PlaybackLoop: @unchecked Sendable {
         report(.state(next))
     }
 
-    private func begin(_ reason: InterruptionReason, _ message: String) {
-        if outage == nil { outage = Outage(reason: reason, since: clock.now) }
-        if let since = playingSince, since.duration(to: clock.now) >= configuration.retry.stablePeriod {
-            backoff.reset()
+    /// Records a fault. The first fault of an outage starts its clock (at `since`, or now) and,
+    /// after a stable period of playback, resets the backoff; later faults of the same outage only
+    /// sharpen its reason (see ``InterruptionReason/specificity``).
+    private func begin(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant? = nil) {
+        let now = clock.now
+        if var current = outage {
+            if reason.specificity > current.reason.specificity {
+                current.reason = reason
+                outage = current
+            }
+        } else {
+            outage = Outage(reason: reason, since: since ?? now)
+            if let playingSince, playingSince.duration(to: now) >= configuration.retry.stablePeriod {
+                backoff.reset()
+            }
+            // A server socket created since the device was opened: the server behind it may have
+            // been replaced while this stream played (a plug-in may only notice at its next period).
+            serverReplacedWhilePlaying = watcher?.take().contains(.server) ?? false
         }
         playingSince = nil
         report(.fault(reason, message))
@@ -106,47 +160,145 @@ final class PlaybackLoop: @unchecked Sendable {
 
     private func run() {
         backoff = Backoff(policy: configuration.retry, seed: UInt64(truncatingIfNeeded: Int(bitPattern: Unmanaged.passUnretained(self).toOpaque())) ^ 0x9E37_79B9_7F4A_7C15)
+        let watcher = DeviceWatcher()
+        self.watcher = watcher
+        defer { self.watcher = nil }
         report(.state(.starting))
-        var loop: RenderedLoop?
-        var loopFormat: OutputFormat?
-        while !stopSignal.isRaised {
+        attempts: while !stopSignal.isRaised {
+            takePendingConfiguration()
+            // Only what happens from now on may cut the next wait short.
+            notice(watcher.take())
+            serverAppeared = false
             let pcm: PCMDevice
-            let format: OutputFormat
             do {
                 pcm = try PCMDevice(name: device)
+            } catch {
+                if waitAfterFailedOpen(error, watcher) { break attempts }
+                continue attempts
+            }
+            let format: OutputFormat
+            do {
                 format = try pcm.configure(
                     preferred: SampleFormat(closestTo: configuration.clip.encoding),
                     rate: configuration.clip.sampleRate, channels: configuration.clip.channels,
                     bufferMicroseconds: configuration.bufferMicroseconds, periods: configuration.periodsPerBuffer)
             } catch {
-                let reason = InterruptionReason(openError: error.code)
-                begin(reason, error.description)
-                transition(.waitingForDevice(reason))
-                if stopSignal.wait(backoff.next()) { break }
-                continue
+                pcm.close()
+                if waitAfterFailedOpen(error, watcher) { break attempts }
+                continue attempts
             }
-            if loop == nil || loopFormat != format {
-                loop = RenderedLoop(
-                    clip: configuration.clip, format: format, gain: configuration.volume,
-                    ceiling: configuration.ceiling, minimumFrames: format.periodFrames)
-                loopFormat = format
+            if rendered == nil || renderedFormat != format {
+                announceNextOpen = announceNextOpen || renderedFormat != nil
+                render(for: format)
             }
-            report(.opened(format))
-            switch play(pcm, format, loop!) {
+            if announceNextOpen {
+                announceNextOpen = false
+                report(.opened(format))
+            }
+            let outcome = play(pcm, format)
+            // Closed before any wait: the retry opens a fresh handle, and a hardware device is
+            // free for others meanwhile.
+            pcm.close()
+            switch outcome {
             case .stopped:
-                break
-            case .lost(let reason, let message):
-                begin(reason, message)
-                transition(.recovering(reason))
-                if stopSignal.wait(backoff.next()) { break }
+                break attempts
+            case .lost(let reason, let message, let since):
+                begin(reason, message, since: since)
+                if serverReplacedWhilePlaying {
+                    serverReplacedWhilePlaying = false
+                    notice(.server)
+                }
+                transition(.recovering(outage?.reason ?? reason))
+                if waitForRetry(watcher) { break attempts }
             }
         }
         transition(.stopped)
     }
 
+    /// The loop rendered for the current configuration and the device's format.
+    private var rendered: RenderedLoop?
+    private var renderedFormat: OutputFormat?
+    private var seenGeneration = 0
+
+    /// Renders the current configuration's loop for `format`: once per open with a new format or
+    /// per reload, never while playing steadily.
+    private func render(for format: OutputFormat) {
+        rendered = RenderedLoop(
+            clip: configuration.clip, format: format, gain: configuration.volume,
+            ceiling: configuration.ceiling, minimumFrames: format.periodFrames)
+        renderedFormat = format
+    }
+
+    /// Takes a configuration handed over by ``apply(_:)``; true if there was one.
+    @discardableResult
+    private func takePendingConfiguration() -> Bool {
+        let generation = pendingGeneration.load(ordering: .acquiring)
+        guard generation != seenGeneration else { return false }
+        seenGeneration = generation
+        guard let next = pending.withLock({ $0.take() }) else { return false }
+        configuration = next
+        backoff = Backoff(policy: next.retry, seed: UInt64(truncatingIfNeeded: generation) &+ 0x9E37_79B9_7F4A_7C15)
+        rendered = nil
+        return true
+    }
+
+    /// Reports a failed open (or configure) once per state and waits for the next attempt.
+    /// Returns true when stopped.
+    private func waitAfterFailedOpen(_ error: ALSAError, _ watcher: DeviceWatcher) -> Bool {
+        let reason = InterruptionReason(openError: error.code)
+        begin(reason, error.description)
+        // An unplugged device or a vanished server's socket is missing until it comes back; say
+        // what happened rather than the symptom.
+        var shown = reason
+        if reason == .noDevice, let current = outage?.reason, current == .unplugged || current == .serverGone { shown = current }
+        transition(.waitingForDevice(shown))
+        return waitForRetry(watcher)
+    }
+
+    /// Sleeps the next backoff delay. A card or a sound server appearing (see ``DeviceWatcher``)
+    /// ends the wait early. Returns true when stopped.
+    private func waitForRetry(_ watcher: DeviceWatcher) -> Bool {
+        if serverAppeared {
+            // The server is back already: no backoff step, just let it settle.
+            serverAppeared = false
+            return stopSignal.wait(.milliseconds(10))
+        }
+        let deadline = clock.now + backoff.next()
+        while true {
+            let remaining = clock.now.duration(to: deadline)
+            if remaining <= .zero { return stopSignal.isRaised }
+            switch stopSignal.wait(remaining, orReadable: watcher.descriptor) {
+            case .stopped:
+                return true
+            case .timedOut:
+                continue
+            case .readable:
+                let seen = watcher.take()
+                notice(seen)
+                if !seen.isEmpty {
+                    // Give udev a moment to finish the node's permissions, then try.
+                    return stopSignal.wait(.milliseconds(10))
+                }
+            }
+        }
+    }
+
+    /// A sound server's socket (re)created since the device was opened shows the server
+    /// restarted: the outage is `server-gone` even if the stream only reported an underrun and
+    /// the reopen works at once (PipeWire restarts in about 100 ms), and the next attempt comes
+    /// without waiting.
+    private func notice(_ seen: DeviceWatcher.Seen) {
+        guard seen.contains(.server), var current = outage else { return }
+        serverAppeared = true
+        guard InterruptionReason.serverGone.specificity > current.reason.specificity else { return }
+        current.reason = .serverGone
+        outage = current
+    }
+
     /// Plays until stopped or until the device is lost. Recovers underruns and suspends in place.
     /// Nothing in here allocates once the descriptors are fetched.
-    private func play(_ pcm: PCMDevice, _ format: OutputFormat, _ loop: RenderedLoop) -> Outcome {
+    private func play(_ pcm: PCMDevice, _ format: OutputFormat) -> Outcome {
+        guard var loop = rendered else { return .lost(.unknown, "no rendered loop") }
         let pcmDescriptors: [pollfd]
         do { pcmDescriptors = try pcm.pollDescriptors() } catch { return .lost(.unknown, error.description) }
         var descriptors = pcmDescriptors
@@ -156,7 +308,8 @@ final class PlaybackLoop: @unchecked Sendable {
         let period = format.periodFrames
         let buffer = format.bufferFrames
         let periodSeconds = Double(period) / rate
-        // Silent stall: no progress for the time a period takes to drain plus two more.
+        // Silent stall (a sound server that died without a word, a wedged driver): the device
+        // position has not moved for the period it should take to make room, plus two more.
         let stallWindow = Duration.seconds(periodSeconds * 3)
 
         var position = 0
@@ -165,6 +318,14 @@ final class PlaybackLoop: @unchecked Sendable {
         var lastAvailable = -1
         var lastProgress = clock.now
         var announcedPacing = false
+        /// In-place recoveries since audio last got through; a second one means they do not work.
+        var faultsSinceWrite = 0
+        /// Wake-ups since the last write; a device whose descriptors stay ready without room to
+        /// write must not spin a core.
+        var idleWakeups = 0
+        /// When the queued audio runs out if nothing more is written: the start of the silence
+        /// an underrun reports (the process may have been stopped long after the buffer ran dry).
+        var drainsAt = clock.now
 
         func restartPacing() {
             pacingEpoch = clock.now
@@ -173,15 +334,38 @@ final class PlaybackLoop: @unchecked Sendable {
             lastProgress = clock.now
         }
 
+        /// Handles a stream error; nil to go on playing.
+        func handle(_ code: Int32, _ operation: String) -> Outcome? {
+            let dry = drainsAt < clock.now ? drainsAt : nil
+            switch recoverInPlace(pcm, code, operation: operation, faultsSinceWrite: &faultsSinceWrite, dryAt: dry) {
+            case .lost(let outcome):
+                return outcome
+            case .prepared:
+                // A clean buffer: the loop restarts at its first frame, nothing stale is queued.
+                position = 0
+                restartPacing()
+                return nil
+            case .resumed:
+                restartPacing()
+                return nil
+            }
+        }
+
         while true {
             if stopSignal.isRaised {
                 pcm.drop()
                 return .stopped
             }
+            if pendingGeneration.load(ordering: .relaxed) != seenGeneration, takePendingConfiguration() {
+                // A reload: the new loop continues where the queued audio ends, on the same open
+                // stream. Rendering allocates here, once, never in the steady state.
+                render(for: format)
+                loop = rendered!
+                position = 0
+            }
             let available = pcm.available()
             if available < 0 {
-                if let lost = recoverInPlace(pcm, Int32(available), operation: "avail") { return lost }
-                restartPacing()
+                if let lost = handle(Int32(truncatingIfNeeded: available), "avail") { return lost }
                 continue
             }
             let now = clock.now
@@ -193,37 +377,44 @@ final class PlaybackLoop: @unchecked Sendable {
             if writable >= period {
                 var remaining = writable
                 var total = 0
+                var faulted = false
                 while remaining > 0 {
                     let chunk = min(remaining, loop.frameCount - position)
                     let written = pcm.write(loop.frames(from: position), frames: chunk)
                     if written == -Int(EAGAIN) { break }
                     if written < 0 {
-                        if let lost = recoverInPlace(pcm, Int32(written), operation: "write") { return lost }
-                        restartPacing()
+                        if let lost = handle(Int32(truncatingIfNeeded: written), "write") { return lost }
+                        faulted = true
                         break
                     }
                     position = (position + written) % loop.frameCount
                     remaining -= written
                     total += written
                 }
-                guard total > 0 else { continue }
-                pacedFrames += total
-                lastProgress = clock.now
-                lastAvailable = available - total
-                report(.wrote(total))
-                if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
-                if let outage {
-                    report(.recovered(outage.reason, outage.since.duration(to: clock.now)))
-                    self.outage = nil
+                if total > 0 { report(.wrote(total)) }
+                if faulted { continue }
+                if total > 0 {
+                    pacedFrames += total
+                    lastProgress = clock.now
+                    lastAvailable = available - total
+                    drainsAt = lastProgress + .seconds(Double(buffer - lastAvailable) / rate)
+                    faultsSinceWrite = 0
+                    idleWakeups = 0
+                    if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
+                    if let outage {
+                        report(.recovered(outage.reason, outage.since.duration(to: clock.now)))
+                        self.outage = nil
+                        serverReplacedWhilePlaying = false
+                    }
+                    if state != .playing {
+                        playingSince = clock.now
+                        announceNextOpen = true
+                        transition(.playing)
+                    }
+                    continue
                 }
-                if state != .playing {
-                    playingSince = clock.now
-                    transition(.playing)
-                }
-                continue
-            }
-
-            if available >= period {
+                // Room reported but nothing taken (EAGAIN): wait on the descriptors below.
+            } else if available >= period {
                 // The device has room but real time has not caught up: it consumes faster than
                 // it plays (null, file). Sleep on the stop signal alone until the budget allows a
                 // period, instead of spinning on descriptors that are always ready.
@@ -234,28 +425,35 @@ final class PlaybackLoop: @unchecked Sendable {
                     report(.notice("device takes audio faster than real time; pacing writes to the clock"))
                 }
                 let missing = Double(period - writable) / (rate * Self.pacingTolerance)
-                if stopSignal.wait(.seconds(missing)) { continue }
+                _ = stopSignal.wait(.seconds(missing))
                 continue
             }
 
-            if lastProgress.duration(to: now) > stallWindow {
-                return .lost(.stalled, "no playback progress for \(lastProgress.duration(to: now)) (device or server stalled)")
+            let stalledFor = lastProgress.duration(to: now)
+            if stalledFor > stallWindow {
+                return .lost(.stalled, "no playback progress for \(Self.format(stalledFor)) (device or server stalled)", since: lastProgress)
             }
-            let untilStall = stallWindow - lastProgress.duration(to: now)
+            if idleWakeups > 64 {
+                // Descriptors that keep waking without room: throttle; the stall check still runs.
+                _ = stopSignal.wait(.milliseconds(5))
+            }
             let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
+                // As snd_pcm_wait does: some plug-ins (pipewire) re-arm or clear their event
+                // descriptor here, and without it poll returns at once with nothing to do.
+                pcm.refreshPollDescriptors(fds.baseAddress!, count: pcmCount)
                 for index in fds.indices { fds[index].revents = 0 }
-                return poll(fds.baseAddress, nfds_t(fds.count), Int32(clamping: untilStall.milliseconds))
+                return poll(fds.baseAddress, nfds_t(fds.count), Int32(clamping: (stallWindow - stalledFor).milliseconds))
             }
             if ready < 0 {
                 if errno == EINTR { continue }
                 return .lost(.unknown, "poll: \(String(cString: strerror(errno)))")
             }
             if ready == 0 { continue }
+            idleWakeups += 1
             if descriptors[pcmCount].revents != 0 { continue }
             let events = descriptors.withUnsafeMutableBufferPointer { pcm.revents($0.baseAddress!, count: pcmCount) }
             if events < 0 {
-                if let lost = recoverInPlace(pcm, events, operation: "poll") { return lost }
-                restartPacing()
+                if let lost = handle(events, "poll") { return lost }
                 continue
             }
             if events & Int32(POLLERR | POLLHUP | POLLNVAL) != 0 {
@@ -264,42 +462,58 @@ final class PlaybackLoop: @unchecked Sendable {
                 case SND_PCM_STATE_XRUN: code = -EPIPE
                 case SND_PCM_STATE_SUSPENDED: code = -ESTRPIPE
                 case SND_PCM_STATE_DISCONNECTED: code = -ENODEV
+                case SND_PCM_STATE_OPEN, SND_PCM_STATE_SETUP: code = -EBADFD
                 default: code = events & Int32(POLLHUP) != 0 ? -ENOTCONN : -EIO
                 }
-                if let lost = recoverInPlace(pcm, code, operation: "poll") { return lost }
-                restartPacing()
+                if let lost = handle(code, "poll") { return lost }
             }
         }
     }
 
-    /// Handles a stream error: underruns and suspends are recovered on the open handle; anything
-    /// else means the device must be closed and opened again (returned as `.lost`).
-    private func recoverInPlace(_ pcm: PCMDevice, _ code: Int32, operation: String) -> Outcome? {
+    /// Handles a stream error on the open handle. An underrun is prepared away, a suspend resumed
+    /// (or prepared when the device cannot resume); anything else, a recovery that fails, or a
+    /// second fault before any audio got through after the first, means the device must be
+    /// closed and opened again.
+    /// `dryAt`: when the buffer ran out, if that is already past (reported as the start of an
+    /// underrun's downtime).
+    private func recoverInPlace(_ pcm: PCMDevice, _ code: Int32, operation: String, faultsSinceWrite: inout Int,
+                                dryAt: ContinuousClock.Instant?) -> InPlace {
         let error = ALSAError(code: code, operation: operation)
         let reason = InterruptionReason(streamError: code)
-        switch reason {
-        case .underrun:
-            begin(.underrun, error.description)
-            transition(.recovering(.underrun))
-            let result = pcm.recover(code)
-            if result < 0 { return .lost(InterruptionReason(streamError: result), ALSAError(code: result, operation: "recover").description) }
-            return nil
-        case .suspended:
-            begin(.suspended, error.description)
-            transition(.recovering(.suspended))
-            var result = pcm.resume()
-            var attempts = 0
-            // A device still waking answers EAGAIN; give it a moment, never a busy loop.
-            while result == -EAGAIN, attempts < 100, !stopSignal.isRaised {
-                _ = stopSignal.wait(.milliseconds(10))
-                attempts += 1
-                result = pcm.resume()
-            }
-            if result < 0 { result = pcm.prepare() }
-            if result < 0 { return .lost(InterruptionReason(streamError: result), ALSAError(code: result, operation: "prepare").description) }
-            return nil
-        default:
-            return .lost(reason, error.description)
+        guard reason == .underrun || reason == .suspended else {
+            return .lost(.lost(reason, error.description))
         }
+        faultsSinceWrite += 1
+        if faultsSinceWrite > 1 {
+            return .lost(.lost(reason, "\(error.description), again right after recovering in place"))
+        }
+        begin(reason, error.description, since: reason == .underrun ? dryAt : nil)
+        transition(.recovering(outage?.reason ?? reason))
+        if reason == .underrun {
+            let result = pcm.prepare()
+            if result < 0 { return .lost(.lost(InterruptionReason(streamError: result), ALSAError(code: result, operation: "prepare").description)) }
+            return .prepared
+        }
+        var result = pcm.resume()
+        var attempts = 0
+        // A device still waking answers EAGAIN; give it a moment, never a busy loop.
+        while result == -EAGAIN, attempts < 100, !stopSignal.isRaised {
+            _ = stopSignal.wait(.milliseconds(10))
+            attempts += 1
+            result = pcm.resume()
+        }
+        // Some plug-ins report success without resuming; the state tells.
+        if result == 0, pcm.state == SND_PCM_STATE_SUSPENDED { result = -ENOSYS }
+        if result == 0 { return .resumed }
+        result = pcm.prepare()
+        if result < 0 { return .lost(.lost(InterruptionReason(streamError: result), ALSAError(code: result, operation: "prepare").description)) }
+        return .prepared
+    }
+
+    /// A duration for a log message, in seconds with millisecond precision.
+    static func format(_ duration: Duration) -> String {
+        let milliseconds = duration.milliseconds
+        let fraction = milliseconds % 1000
+        return "\(milliseconds / 1000).\(fraction < 10 ? "00" : fraction < 100 ? "0" : "")\(fraction)s"
     }
 }

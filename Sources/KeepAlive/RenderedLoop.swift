@@ -39,6 +39,31 @@ final class RenderedLoop {
         }
     }
 
+    /// Renders a generated signal: `passFrames` frames whose value for frame `n` is `sample(n)`
+    /// (a fraction of full scale before `quantizer`'s gain, the same on every channel), tiled to
+    /// at least `minimumFrames`. The signal must loop seamlessly after `passFrames` frames.
+    ///
+    /// ```swift
+    /// // One cycle of a 1 kHz sine at 48 kHz, 48 frames, tiled to a period.
+    /// let loop = RenderedLoop(format: format, passFrames: 48, minimumFrames: format.periodFrames, quantizer: quantizer) {
+    ///     sin(2 * .pi * Double($0) / 48)
+    /// }
+    /// ```
+    init(format: OutputFormat, passFrames: Int, minimumFrames: Int, quantizer: SampleQuantizer, sample: (Int) -> Double) {
+        precondition(passFrames >= 1, "a loop holds at least one frame")
+        let passes = max(1, (minimumFrames + passFrames - 1) / passFrames)
+        frameCount = passFrames * passes
+        bytesPerFrame = format.bytesPerFrame
+        storage = .allocate(byteCount: frameCount * bytesPerFrame, alignment: 16)
+        for frame in 0..<passFrames {
+            quantizer.store(sample(frame), channels: format.channels, at: storage.baseAddress! + frame * bytesPerFrame)
+        }
+        let passBytes = passFrames * bytesPerFrame
+        for pass in 1..<passes {
+            (storage.baseAddress! + pass * passBytes).copyMemory(from: storage.baseAddress!, byteCount: passBytes)
+        }
+    }
+
     deinit { storage.deallocate() }
 
     /// The address of frame `frame` (0 ≤ frame < frameCount).

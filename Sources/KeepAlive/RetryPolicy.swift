@@ -19,6 +19,8 @@ public struct RetryPolicy: Sendable, Equatable {
     /// Uninterrupted playback after which the backoff starts over.
     public var stablePeriod: Duration
 
+    /// A policy; the defaults are the daemon's: 50 ms first, doubling up to 2 s, 20 % jitter,
+    /// starting over after 10 s of playback.
     public init(
         initialDelay: Duration = .milliseconds(50), maximumDelay: Duration = .seconds(2),
         jitter: Double = 0.2, stablePeriod: Duration = .seconds(10)

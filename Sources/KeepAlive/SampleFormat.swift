@@ -38,6 +38,7 @@ public enum SampleFormat: String, Sendable, CaseIterable, CustomStringConvertibl
         }
     }
 
+    /// ALSA's name for the format: `S16_LE`, `FLOAT_LE`, ….
     public var description: String { rawValue }
 
     var alsaFormat: snd_pcm_format_t {

@@ -8,7 +8,7 @@ struct SampleQuantizer {
     let format: SampleFormat
     let gain: Double
     /// The largest magnitude allowed, in the format's integer steps (or full-scale units for float).
-    private let ceilingSteps: Double
+    private var ceilingSteps: Double
     private let fullScale: Double
 
     init(format: SampleFormat, gain: Level, ceiling: Level) {
@@ -24,6 +24,20 @@ struct SampleQuantizer {
         ceilingSteps = format == .float32 ? ceiling.linear : (ceiling.linear * fullScale).rounded(.down)
     }
 
+    /// A quantizer that also keeps every sample at or under `peak` (for signals whose requested
+    /// level is a peak that must not be exceeded, like noise), on top of the ceiling. On integer
+    /// formats the peak is rounded down to a whole step, but never below one step (while the
+    /// ceiling allows one): a level under one LSB still plays as ±1 LSB rather than silence.
+    ///
+    /// ```swift
+    /// let q = SampleQuantizer(format: .s16, gain: volume, ceiling: .defaultCeiling, peak: volume)
+    /// ```
+    init(format: SampleFormat, gain: Level, ceiling: Level, peak: Level) {
+        self.init(format: format, gain: gain, ceiling: ceiling)
+        let peakSteps = format == .float32 ? peak.linear : max((peak.linear * fullScale).rounded(.down), 1)
+        ceilingSteps = min(ceilingSteps, peakSteps)
+    }
+
     /// The device value for a source fraction `x` in [-1, 1], as a signed integer step count, or
     /// for float the float value itself.
     func quantize(_ x: Double) -> Double {
@@ -31,8 +45,12 @@ struct SampleQuantizer {
         let sign: Double = x < 0 ? -1 : 1
         if format == .float32 {
             let minimum = format.leastSignificantBit
-            let magnitude = max(abs(x * gain), minimum)
-            return sign * min(magnitude, ceilingSteps)
+            let magnitude = min(max(abs(x * gain), minimum), ceilingSteps)
+            // Rounding to Float may land a hair above the limit (Float(0.05) > 0.05): take the
+            // float just under it, so the stored sample, not only the Double, obeys the ceiling.
+            var stored = Float(magnitude)
+            if Double(stored) > ceilingSteps { stored = stored.nextDown }
+            return sign * Double(stored)
         }
         // A ceiling under one step leaves no audible-or-not value to play but zero.
         guard ceilingSteps >= 1 else { return 0 }
@@ -52,6 +70,26 @@ struct SampleQuantizer {
             pointer.storeBytes(of: Float(value).bitPattern.littleEndian, as: UInt32.self)
         case .u8:
             pointer.storeBytes(of: UInt8(Int(value) + 128), as: UInt8.self)
+        }
+    }
+
+    /// Writes the quantized value of `x` into each of `channels` consecutive samples from
+    /// `pointer` (one interleaved frame carrying the same value on every channel). Quantizes once.
+    func store(_ x: Double, channels: Int, at pointer: UnsafeMutableRawPointer) {
+        let value = quantize(x)
+        switch format {
+        case .s16:
+            let sample = Int16(value).littleEndian
+            for channel in 0..<channels { pointer.storeBytes(of: sample, toByteOffset: channel * 2, as: Int16.self) }
+        case .s24, .s32:
+            let sample = Int32(value).littleEndian
+            for channel in 0..<channels { pointer.storeBytes(of: sample, toByteOffset: channel * 4, as: Int32.self) }
+        case .float32:
+            let sample = Float(value).bitPattern.littleEndian
+            for channel in 0..<channels { pointer.storeBytes(of: sample, toByteOffset: channel * 4, as: UInt32.self) }
+        case .u8:
+            let sample = UInt8(Int(value) + 128)
+            for channel in 0..<channels { pointer.storeBytes(of: sample, toByteOffset: channel, as: UInt8.self) }
         }
     }
 

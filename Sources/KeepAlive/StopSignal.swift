@@ -34,6 +34,25 @@ final class StopSignal: Sendable {
         _ = poll(&fd, 1, Int32(clamping: timeout.milliseconds))
         return isRaised
     }
+
+    /// Why ``wait(_:orReadable:)`` returned.
+    enum Wake: Equatable {
+        case stopped
+        case timedOut
+        /// The other descriptor became readable.
+        case readable
+    }
+
+    /// Sleeps up to `timeout`, until raised, or until `other` is readable (ignored when negative).
+    func wait(_ timeout: Duration, orReadable other: Int32) -> Wake {
+        guard other >= 0 else { return wait(timeout) ? .stopped : .timedOut }
+        var fds = (pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: other, events: Int16(POLLIN), revents: 0))
+        let ready = withUnsafeMutablePointer(to: &fds) { pointer in
+            pointer.withMemoryRebound(to: pollfd.self, capacity: 2) { poll($0, 2, Int32(clamping: timeout.milliseconds)) }
+        }
+        if isRaised { return .stopped }
+        return ready > 0 && fds.1.revents != 0 ? .readable : .timedOut
+    }
 }
 
 extension Duration {

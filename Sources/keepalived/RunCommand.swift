@@ -22,30 +22,74 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var playback: PlaybackOptions
     @OptionGroup var socket: SocketOption
 
+    @Option(name: .customLong("config"), help: ArgumentHelp(
+        "Options file (KEEPALIVED_OPTIONS=\"…\" in EnvironmentFile syntax) read at start and on reload; its options add to the command line's.",
+        valueName: "path"))
+    var configFile: String?
+
     @Option(name: .customLong("log-file"), help: .hidden)
     var logFile: String?
 
+    /// The playback options in force: the command line's, plus the options file's.
+    func currentOptions() throws -> PlaybackOptions {
+        guard let configFile else { return playback }
+        let words: [String]
+        do { words = try OptionsFile.arguments(at: configFile) } catch {
+            throw CleanExit.failure("\(error)", code: SysExit.noInput)
+        }
+        do {
+            return try PlaybackOptions.parse(Self.commandLinePlaybackArguments() + words)
+        } catch {
+            throw CleanExit.failure("\(configFile): \(PlaybackOptions.message(for: error))", code: SysExit.usage)
+        }
+    }
+
+    /// The words after `run` on the command line, without the options that are not playback's.
+    static func commandLinePlaybackArguments() -> [String] {
+        let all = Array(CommandLine.arguments.dropFirst())
+        guard let start = all.firstIndex(of: "run") else { return [] }
+        var words: [String] = []
+        var index = start + 1
+        while index < all.count {
+            let word = all[index]
+            if ["--config", "--socket", "--log-file"].contains(word) {
+                index += 2
+                continue
+            }
+            if ["--config=", "--socket=", "--log-file="].contains(where: { word.hasPrefix($0) }) {
+                index += 1
+                continue
+            }
+            words.append(word)
+            index += 1
+        }
+        return words
+    }
+
     func run() async throws {
+        let options: PlaybackOptions
         let configuration: KeepAliveConfiguration
         do {
-            configuration = try playback.makeConfiguration()
+            options = try currentOptions()
+            configuration = try options.makeConfiguration()
         } catch let exit as CleanExit {
             printError("keepalived: error: \(exit.description)")
             throw exit.code
         }
-        DaemonLogHandler.bootstrap(verbose: playback.verbose)
+        DaemonLogHandler.bootstrap(verbose: options.verbose)
         let logger = Logger(label: "keepalived")
         let manager = try KeepAliveManager(configuration: configuration, logger: logger)
         let started = ContinuousClock.now
         let paths = socket.paths
         let shutdown = ShutdownSwitch()
+        let reloader = Reloader(manager: manager, logger: logger) { try currentOptions().makeConfiguration() }
 
         let control: ControlServer
         do {
             control = try ControlServer(paths: paths, logger: logger, handlers: .init(
                 status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile) },
                 stop: { shutdown.trigger() },
-                reload: { ControlReply.failure("reload is not supported by this version") }))
+                reload: { reloader.reload(trigger: "control socket") }))
         } catch {
             printError("keepalived: error: \(error)")
             if case .alreadyRunning = error { throw SysExit.tempFail }
@@ -55,6 +99,7 @@ struct RunCommand: AsyncParsableCommand {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: KeepAliveService(manager: manager)),
             .init(service: control),
+            .init(service: ReloadOnHangup(reloader: reloader)),
         ]
         if let notifier = SystemdNotifier(manager: manager, logger: logger) {
             services.append(.init(service: notifier))

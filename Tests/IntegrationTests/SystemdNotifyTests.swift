@@ -43,6 +43,40 @@ extension Integration {
             #expect(listener.assignments.contains { $0.line == "STOPPING=1" })
         }
 
+        @Test("WATCHDOG=1 stops while the playback thread is wedged in a driver, and resumes when it returns")
+        func watchdogFollowsPlaybackHealth() async throws {
+            let device = try FaultyDevice()
+            let listener = try NotifyListener(path: device.directory.appendingPathComponent("notify.sock").path)
+            // A 0.2 s buffer: the thread reports at least every 50 ms while healthy, so it counts as
+            // wedged 1.2 s after its last report (buffer or retry cap, plus a second).
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "-d", "faulty", "--buffer", "0.2", "--retry-max", "0.2"],
+                                          environment: device.environment.merging(["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000"]) { $1 },
+                                          directory: device.directory, label: "keepalived")
+            try await waitUntil("READY=1", timeout: .seconds(2)) { listener.assignments.contains { $0.line == "READY=1" } }
+            try await waitUntil("watchdog pings", timeout: .seconds(2)) { listener.assignments.filter { $0.line == "WATCHDOG=1" }.count >= 3 }
+
+            try device.control("hang")
+            try await waitUntil("the plug-in to hang a write", timeout: .seconds(3)) { device.eventCount("hung") > 0 }
+            let hungAt = ContinuousClock.now
+            // Pings stop once the last report is older than 1.2 s; allow two ping intervals more.
+            try await waitUntil("the pings to stop", timeout: .seconds(3)) {
+                guard let last = listener.assignments.last(where: { $0.line == "WATCHDOG=1" })?.at else { return false }
+                return last.duration(to: .now) > .milliseconds(600)
+            }
+            let lastPing = try #require(listener.assignments.last { $0.line == "WATCHDOG=1" }?.at)
+            #expect(hungAt.duration(to: lastPing) < .milliseconds(1600), "pinged \(hungAt.duration(to: lastPing)) after the hang")
+            #expect(daemon.isRunning)
+            #expect(daemon.stderr.contains("withholding the watchdog ping"))
+
+            try FileManager.default.removeItem(at: device.stateDirectory("faulty").appendingPathComponent("hang"))
+            let released = listener.assignments.count
+            try await waitUntil("pings to resume", timeout: .seconds(3)) {
+                listener.assignments.dropFirst(released).contains { $0.line == "WATCHDOG=1" }
+            }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+        }
+
         @Test("STATUS= follows the state: waiting for a device that does not exist")
         func statusWhileWaiting() async throws {
             let listener = try NotifyListener(path: directory.appendingPathComponent("notify2.sock").path)

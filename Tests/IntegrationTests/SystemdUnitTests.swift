@@ -54,7 +54,7 @@ extension Integration {
         func unitContents() throws {
             let text = try String(contentsOf: TestPaths.repositoryRoot.appendingPathComponent("systemd/keepalived-audio.service"), encoding: .utf8)
             for directive in ["Type=notify", "Restart=on-failure", "WatchdogSec=", "SupplementaryGroups=audio", "DevicePolicy=closed",
-                              "DeviceAllow=char-alsa", "ExecReload=", "RuntimeDirectory=keepalived-audio", "EnvironmentFile=-/etc/keepalived-audio/"] {
+                              "DeviceAllow=char-alsa", "ExecReload=", "RuntimeDirectory=keepalived-audio", "--config /etc/keepalived-audio/keepalived-audio.conf"] {
                 #expect(text.contains(directive), "missing \(directive)")
             }
             let user = try String(contentsOf: TestPaths.repositoryRoot.appendingPathComponent("systemd/user/keepalived.service"), encoding: .utf8)

@@ -818,18 +818,27 @@ static int faulty_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd,
 	return 0;
 }
 
+#define FAULTY_COMMON_CALLBACKS \
+	.start = faulty_start, \
+	.stop = faulty_stop, \
+	.pointer = faulty_pointer, \
+	.transfer = faulty_transfer, \
+	.close = faulty_close, \
+	.hw_params = faulty_hw_params, \
+	.sw_params = faulty_sw_params, \
+	.prepare = faulty_prepare, \
+	.pause = faulty_pause, \
+	.poll_revents = faulty_poll_revents
+
 static const snd_pcm_ioplug_callback_t faulty_callback = {
-	.start = faulty_start,
-	.stop = faulty_stop,
-	.pointer = faulty_pointer,
-	.transfer = faulty_transfer,
-	.close = faulty_close,
-	.hw_params = faulty_hw_params,
-	.sw_params = faulty_sw_params,
-	.prepare = faulty_prepare,
-	.pause = faulty_pause,
+	FAULTY_COMMON_CALLBACKS,
 	.resume = faulty_resume,
-	.poll_revents = faulty_poll_revents,
+};
+
+/* `resume false`: a device that cannot resume.  ioplug then still returns 0
+ * from snd_pcm_resume() but the stream stays SUSPENDED; only prepare helps. */
+static const snd_pcm_ioplug_callback_t faulty_callback_noresume = {
+	FAULTY_COMMON_CALLBACKS,
 };
 
 /* --- open --- */
@@ -879,7 +888,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(faulty)
 	faulty_t *f;
 	const char *state = NULL;
 	char path[4096], buf[128];
-	int err;
+	int err, can_resume = 1;
 	unsigned int v;
 	static const unsigned int default_formats[] = {
 		SND_PCM_FORMAT_S16_LE, SND_PCM_FORMAT_S24_LE, SND_PCM_FORMAT_S32_LE,
@@ -948,6 +957,14 @@ SND_PCM_PLUGIN_DEFINE_FUNC(faulty)
 				goto fail;
 			}
 			f->ch_min = f->ch_max = v;
+			continue;
+		}
+		if (strcmp(id, "resume") == 0) {
+			if ((can_resume = snd_config_get_bool(n)) < 0) {
+				SNDERR("faulty: resume must be a boolean");
+				err = -EINVAL;
+				goto fail;
+			}
 			continue;
 		}
 		SNDERR("faulty: unknown field %s", id);
@@ -1031,7 +1048,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(faulty)
 
 	f->io.version = SND_PCM_IOPLUG_VERSION;
 	f->io.name = "faulty: fault-injecting test PCM";
-	f->io.callback = &faulty_callback;
+	f->io.callback = can_resume ? &faulty_callback : &faulty_callback_noresume;
 	f->io.private_data = f;
 	f->io.poll_fd = f->poll_fd;
 	f->io.poll_events = POLLIN;	/* epoll fd signals POLLIN; revents maps to POLLOUT */

@@ -64,6 +64,13 @@ final class PulseAudioServer: @unchecked Sendable {
         return nil
     }
 
+    /// The clients playing into the server now (`pactl list short sink-inputs`), or nil if it
+    /// does not answer.
+    func sinkInputCount() -> Int? {
+        commandOutput("pactl", ["list", "short", "sink-inputs"], environment: environment)
+            .map { $0.split(separator: "\n").count }
+    }
+
     /// Records `seconds` of the sink's monitor as 16-bit mono 44.1 kHz samples.
     func recordMonitor(seconds: Double) async throws -> [Int16] {
         let recorder = try ChildProcess("parec", [

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+extension Integration {
+    @Suite("keepalived stopped and continued")
+    struct ProcessStallTests {
+        @Test("SIGSTOP for 3 s with a 2 s buffer: one underrun, recovered in place, playing within 1 s of SIGCONT")
+        func stopAndContinue() async throws {
+            let device = try FaultyDevice()
+            // The default 2 s buffer: the faulty device consumes in real time, so 3 s stopped
+            // runs it dry exactly once, about 1 s before SIGCONT.
+            let daemon = try device.launch("faulty")
+            try await daemon.waitForLog("playing")
+            try await waitUntil("audio on the device", timeout: .seconds(5)) { device.eventCount("write") >= 1 }
+
+            daemon.signal(SIGSTOP)
+            try await Task.sleep(for: .seconds(3))  // the length of the scenario, not a wait for a state
+            let continued = monotonicNanoseconds()
+            daemon.signal(SIGCONT)
+            try await daemon.waitForLog(" recovered ")
+
+            let events = device.events()
+            let xruns = events.filter { $0.name == "xrun" }
+            #expect(xruns.count == 1, "\(xruns)")
+            let resumed = try #require(events.firstIndex { $0.isWrite && $0.time > continued }, "\(events)")
+            let delay = milliseconds(from: continued, to: events[resumed].time)
+            #expect(delay < 1000, "playing again \(delay) ms after SIGCONT")
+            print("measured: playing again \(String(format: "%.1f", delay)) ms after SIGCONT")
+            let between = events.filter { $0.time > continued && $0.time <= events[resumed].time }
+            #expect(between.contains { $0.name == "prepare" }, "\(between)")
+            #expect(!events.contains { $0.name == "close" || ($0.name == "open" && $0.handle != events[resumed].handle) }, "reopened:\n\(events)")
+
+            let lines = recoveryLines(daemon.stderr)
+            #expect(lines.count == 1, "log:\n\(daemon.stderr)")
+            let line = try #require(lines.first)
+            #expect(line.reason == "underrun")
+            #expect(line.count == 1)
+            // The reported downtime is the silence the device saw: from running dry (hw passed
+            // appl) until the next write.
+            let xrun = try #require(xruns.first)
+            let fields = Dictionary(uniqueKeysWithValues: xrun.arguments.compactMap { word -> (String, Double)? in
+                let parts = word.split(separator: "=")
+                return parts.count == 2 ? (String(parts[0]), Double(parts[1]) ?? 0) : nil
+            })
+            let dry = ((fields["hw"] ?? 0) - (fields["appl"] ?? 0)) / 44100
+            #expect(dry > 0.5 && dry < 1.5, "dry for \(dry) s")
+            #expect(abs(line.downtime - dry) < 0.1, "reported \(line.downtime) s, the device ran dry for \(dry) s")
+
+            try await waitUntil("playback to go on", timeout: .seconds(3)) {
+                device.events().filter { $0.isWrite && $0.time > continued }.count >= 3
+            }
+            #expect(try device.capturedSamples().allSatisfy { $0 == -1 })
+            #expect(daemon.isRunning)
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+        }
+    }
+}
