@@ -9,7 +9,9 @@
 public struct KeepAliveConfiguration: Sendable, Equatable {
     /// The ALSA PCM names to play to, one playback loop each.
     public var devices: [String]
-    /// The clip to loop.
+    /// What to play: the clip (the default), zeros, LSB pulses, a sine, noise, or nothing.
+    public var signal: KeepAliveSignal
+    /// The clip to loop when ``signal`` is ``KeepAliveSignal/clip``.
     public var clip: Clip
     /// The gain applied to the clip.
     public var volume: Level
@@ -22,6 +24,10 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     public var bufferDuration: Duration
     /// How many periods the buffer is split in: the process wakes about once per period.
     public var periodsPerBuffer: Int
+    /// Play in bursts (sound, then digital silence) instead of continuously; nil plays always.
+    public var schedule: PlaySchedule?
+    /// Seeds the noise generators, so a run can be reproduced.
+    public var seed: UInt64
 
     /// A configuration; every argument has the daemon's default.
     ///
@@ -32,11 +38,15 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     /// Nothing is checked here; ``validate()`` (called by ``KeepAliveManager`` and
     /// ``KeepAliveService``) checks the rules.
     public init(
-        devices: [String] = ["default"], clip: Clip = .embedded, volume: Level = .defaultVolume,
+        devices: [String] = ["default"], signal: KeepAliveSignal = .default, clip: Clip = .embedded, volume: Level = .defaultVolume,
         ceiling: Level = .defaultCeiling, retry: RetryPolicy = RetryPolicy(),
-        bufferDuration: Duration = .seconds(2), periodsPerBuffer: Int = 4
+        bufferDuration: Duration = .seconds(2), periodsPerBuffer: Int = 2,
+        schedule: PlaySchedule? = nil, seed: UInt64 = 0x6B65_6570_616C_6976
     ) {
         self.devices = devices
+        self.signal = signal
+        self.schedule = schedule
+        self.seed = seed
         self.clip = clip
         self.volume = volume
         self.ceiling = ceiling
@@ -59,6 +69,10 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
         guard (2...64).contains(periodsPerBuffer) else { throw .periodsOutOfRange(periodsPerBuffer) }
         guard retry.initialDelay > .zero, retry.maximumDelay >= retry.initialDelay,
               (0...1).contains(retry.jitter) else { throw .invalidRetryPolicy }
+        do { try signal.validate() } catch { throw .signal(error) }
+        if let schedule {
+            do { try schedule.validate() } catch { throw .schedule(error) }
+        }
     }
 
     var bufferMicroseconds: Int {
@@ -83,6 +97,10 @@ public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStrin
     case periodsOutOfRange(Int)
     /// The retry delays are not positive and ordered, or the jitter is outside 0…1.
     case invalidRetryPolicy
+    /// The signal's parameters are out of range.
+    case signal(KeepAliveSignalError)
+    /// The play/pause schedule is out of range.
+    case schedule(PlayScheduleError)
 
     /// The broken rule, in words a command-line tool can print as is.
     public var description: String {
@@ -95,6 +113,8 @@ public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStrin
         case .bufferOutOfRange(let duration): "buffer of \(duration) is outside 20 ms to 10 s"
         case .periodsOutOfRange(let count): "\(count) periods per buffer is outside 2 to 64"
         case .invalidRetryPolicy: "retry delays must be positive with the maximum not below the first, and jitter within 0 to 1"
+        case .signal(let error): "\(error)"
+        case .schedule(let error): "\(error)"
         }
     }
 }

@@ -178,18 +178,32 @@ final class PlaybackLoop: @unchecked Sendable {
             }
             let format: OutputFormat
             do {
+                // The clip is asked for in its own format; generated signals in the format most
+                // digital receivers run at natively (48 kHz stereo), to spare them a conversion.
+                let clipSignal = configuration.signal == .clip
                 format = try pcm.configure(
-                    preferred: SampleFormat(closestTo: configuration.clip.encoding),
-                    rate: configuration.clip.sampleRate, channels: configuration.clip.channels,
+                    preferred: clipSignal ? SampleFormat(closestTo: configuration.clip.encoding) : .s16,
+                    rate: clipSignal ? configuration.clip.sampleRate : 48000,
+                    channels: clipSignal ? configuration.clip.channels : 2,
                     bufferMicroseconds: configuration.bufferMicroseconds, periods: configuration.periodsPerBuffer)
             } catch {
                 pcm.close()
                 if waitAfterFailedOpen(error, watcher) { break attempts }
                 continue attempts
             }
-            if rendered == nil || renderedFormat != format {
+            if !rendered || renderedFormat != format {
                 announceNextOpen = announceNextOpen || renderedFormat != nil
-                render(for: format)
+                do {
+                    try render(for: format)
+                } catch {
+                    // The device's rate cannot carry the signal (a sine at or above half of it):
+                    // a setting to change, not a fault to retry quickly.
+                    pcm.close()
+                    begin(.unknown, "\(error)")
+                    transition(.waitingForDevice(.unknown))
+                    if stopSignal.wait(configuration.retry.maximumDelay) { break attempts }
+                    continue attempts
+                }
             }
             if announceNextOpen {
                 announceNextOpen = false
@@ -215,17 +229,20 @@ final class PlaybackLoop: @unchecked Sendable {
         transition(.stopped)
     }
 
-    /// The loop rendered for the current configuration and the device's format.
-    private var rendered: RenderedLoop?
+    /// The frames for the current configuration and the device's format; nil with `rendered`
+    /// set means open-only (hold the device, write nothing).
+    private var source: (any FrameSource)?
+    private var rendered = false
     private var renderedFormat: OutputFormat?
     private var seenGeneration = 0
 
     /// Renders the current configuration's loop for `format`: once per open with a new format or
     /// per reload, never while playing steadily.
-    private func render(for format: OutputFormat) {
-        rendered = RenderedLoop(
-            clip: configuration.clip, format: format, gain: configuration.volume,
-            ceiling: configuration.ceiling, minimumFrames: format.periodFrames)
+    private func render(for format: OutputFormat) throws(KeepAliveSignalError) {
+        source = try makeFrameSource(
+            signal: configuration.signal, clip: configuration.clip, format: format, volume: configuration.volume,
+            ceiling: configuration.ceiling, schedule: configuration.schedule, seed: configuration.seed)
+        rendered = true
         renderedFormat = format
     }
 
@@ -238,7 +255,7 @@ final class PlaybackLoop: @unchecked Sendable {
         guard let next = pending.withLock({ $0.take() }) else { return false }
         configuration = next
         backoff = Backoff(policy: next.retry, seed: UInt64(truncatingIfNeeded: generation) &+ 0x9E37_79B9_7F4A_7C15)
-        rendered = nil
+        rendered = false
         return true
     }
 
@@ -298,11 +315,14 @@ final class PlaybackLoop: @unchecked Sendable {
     /// Plays until stopped or until the device is lost. Recovers underruns and suspends in place.
     /// Nothing in here allocates once the descriptors are fetched.
     private func play(_ pcm: PCMDevice, _ format: OutputFormat) -> Outcome {
-        guard var loop = rendered else { return .lost(.unknown, "no rendered loop") }
+        guard rendered else { return .lost(.unknown, "no frames rendered") }
+        guard var source else { return holdOpen(pcm, format) }
         let pcmDescriptors: [pollfd]
         do { pcmDescriptors = try pcm.pollDescriptors() } catch { return .lost(.unknown, error.description) }
         var descriptors = pcmDescriptors
         descriptors.append(pollfd(fd: stopSignal.descriptor, events: Int16(POLLIN), revents: 0))
+        let watcherSlot = (watcher?.descriptor ?? -1) >= 0 ? descriptors.count : -1
+        if watcherSlot >= 0 { descriptors.append(pollfd(fd: watcher!.descriptor, events: Int16(POLLIN), revents: 0)) }
         let pcmCount = pcmDescriptors.count
         let rate = Double(format.sampleRate)
         let period = format.periodFrames
@@ -312,7 +332,6 @@ final class PlaybackLoop: @unchecked Sendable {
         // position has not moved for the period it should take to make room, plus two more.
         let stallWindow = Duration.seconds(periodSeconds * 3)
 
-        var position = 0
         var pacingEpoch = clock.now
         var pacedFrames = 0
         var lastAvailable = -1
@@ -320,9 +339,6 @@ final class PlaybackLoop: @unchecked Sendable {
         var announcedPacing = false
         /// In-place recoveries since audio last got through; a second one means they do not work.
         var faultsSinceWrite = 0
-        /// Wake-ups since the last write; a device whose descriptors stay ready without room to
-        /// write must not spin a core.
-        var idleWakeups = 0
         /// When the queued audio runs out if nothing more is written: the start of the silence
         /// an underrun reports (the process may have been stopped long after the buffer ran dry).
         var drainsAt = clock.now
@@ -342,13 +358,28 @@ final class PlaybackLoop: @unchecked Sendable {
                 return outcome
             case .prepared:
                 // A clean buffer: the loop restarts at its first frame, nothing stale is queued.
-                position = 0
+                source.restart()
                 restartPacing()
                 return nil
             case .resumed:
                 restartPacing()
                 return nil
             }
+        }
+
+        /// Acts on what the descriptors' revents said; nil to go on playing.
+        func check(_ events: Int32) -> Outcome? {
+            if events < 0 { return handle(events, "poll") }
+            guard events & Int32(POLLERR | POLLHUP | POLLNVAL) != 0 else { return nil }
+            let code: Int32
+            switch pcm.state {
+            case SND_PCM_STATE_XRUN: code = -EPIPE
+            case SND_PCM_STATE_SUSPENDED: code = -ESTRPIPE
+            case SND_PCM_STATE_DISCONNECTED: code = -ENODEV
+            case SND_PCM_STATE_OPEN, SND_PCM_STATE_SETUP: code = -EBADFD
+            default: code = events & Int32(POLLHUP) != 0 ? -ENOTCONN : -EIO
+            }
+            return handle(code, "poll")
         }
 
         while true {
@@ -359,9 +390,13 @@ final class PlaybackLoop: @unchecked Sendable {
             if pendingGeneration.load(ordering: .relaxed) != seenGeneration, takePendingConfiguration() {
                 // A reload: the new loop continues where the queued audio ends, on the same open
                 // stream. Rendering allocates here, once, never in the steady state.
-                render(for: format)
-                loop = rendered!
-                position = 0
+                do {
+                    try render(for: format)
+                } catch {
+                    return .lost(.unknown, "\(error)")
+                }
+                guard let next = self.source else { return holdOpen(pcm, format) }
+                source = next
             }
             let available = pcm.available()
             if available < 0 {
@@ -379,15 +414,15 @@ final class PlaybackLoop: @unchecked Sendable {
                 var total = 0
                 var faulted = false
                 while remaining > 0 {
-                    let chunk = min(remaining, loop.frameCount - position)
-                    let written = pcm.write(loop.frames(from: position), frames: chunk)
+                    let (frames, chunk) = source.peek(maximum: remaining)
+                    let written = pcm.write(frames, frames: chunk)
                     if written == -Int(EAGAIN) { break }
                     if written < 0 {
                         if let lost = handle(Int32(truncatingIfNeeded: written), "write") { return lost }
                         faulted = true
                         break
                     }
-                    position = (position + written) % loop.frameCount
+                    source.consume(written)
                     remaining -= written
                     total += written
                 }
@@ -399,7 +434,6 @@ final class PlaybackLoop: @unchecked Sendable {
                     lastAvailable = available - total
                     drainsAt = lastProgress + .seconds(Double(buffer - lastAvailable) / rate)
                     faultsSinceWrite = 0
-                    idleWakeups = 0
                     if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
                     if let outage {
                         report(.recovered(outage.reason, outage.since.duration(to: clock.now)))
@@ -414,28 +448,43 @@ final class PlaybackLoop: @unchecked Sendable {
                     continue
                 }
                 // Room reported but nothing taken (EAGAIN): wait on the descriptors below.
-            } else if available >= period {
-                // The device has room but real time has not caught up: it consumes faster than
-                // it plays (null, file). Sleep on the stop signal alone until the budget allows a
-                // period, instead of spinning on descriptors that are always ready.
-                // A sound server may swallow more than a buffer while it starts; only a device
-                // that still outruns the clock after two buffers' time is a non-pacing one.
-                if !announcedPacing, pacingEpoch.duration(to: now) > configuration.bufferDuration * 2 {
-                    announcedPacing = true
-                    report(.notice("device takes audio faster than real time; pacing writes to the clock"))
-                }
-                let missing = Double(period - writable) / (rate * Self.pacingTolerance)
-                _ = stopSignal.wait(.seconds(missing))
-                continue
             }
 
             let stalledFor = lastProgress.duration(to: now)
             if stalledFor > stallWindow {
                 return .lost(.stalled, "no playback progress for \(Self.format(stalledFor)) (device or server stalled)", since: lastProgress)
             }
-            if idleWakeups > 64 {
-                // Descriptors that keep waking without room: throttle; the stall check still runs.
-                _ = stopSignal.wait(.milliseconds(5))
+            if budget < period {
+                // By the clock the device cannot have a period free yet. Sleep on the clock, not
+                // on the device's descriptors: one wakeup per period whatever they do (a sound
+                // server's fire whenever it pulls audio; null's and file's are always ready).
+                if available >= period, !announcedPacing, pacingEpoch.duration(to: now) > configuration.bufferDuration * 2 {
+                    // A sound server may swallow more than a buffer while it starts; only a
+                    // device that still outruns the clock after two buffers' time does not pace.
+                    announcedPacing = true
+                    report(.notice("device takes audio faster than real time; pacing writes to the clock"))
+                }
+                // When real time (not the tolerant budget) makes a period free, plus a little, so
+                // that a device on time has the room when we look and needs no second wakeup.
+                let due = Duration.seconds(Double(pacedFrames + period - buffer) / rate - pacingEpoch.duration(to: now).seconds) + .milliseconds(2)
+                switch stopSignal.wait(due, orReadable: watcher?.descriptor ?? -1) {
+                case .stopped, .timedOut:
+                    break
+                case .readable:
+                    if watcher?.take().contains(.server) == true {
+                        return .lost(.serverGone, "the sound server's socket was created again (server restarted)")
+                    }
+                }
+                // What a poll would have reported, without waiting: plug-ins signal errors and
+                // hang-ups through revents (pulse: stream failed; hardware: xrun, unplugged).
+                let events = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
+                    pcm.refreshPollDescriptors(fds.baseAddress!, count: pcmCount)
+                    for index in fds.indices { fds[index].revents = 0 }
+                    _ = poll(fds.baseAddress, nfds_t(pcmCount), 0)
+                    return pcm.revents(fds.baseAddress!, count: pcmCount)
+                }
+                if let lost = check(events) { return lost }
+                continue
             }
             let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
                 // As snd_pcm_wait does: some plug-ins (pipewire) re-arm or clear their event
@@ -449,23 +498,50 @@ final class PlaybackLoop: @unchecked Sendable {
                 return .lost(.unknown, "poll: \(String(cString: strerror(errno)))")
             }
             if ready == 0 { continue }
-            idleWakeups += 1
             if descriptors[pcmCount].revents != 0 { continue }
-            let events = descriptors.withUnsafeMutableBufferPointer { pcm.revents($0.baseAddress!, count: pcmCount) }
-            if events < 0 {
-                if let lost = handle(events, "poll") { return lost }
-                continue
+            if watcherSlot >= 0, descriptors[watcherSlot].revents != 0, watcher?.take().contains(.server) == true {
+                // A sound server's socket created again while this stream plays: the server
+                // restarted under it. Reopen now rather than when its plug-in notices (up to a
+                // period later for pulse).
+                return .lost(.serverGone, "the sound server's socket was created again (server restarted)")
             }
-            if events & Int32(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                let code: Int32
-                switch pcm.state {
-                case SND_PCM_STATE_XRUN: code = -EPIPE
-                case SND_PCM_STATE_SUSPENDED: code = -ESTRPIPE
-                case SND_PCM_STATE_DISCONNECTED: code = -ENODEV
-                case SND_PCM_STATE_OPEN, SND_PCM_STATE_SETUP: code = -EBADFD
-                default: code = events & Int32(POLLHUP) != 0 ? -ENOTCONN : -EIO
+            let events = descriptors.withUnsafeMutableBufferPointer { pcm.revents($0.baseAddress!, count: pcmCount) }
+            if let lost = check(events) { return lost }
+        }
+    }
+
+    /// Open-only: the device is prepared and held, nothing is written. Some HDMI and USB sinks
+    /// stay awake while a stream is merely open. Checks the device's health once a second.
+    private func holdOpen(_ pcm: PCMDevice, _ format: OutputFormat) -> Outcome {
+        if let outage {
+            report(.recovered(outage.reason, outage.since.duration(to: clock.now)))
+            self.outage = nil
+        }
+        if state != .playing {
+            playingSince = clock.now
+            announceNextOpen = true
+            transition(.playing)
+        }
+        while true {
+            switch stopSignal.wait(.seconds(1), orReadable: watcher?.descriptor ?? -1) {
+            case .stopped:
+                pcm.drop()
+                return .stopped
+            case .readable:
+                if watcher?.take().contains(.server) == true {
+                    return .lost(.serverGone, "the sound server's socket was created again (server restarted)")
                 }
-                if let lost = handle(code, "poll") { return lost }
+            case .timedOut:
+                break
+            }
+            if pendingGeneration.load(ordering: .relaxed) != seenGeneration, takePendingConfiguration() {
+                do { try render(for: format) } catch { return .lost(.unknown, "\(error)") }
+                if source != nil { return play(pcm, format) }
+            }
+            switch pcm.state {
+            case SND_PCM_STATE_DISCONNECTED: return .lost(.unplugged, "device disconnected while held open")
+            case SND_PCM_STATE_SUSPENDED: _ = pcm.prepare()
+            default: break
             }
         }
     }

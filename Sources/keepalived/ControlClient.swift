@@ -35,20 +35,23 @@ enum ControlClient {
         var limit = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        guard UnixSocket.send(fd, ControlJSON.encode(ControlRequest(request: request)) + "\n") else {
-            return .failure(.failed("cannot send to \(paths.socket): \(Errno(errno))"))
-        }
+        // A daemon that refuses the peer answers and hangs up at once, maybe before the request
+        // is out: a failed send still leaves its answer to read.
+        let sent = UnixSocket.send(fd, ControlJSON.encode(ControlRequest(request: request)) + "\n")
+        let sendError = Errno(errno)
         var reply: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
         while !reply.contains(UInt8(ascii: "\n")) {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count < 0, errno == EINTR { continue }
+            if count < 0, !sent { break }
             if count < 0 { return .failure(.failed("no reply from \(paths.socket): \(Errno(errno))")) }
             if count == 0 { break }
             reply += chunk[0..<count]
             if reply.count > 1 << 20 { return .failure(.failed("reply from \(paths.socket) is too large")) }
         }
         let line = reply.split(separator: UInt8(ascii: "\n")).first ?? []
+        if !sent, line.isEmpty { return .failure(.failed("cannot send to \(paths.socket): \(sendError)")) }
         guard let decoded = try? ControlJSON.decode(ControlReply.self, from: line) else {
             return .failure(.failed("malformed reply from \(paths.socket)"))
         }

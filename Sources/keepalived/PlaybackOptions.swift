@@ -6,6 +6,26 @@ struct PlaybackOptions: ParsableArguments {
     @Option(name: [.short, .customLong("device")], help: ArgumentHelp("ALSA PCM to keep awake (repeat for several).", valueName: "name"))
     var devices: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "What to play: clip, zero, fluctuate, sine, white, pink, brown or open-only (sine:440 and fluctuate:25 set the frequency).",
+        valueName: "kind"))
+    var signal: String = "clip"
+
+    @Option(help: ArgumentHelp("Frequency of sine (Hz, default 1) or pulses per second of fluctuate (default 50).", valueName: "hz"))
+    var frequency: Double?
+
+    @Option(name: .customLong("play-for"), help: ArgumentHelp("Play in bursts: seconds of sound…", valueName: "seconds"))
+    var playFor: Double?
+
+    @Option(name: .customLong("pause-for"), help: ArgumentHelp("…then seconds of digital silence (the device stays open).", valueName: "seconds"))
+    var pauseFor: Double?
+
+    @Option(help: ArgumentHelp("Fade in and out of each burst, in seconds.", valueName: "seconds"))
+    var fade: Double = 0.1
+
+    @Option(help: .hidden)
+    var seed: UInt64?
+
     @Option(help: ArgumentHelp("Level of the clip: a fraction of full scale (0.01) or decibels (-40dB).", valueName: "level"))
     var volume: String = "0.01"
 
@@ -55,6 +75,33 @@ struct PlaybackOptions: ParsableArguments {
         configuration.ceiling = try level("--max-level", maxLevel)
         configuration.retry.maximumDelay = .milliseconds(Int64(retryMax * 1000))
         configuration.bufferDuration = .milliseconds(Int64(bufferSeconds * 1000))
+        do {
+            var parsed = try KeepAliveSignal(parsing: signal)
+            if let frequency {
+                switch parsed {
+                case .sine: parsed = .sine(frequency: frequency)
+                case .fluctuate: parsed = .fluctuate(perSecond: frequency)
+                default: throw CleanExit.failure("--frequency applies to sine and fluctuate, not \(parsed.name)", code: SysExit.usage)
+                }
+            }
+            configuration.signal = parsed
+        } catch let error as KeepAliveSignalError {
+            throw CleanExit.failure("--signal: \(error)", code: SysExit.usage)
+        }
+        switch (playFor, pauseFor) {
+        case (nil, nil):
+            break
+        case (let play?, let pause?):
+            guard play.isFinite, pause.isFinite, fade.isFinite, play > 0, pause >= 0, fade >= 0, play <= 86400, pause <= 86400 else {
+                throw CleanExit.failure("--play-for, --pause-for and --fade must be finite, positive seconds (at most a day)", code: SysExit.usage)
+            }
+            configuration.schedule = PlaySchedule(
+                playFor: .milliseconds(Int64(play * 1000)), pauseFor: .milliseconds(Int64(pause * 1000)),
+                fade: .milliseconds(Int64(fade * 1000)))
+        default:
+            throw CleanExit.failure("--play-for and --pause-for go together", code: SysExit.usage)
+        }
+        if let seed { configuration.seed = seed }
         do {
             if let clip {
                 configuration.clip = try Clip(contentsOfFile: clip)

@@ -1,0 +1,84 @@
+/// Frames ready to hand to `snd_pcm_writei`, in the device's format.
+///
+/// Owned by one playback thread. Every buffer is allocated when the source is made; ``peek(maximum:)``
+/// and ``consume(_:)`` never allocate, convert a clip or lock.
+///
+/// The write loop:
+///
+/// ```swift
+/// var remaining = writable
+/// while remaining > 0 {
+///     let (pointer, frames) = source.peek(maximum: remaining)
+///     let written = pcm.write(pointer, frames: frames)
+///     guard written > 0 else { break }
+///     source.consume(written)
+///     remaining -= written
+/// }
+/// ```
+protocol FrameSource: AnyObject {
+    /// The format the frames are in.
+    var format: OutputFormat { get }
+
+    /// Up to `maximum` frames (at least one when `maximum` ≥ 1) of contiguous interleaved frames
+    /// in ``format``, valid until the next call on this source. Calling it again without
+    /// ``consume(_:)`` offers the same frames.
+    func peek(maximum: Int) -> (pointer: UnsafeRawPointer, frames: Int)
+
+    /// The device took the first `frames` of what ``peek(maximum:)`` last offered (0 ≤ `frames` ≤
+    /// what was offered); the next peek starts right after them.
+    func consume(_ frames: Int)
+
+    /// Starts again from the signal's beginning (a loop's first frame, a burst's fade-in), for a
+    /// device that was just prepared and holds nothing stale. Never allocates either.
+    func restart()
+
+    /// Whether `frames` frames from `pointer` lie inside a buffer this source (or the source it
+    /// wraps) allocated when it was made: what tests and debug assertions use to show that
+    /// playing allocates nothing.
+    func holds(_ pointer: UnsafeRawPointer, frames: Int) -> Bool
+}
+
+extension UnsafeMutableRawBufferPointer {
+    /// Whether `byteCount` bytes from `pointer` lie inside this buffer.
+    func contains(_ pointer: UnsafeRawPointer, byteCount: Int) -> Bool {
+        let start = UnsafeRawPointer(baseAddress!)
+        return pointer >= start && pointer + byteCount <= start + count
+    }
+}
+
+/// A source over a ``RenderedLoop``: offers slices of the loop buffer itself (no copy), up to the
+/// loop's end, then wraps around.
+///
+/// ```swift
+/// let source = LoopFrameSource(loop: RenderedLoop(clip: .embedded, format: format, gain: .defaultVolume,
+///                                                 ceiling: .defaultCeiling, minimumFrames: format.periodFrames), format: format)
+/// ```
+final class LoopFrameSource: FrameSource {
+    let format: OutputFormat
+    let loop: RenderedLoop
+    /// The next frame to offer, in 0..<loop.frameCount.
+    private(set) var position = 0
+
+    init(loop: RenderedLoop, format: OutputFormat) {
+        precondition(loop.frameCount >= 1 && loop.bytesPerFrame == format.bytesPerFrame, "loop and format disagree")
+        self.loop = loop
+        self.format = format
+    }
+
+    func peek(maximum: Int) -> (pointer: UnsafeRawPointer, frames: Int) {
+        (loop.frames(from: position), max(0, min(maximum, loop.frameCount - position)))
+    }
+
+    func consume(_ frames: Int) {
+        precondition(frames >= 0 && frames <= loop.frameCount - position, "consumed more than was offered")
+        position += frames
+        if position == loop.frameCount { position = 0 }
+    }
+
+    func restart() { position = 0 }
+
+    func holds(_ pointer: UnsafeRawPointer, frames: Int) -> Bool {
+        let start = loop.frames(from: 0)
+        return pointer >= start && pointer + frames * format.bytesPerFrame <= start + loop.frameCount * loop.bytesPerFrame
+    }
+}

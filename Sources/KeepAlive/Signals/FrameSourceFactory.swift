@@ -1,0 +1,121 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Makes the source of frames for `signal` on a device that opened with `format`; nil for
+/// ``KeepAliveSignal/openOnly`` (hold the device open, write nothing). Everything is rendered or
+/// allocated here; the returned source never allocates.
+///
+/// - `clip`: the clip at `volume`, looped (``RenderedLoop``), exactly as before signals existed.
+/// - `zero`: a loop of digital zeros.
+/// - `fluctuate`: a loop of zeros with ±1 LSB pulses, over the shortest whole number of frames
+///   holding an even number of pulses (at most 8 MiB; else generated in place).
+/// - `sine`: a loop holding a whole number of cycles in a whole number of frames (at most 8 MiB;
+///   else generated in place by phase accumulation), peak `volume`.
+/// - `white`, `pink`, `brown`: generated in place, one scratch buffer at a time, from `seed`;
+///   peak at most `volume` (rounded down to a whole LSB, never below one).
+/// - With a `schedule`, the source plays in bursts with fades (``PeriodicFrameSource``).
+///
+/// Every sample of every source is at most `ceiling` (the quantizer's rule). `volume` above
+/// `ceiling` is refused by ``KeepAliveConfiguration/validate()`` before this point.
+///
+/// ```swift
+/// let source = try makeFrameSource(signal: .pink, clip: configuration.clip, format: format,
+///                                  volume: configuration.volume, ceiling: configuration.ceiling,
+///                                  schedule: nil, seed: 1)
+/// ```
+/// - Throws: ``KeepAliveSignalError`` when the signal cannot be played at the device's rate (a
+///   sine at or above half the rate, more pulses per second than frames).
+func makeFrameSource(
+    signal: KeepAliveSignal, clip: Clip, format: OutputFormat, volume: Level, ceiling: Level,
+    schedule: PlaySchedule?, seed: UInt64
+) throws(KeepAliveSignalError) -> (any FrameSource)? {
+    try signal.validate(sampleRate: format.sampleRate)
+    let source: any FrameSource
+    let loopFrames = max(format.periodFrames, 1)
+    let sampleFormat = format.sampleFormat
+    switch signal {
+    case .openOnly:
+        return nil
+    case .clip:
+        source = LoopFrameSource(
+            loop: RenderedLoop(clip: clip, format: format, gain: volume, ceiling: ceiling, minimumFrames: loopFrames),
+            format: format)
+    case .zero:
+        let quantizer = SampleQuantizer(format: sampleFormat, gain: volume, ceiling: ceiling)
+        source = LoopFrameSource(
+            loop: RenderedLoop(format: format, passFrames: 1, minimumFrames: loopFrames, quantizer: quantizer) { _ in 0 },
+            format: format)
+    case .fluctuate(let perSecond):
+        // Gain 1: the source value is one LSB itself, so it quantizes to exactly ±1 step (in
+        // float, 2⁻²³), or to what the ceiling leaves of it.
+        let quantizer = SampleQuantizer(format: sampleFormat, gain: Level(uncheckedLinear: 1), ceiling: ceiling)
+        let lsb = sampleFormat.leastSignificantBit
+        if let (frames, pulses) = exactLoop(perSecond: perSecond, eventMultiple: 2, format: format) {
+            let loop = RenderedLoop(format: format, passFrames: frames, minimumFrames: loopFrames, quantizer: quantizer) { frame in
+                // Pulse k sits at frame ⌊k·frames/pulses⌋; the candidate for `frame` is ⌈frame·pulses/frames⌉.
+                let k = (frame * pulses + frames - 1) / frames
+                guard k < pulses, k * frames / pulses == frame else { return 0 }
+                return k % 2 == 0 ? lsb : -lsb
+            }
+            source = LoopFrameSource(loop: loop, format: format)
+        } else {
+            source = GeneratedFrameSource(
+                format: format, quantizer: quantizer,
+                generator: PulseGenerator(perSecond: perSecond, sampleRate: format.sampleRate, pulse: lsb))
+        }
+    case .sine(let frequency):
+        let quantizer = SampleQuantizer(format: sampleFormat, gain: volume, ceiling: ceiling)
+        if let (frames, cycles) = exactLoop(perSecond: frequency, eventMultiple: 1, format: format) {
+            let loop = RenderedLoop(format: format, passFrames: frames, minimumFrames: loopFrames, quantizer: quantizer) { frame in
+                // Exact phase from integers: no accumulated error over the loop.
+                sin(2 * Double.pi * Double(frame * cycles % frames) / Double(frames))
+            }
+            source = LoopFrameSource(loop: loop, format: format)
+        } else {
+            source = GeneratedFrameSource(
+                format: format, quantizer: quantizer,
+                generator: SineGenerator(frequency: frequency, sampleRate: format.sampleRate))
+        }
+    case .white:
+        source = GeneratedFrameSource(format: format, quantizer: noiseQuantizer(format, volume, ceiling), generator: WhiteNoise(seed: seed))
+    case .pink:
+        source = GeneratedFrameSource(format: format, quantizer: noiseQuantizer(format, volume, ceiling), generator: PinkNoise(seed: seed))
+    case .brown:
+        source = GeneratedFrameSource(
+            format: format, quantizer: noiseQuantizer(format, volume, ceiling),
+            generator: BrownNoise(seed: seed, sampleRate: format.sampleRate))
+    }
+    guard let schedule else { return source }
+    return PeriodicFrameSource(inner: source, schedule: schedule, ceiling: ceiling)
+}
+
+/// The most memory a rendered signal loop may take; longer exact loops are generated in place.
+let maximumSignalLoopBytes = 8 << 20
+
+/// The shortest loop holding a whole number of events (cycles, pulses; a multiple of
+/// `eventMultiple`) at `perSecond` events a second in a whole number of frames at the format's
+/// rate: (frames, events), or nil when none fits in ``maximumSignalLoopBytes`` within 100 000
+/// events. "Whole" allows 10⁻⁶ frame of rounding, so a rate given as a decimal like 1/3 Hz still
+/// loops (as 3 s), while a rate that only nearly fits is generated in place rather than played
+/// slightly off.
+func exactLoop(perSecond: Double, eventMultiple: Int, format: OutputFormat) -> (frames: Int, events: Int)? {
+    guard perSecond > 0, perSecond.isFinite else { return nil }
+    let maximumFrames = Double(maximumSignalLoopBytes / format.bytesPerFrame)
+    let framesPerEvent = Double(format.sampleRate) / perSecond
+    var events = eventMultiple
+    while events <= 100_000 * eventMultiple {
+        let exact = Double(events) * framesPerEvent
+        if exact > maximumFrames + 0.5 { return nil }
+        let frames = exact.rounded()
+        if frames >= 1, abs(exact - frames) <= 1e-6 { return (Int(frames), events) }
+        events += eventMultiple
+    }
+    return nil
+}
+
+private func noiseQuantizer(_ format: OutputFormat, _ volume: Level, _ ceiling: Level) -> SampleQuantizer {
+    SampleQuantizer(format: format.sampleFormat, gain: volume, ceiling: ceiling, peak: volume)
+}
