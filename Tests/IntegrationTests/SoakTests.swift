@@ -77,7 +77,11 @@ extension Integration {
             let perKind = Self.kinds.indices.map { "\(Self.kinds[$0].commands.last ?? ""): \((spent[$0] ?? .zero) / (total / Self.kinds.count))" }
             print("soak: time per fault by kind: \(perKind.joined(separator: ", "))")
             // Settle into steady playback before the second measurement, like after the warm-up.
-            try await waitUntil("steady playback", timeout: .seconds(5)) { tail.read().filter(\.isWrite).count >= 4 }
+            var settledWrites = 0
+            try await waitUntil("steady playback", timeout: .seconds(5)) {
+                settledWrites += tail.read().filter(\.isWrite).count
+                return settledWrites >= 4
+            }
             let after = try ProcessFootprint(pid: daemon.pid)
             let before = try #require(baseline)
 
