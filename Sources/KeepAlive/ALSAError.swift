@@ -48,6 +48,8 @@ func errnoName(_ value: Int32) -> String? {
     case EPERM: "EPERM"
     case ENOSYS: "ENOSYS"
     case ESHUTDOWN: "ESHUTDOWN"
+    case EHOSTDOWN: "EHOSTDOWN"
+    case ECONNRESET: "ECONNRESET"
     default: nil
     }
 }
