@@ -46,6 +46,14 @@ public struct ALSADevice: Sendable, Equatable {
         return devices
     }
 
+    /// Makes the next open read ALSA's configuration files again. alsa-lib notices changes to
+    /// its top-level files on its own, but not to files they include (`~/.asoundrc`); the hint
+    /// list does see them, so a caller that finds new PCMs there calls this before opening them.
+    /// Safe while other threads hold open PCMs: alsa-lib reference-counts its configuration tree.
+    public static func reloadConfiguration() {
+        _ = snd_config_update_free_global()
+    }
+
     private static func take(_ pointer: UnsafeMutablePointer<CChar>?) -> String? {
         guard let pointer else { return nil }
         defer { free(pointer) }

@@ -9,6 +9,10 @@
 public struct KeepAliveConfiguration: Sendable, Equatable {
     /// The ALSA PCM names to play to, one playback loop each.
     public var devices: [String]
+    /// Outputs chosen from ALSA's device hints rather than named (keepalived's `--all`,
+    /// `--digital`, `--analog`). The caller rescans and calls ``KeepAliveManager/reconfigure(_:)``
+    /// as outputs come and go; ``devices`` may be empty until one appears.
+    public var selection: OutputSelection?
     /// What to play: the clip (the default), zeros, LSB pulses, a sine, noise, or nothing.
     public var signal: KeepAliveSignal
     /// The clip to loop when ``signal`` is ``KeepAliveSignal/clip``.
@@ -44,6 +48,7 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
         schedule: PlaySchedule? = nil, seed: UInt64 = 0x6B65_6570_616C_6976
     ) {
         self.devices = devices
+        self.selection = nil
         self.signal = signal
         self.schedule = schedule
         self.seed = seed
@@ -58,7 +63,7 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     /// Checks the rules a keep-alive must not break.
     /// - Throws: ``KeepAliveConfigurationError`` naming the first broken rule.
     public func validate() throws(KeepAliveConfigurationError) {
-        guard !devices.isEmpty else { throw .noDevices }
+        guard !devices.isEmpty || selection != nil else { throw .noDevices }
         for device in devices where device.isEmpty { throw .emptyDeviceName }
         var seen = Set<String>()
         for device in devices where !seen.insert(device).inserted { throw .duplicateDevice(device) }
@@ -83,7 +88,7 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
 
 /// A rule that a ``KeepAliveConfiguration`` breaks.
 public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// No output device was named.
+    /// No output device was named, and no selection may add one.
     case noDevices
     /// A device name is empty.
     case emptyDeviceName

@@ -74,6 +74,8 @@ public final class KeepAliveManager: Sendable {
     public var state: KeepAliveState {
         let (running, records) = shared.withLock { ($0.running, $0.records) }
         guard running else { return .stopped }
+        // A selection that has found no output yet is waiting for one.
+        guard !records.isEmpty else { return .waitingForDevice(.noDevice) }
         let states = records.map { $0.fields.withLock { $0.status.state } }
         if let starting = states.first(where: { $0 == .starting }) { return starting }
         return states.first(where: { $0 != .playing }) ?? .playing

@@ -6,6 +6,18 @@ struct PlaybackOptions: ParsableArguments {
     @Option(name: [.short, .customLong("device")], help: ArgumentHelp("ALSA PCM to keep awake (repeat for several).", valueName: "name"))
     var devices: [String] = []
 
+    @Flag(help: ArgumentHelp("Keep every output awake (see 'keepalived devices'); outputs that appear or vanish are picked up or dropped within 2 s."))
+    var all = false
+
+    @Flag(help: ArgumentHelp("Keep the digital outputs awake (HDMI, DisplayPort, S/PDIF, IEC958), picked up and dropped as they come and go."))
+    var digital = false
+
+    @Flag(help: ArgumentHelp("Keep the analog outputs awake, picked up and dropped as they come and go."))
+    var analog = false
+
+    @Flag(help: ArgumentHelp("With --all/--digital/--analog, take a card device without a shared (dmix) form through plughw, locking other programs out of it."))
+    var exclusive = false
+
     @Option(help: ArgumentHelp(
         "What to play: clip, zero, fluctuate, sine, white, pink, brown or open-only (sine:440 and fluctuate:25 set the frequency).",
         valueName: "kind"))
@@ -47,7 +59,15 @@ struct PlaybackOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log debug detail.")
     var verbose = false
 
+    /// The selection asked for, if any.
+    var selection: OutputSelection? {
+        all ? .all : digital ? .digital : analog ? .analog : nil
+    }
+
     mutating func validate() throws {
+        guard [all, digital, analog].filter({ $0 }).count <= 1 else {
+            throw ValidationError("--all, --digital and --analog are mutually exclusive")
+        }
         guard clip == nil || clipBase64 == nil else {
             throw ValidationError("--clip and --clip-base64 are mutually exclusive")
         }
@@ -70,7 +90,15 @@ struct PlaybackOptions: ParsableArguments {
     /// level: 64 for options, 65 for an undecodable WAV, 66 for an unreadable file.
     func makeConfiguration() throws -> KeepAliveConfiguration {
         var configuration = KeepAliveConfiguration()
-        configuration.devices = devices.isEmpty ? ["default"] : devices
+        configuration.selection = selection
+        if let selection {
+            // Named devices stay; the selection adds what the device hints offer now, and the
+            // daemon rescans for outputs that come and go.
+            let picked = selection.pick(from: ALSADevice.playbackDevices(), allowExclusive: exclusive)
+            configuration.devices = devices + picked.filter { !devices.contains($0) }
+        } else {
+            configuration.devices = devices.isEmpty ? ["default"] : devices
+        }
         configuration.volume = try level("--volume", volume)
         configuration.ceiling = try level("--max-level", maxLevel)
         configuration.retry.maximumDelay = .milliseconds(Int64(retryMax * 1000))

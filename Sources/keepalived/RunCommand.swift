@@ -101,6 +101,10 @@ struct RunCommand: AsyncParsableCommand {
             .init(service: control),
             .init(service: ReloadOnHangup(reloader: reloader)),
         ]
+        if let selection = options.selection {
+            services.append(.init(service: OutputScanner(
+                manager: manager, selection: selection, named: options.devices, allowExclusive: options.exclusive, logger: logger)))
+        }
         if let notifier = SystemdNotifier(manager: manager, logger: logger) {
             services.append(.init(service: notifier))
         }

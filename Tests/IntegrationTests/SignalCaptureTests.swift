@@ -100,6 +100,46 @@ extension Integration {
             }
         }
 
+        @Test("noise spectrum slope as captured: near 0, -3 and -6 dB per octave", arguments: [("white", 0.0), ("pink", -3.0), ("brown", -6.0)])
+        func noiseSlope(_ kind: String, _ slope: Double) async throws {
+            let devices = try Devices()
+            let samples = try await devices.capture("FLOAT_LE", ["--signal", kind, "--volume", "0.03"], seconds: 2)
+            // Mean power at one frequency per octave from 200 Hz to 6.4 kHz, by Goertzel over
+            // Hann-windowed blocks of 2048 samples, then a least-squares line through dB per octave.
+            let block = 2048
+            let window = (0..<block).map { 0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(block)) }
+            let octaves = (0..<6).map { 200.0 * pow(2, Double($0)) }
+            var power = [Double](repeating: 0, count: octaves.count)
+            var start = 0
+            while start + block <= samples.count {
+                for (index, frequency) in octaves.enumerated() {
+                    let coefficient = 2 * cos(2 * Double.pi * frequency / 48000)
+                    var (s1, s2) = (0.0, 0.0)
+                    for n in 0..<block {
+                        let input: Double = samples[start + n] * window[n]
+                        let s0: Double = input + coefficient * s1 - s2
+                        s2 = s1
+                        s1 = s0
+                    }
+                    let magnitude: Double = s1 * s1 + s2 * s2 - coefficient * s1 * s2
+                    power[index] += magnitude
+                }
+                start += block / 2
+            }
+            let decibels = power.map { 10 * log10($0) }
+            let xs = (0..<octaves.count).map(Double.init)
+            let meanX = xs.reduce(0, +) / Double(xs.count)
+            let meanY = decibels.reduce(0, +) / Double(decibels.count)
+            var covariance = 0.0
+            var variance = 0.0
+            for (x, y) in zip(xs, decibels) {
+                covariance += (x - meanX) * (y - meanY)
+                variance += (x - meanX) * (x - meanX)
+            }
+            let fitted = covariance / variance
+            #expect(abs(fitted - slope) < 1.0, "\(kind): \(fitted) dB/octave, wanted \(slope); per octave \(decibels)")
+        }
+
         @Test("periodic: bursts of --play-for, digital silence of --pause-for, monotonic fades")
         func periodic() async throws {
             let devices = try Devices()

@@ -1,0 +1,81 @@
+/// Which ALSA outputs to keep awake when they are not named one by one.
+///
+/// ```swift
+/// let hints = ALSADevice.playbackDevices()
+/// let outputs = OutputSelection.digital.pick(from: hints)  // e.g. ["dmix:CARD=PCH,DEV=3"]
+/// ```
+public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// Every hardware output and every hinted PCM of the user's configuration.
+    case all
+    /// HDMI, DisplayPort, S/PDIF and IEC958 outputs.
+    case digital
+    /// Everything that is not digital.
+    case analog
+
+    public var description: String { rawValue }
+
+    /// ALSA's software devices and sound-server plug-ins: not outputs of their own.
+    static let virtualDevices: Set<String> = [
+        "null", "default", "sysdefault", "pulse", "pipewire", "jack", "oss", "upmix", "vdownmix", "usb_stream",
+        "a52", "speex", "lavrate", "lavrate_fast", "lavrate_faster", "lavrate_high", "lavrate_higher",
+        "samplerate", "samplerate_best", "samplerate_linear", "samplerate_medium", "samplerate_order",
+        "speexrate", "speexrate_best", "speexrate_medium",
+    ]
+
+    /// Card device prefixes that open the hardware directly: taking one would lock other
+    /// programs out of that device, so they are never picked (their `dmix:` twin is).
+    static let exclusivePrefixes: Set<String> = [
+        "hw", "plughw", "front", "rear", "center_lfe", "side", "surround21", "surround40", "surround41",
+        "surround50", "surround51", "surround71", "hdmi", "iec958", "spdif", "dsnoop", "sysdefault",
+    ]
+
+    /// The PCM names to open for this selection, in hint order.
+    ///
+    /// For each card device the shared `dmix:CARD=…,DEV=…` form is used, so other programs keep
+    /// playing to the same hardware. A card device without one is skipped unless
+    /// `allowExclusive`, which takes its `plughw:` form instead. PCMs of the user's own
+    /// configuration (no `CARD=`) are taken as named.
+    public func pick(from devices: [ALSADevice], allowExclusive: Bool = false) -> [String] {
+        var picked: [String] = []
+        var sharedCardDevices = Set<String>()
+        for device in devices {
+            let (prefix, card) = Self.split(device.name)
+            if prefix == "dmix", let card { sharedCardDevices.insert(card) }
+        }
+        var exclusiveTaken = Set<String>()
+        for device in devices where matches(device) {
+            let (prefix, card) = Self.split(device.name)
+            if let card {
+                if prefix == "dmix" {
+                    picked.append(device.name)
+                } else if allowExclusive, prefix == "plughw", !sharedCardDevices.contains(card), exclusiveTaken.insert(card).inserted {
+                    picked.append(device.name)
+                }
+            } else if !Self.virtualDevices.contains(prefix), !Self.exclusivePrefixes.contains(prefix) {
+                picked.append(device.name)
+            }
+        }
+        return picked
+    }
+
+    func matches(_ device: ALSADevice) -> Bool {
+        switch self {
+        case .all: true
+        case .digital: device.isDigital
+        case .analog: !device.isDigital
+        }
+    }
+
+    /// `dmix:CARD=PCH,DEV=3` → ("dmix", "PCH,3"); `mypcm` → ("mypcm", nil).
+    static func split(_ name: String) -> (prefix: String, card: String?) {
+        guard let colon = name.firstIndex(of: ":") else { return (name, nil) }
+        let prefix = String(name[..<colon])
+        var card: String?
+        var device = "0"
+        for part in name[name.index(after: colon)...].split(separator: ",") {
+            if part.hasPrefix("CARD=") { card = String(part.dropFirst(5)) }
+            if part.hasPrefix("DEV=") { device = String(part.dropFirst(4)) }
+        }
+        return (prefix, card.map { "\($0),\(device)" })
+    }
+}
