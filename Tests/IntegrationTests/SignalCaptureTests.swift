@@ -140,22 +140,30 @@ extension Integration {
             #expect(abs(fitted - slope) < 1.0, "\(kind): \(fitted) dB/octave, wanted \(slope); per octave \(decibels)")
         }
 
-        @Test("periodic: bursts of --play-for, digital silence of --pause-for, monotonic fades")
+        @Test("periodic: bursts of --play-for and digital silence of --pause-for, exact to the frame")
         func periodic() async throws {
             let devices = try Devices()
             let samples = try await devices.capture("S16_LE", ["--signal", "sine", "--frequency", "100", "--volume", "0.02",
                                                               "--play-for", "0.3", "--pause-for", "0.2", "--fade", "0.05"], seconds: 1.6)
-            // Runs of silence between bursts: ≥ 0.2 s of exact zeros, within one period (0.1 s).
-            var runs: [Int] = []
-            var current = 0
-            for value in samples {
-                if value == 0 { current += 1 } else {
-                    if current > 2400 { runs.append(current) }
-                    current = 0
+            // Runs of silence between bursts: 0.2 s of exact zeros; the bursts between them 0.3 s,
+            // to the frame (the spec allows a period). A sine has isolated zero samples inside a burst,
+            // hence only runs longer than 50 ms count as silence.
+            var silences: [Range<Int>] = []
+            var runStart: Int?
+            for (index, value) in samples.enumerated() {
+                if value == 0 {
+                    if runStart == nil { runStart = index }
+                } else if let start = runStart {
+                    if index - start > 2400 { silences.append(start..<index) }
+                    runStart = nil
                 }
             }
-            #expect(runs.count >= 2, "silences: \(runs)")
-            for run in runs.dropFirst() { #expect(abs(run - 9600) <= 48, "silence of \(run) frames, wanted 9600") }
+            #expect(silences.count >= 2, "silences: \(silences)")
+            for silence in silences.dropFirst() { #expect(abs(silence.count - 9600) <= 48, "silence of \(silence.count) frames, wanted 9600") }
+            for (previous, next) in zip(silences, silences.dropFirst()) {
+                let burst = next.lowerBound - previous.upperBound
+                #expect(abs(burst - 14400) <= 48, "burst of \(burst) frames, wanted 14400")
+            }
             #expect(samples.map(abs).max() ?? 0 <= 0.0201)
         }
     }
