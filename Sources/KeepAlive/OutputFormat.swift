@@ -2,7 +2,7 @@
 ///
 /// ```swift
 /// if let format = manager.outputs.first?.format {
-///     print(format)  // S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 22050 frames
+///     print(format)  // S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 44100 frames
 /// }
 /// ```
 public struct OutputFormat: Sendable, Equatable, CustomStringConvertible {
@@ -29,7 +29,7 @@ public struct OutputFormat: Sendable, Equatable, CustomStringConvertible {
     /// Bytes in one interleaved frame.
     public var bytesPerFrame: Int { sampleFormat.bytesPerSample * channels }
 
-    /// One line: `S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 22050 frames`.
+    /// One line: `S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 44100 frames`.
     public var description: String {
         "\(sampleFormat) \(sampleRate) Hz \(channels) ch, buffer \(bufferFrames) frames, period \(periodFrames) frames"
     }
