@@ -25,8 +25,18 @@ extension Integration {
                 let list = object?["outputs"] as? [[String: Any]] ?? []
                 return Dictionary(uniqueKeysWithValues: list.map { ($0["device"] as? String ?? "", $0["state"] as? String ?? "") })
             }
+            /// The status settles a moment after the device sees the write or the close.
+            func settledOutputs(_ expected: [String: String]) async throws -> [String: String] {
+                let deadline = ContinuousClock.now + .seconds(1)
+                var current = try await outputs()
+                while current != expected, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                    current = try await outputs()
+                }
+                return current
+            }
             try await waitUntil("the TV playing", timeout: .seconds(3)) { device.capturedBytes(device: "tv") > 0 }
-            #expect(try await outputs() == ["tv": "playing"])
+            #expect(try await settledOutputs(["tv": "playing"]) == ["tv": "playing"])
             #expect(device.capturedBytes(device: "speakers") == 0)
 
             // A receiver is switched on: it appears in the configuration's hints.
@@ -34,7 +44,7 @@ extension Integration {
             let added = ContinuousClock.now
             try await waitUntil("the receiver picked up", timeout: .seconds(2)) { device.capturedBytes(device: "receiver") > 0 }
             #expect(added.duration(to: .now) < .seconds(2))
-            #expect(try await outputs() == ["tv": "playing", "receiver": "playing"])
+            #expect(try await settledOutputs(["tv": "playing", "receiver": "playing"]) == ["tv": "playing", "receiver": "playing"])
 
             // The TV goes away: it is dropped (closed), the receiver plays on.
             let tvEvents = device.eventCount("close", device: "tv")
@@ -42,7 +52,7 @@ extension Integration {
             let removed = ContinuousClock.now
             try await waitUntil("the TV dropped", timeout: .seconds(2)) { device.eventCount("close", device: "tv") > tvEvents }
             #expect(removed.duration(to: .now) < .seconds(2))
-            #expect(try await outputs() == ["receiver": "playing"])
+            #expect(try await settledOutputs(["receiver": "playing"]) == ["receiver": "playing"])
             let before = device.capturedBytes(device: "receiver")
             try await waitUntil("the receiver still playing", timeout: .seconds(2)) { device.capturedBytes(device: "receiver") > before }
             #expect(daemon.stderr.contains("outputs changed"))
