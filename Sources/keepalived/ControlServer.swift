@@ -108,7 +108,7 @@ final class ControlServer: Service, @unchecked Sendable {
 
     private struct Client {
         var fd: Int32
-        var buffer: [UInt8] = []
+        var reader = ControlRequestReader(limit: ControlServer.maximumRequestBytes)
         var deadline: ContinuousClock.Instant
     }
 
@@ -173,38 +173,31 @@ final class ControlServer: Service, @unchecked Sendable {
             let count = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
             if count == 0 { return false }
             if count < 0 { return errno == EAGAIN || errno == EINTR }
-            client.buffer.append(contentsOf: chunk[0..<count])
-            while let newline = client.buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = client.buffer[..<newline]
-                let reply = answer(line)
-                client.buffer.removeSubrange(...newline)
-                guard UnixSocket.send(client.fd, ControlJSON.encode(reply) + "\n") else { return false }
-            }
-            if client.buffer.count > Self.maximumRequestBytes {
-                UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("request too large: over \(Self.maximumRequestBytes) bytes without a newline")) + "\n")
-                return false
+            client.reader.append(contentsOf: chunk[0..<count])
+            while let next = client.reader.next() {
+                switch next {
+                case .request(let command):
+                    guard UnixSocket.send(client.fd, ControlJSON.encode(answer(command)) + "\n") else { return false }
+                case .invalid(let error):
+                    guard UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("\(error)")) + "\n") else { return false }
+                case .overLimit(let error):
+                    UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("\(error)")) + "\n")
+                    return false
+                }
             }
         }
     }
 
-    private func answer(_ line: ArraySlice<UInt8>) -> ControlReply {
-        let request: ControlRequest
-        do {
-            request = try ControlJSON.decode(ControlRequest.self, from: line)
-        } catch {
-            return .failure("malformed request: expected one JSON object like {\"request\":\"status\"} per line")
-        }
-        switch request.request {
-        case "status":
+    private func answer(_ command: ControlCommand) -> ControlReply {
+        switch command {
+        case .status:
             return ControlReply(ok: true, pid: getpid(), status: handlers.status())
-        case "stop":
+        case .stop:
             logger.info("stop requested on the control socket")
             handlers.stop()
             return ControlReply(ok: true, pid: getpid())
-        case "reload":
+        case .reload:
             return handlers.reload()
-        default:
-            return .failure("unknown request '\(request.request.prefix(64))': expected status, stop or reload")
         }
     }
 }
