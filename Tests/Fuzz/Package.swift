@@ -1,0 +1,22 @@
+// swift-tools-version:6.1
+// libFuzzer targets for the code that reads untrusted bytes. Built and run by `Tests/Fuzz/run`,
+// which passes `-sanitize=fuzzer,address` to every module. Each target's main hands its test
+// function to libFuzzer's driver (FuzzerDriver), because SwiftPM gives every executable a main.
+import PackageDescription
+
+let keepAlive: Target.Dependency = .product(name: "KeepAlive", package: "keepalived")
+let fuzzTarget: [Target.Dependency] = [keepAlive, "FuzzerDriver"]
+
+let package = Package(
+    name: "KeepAliveFuzz",
+    dependencies: [.package(name: "keepalived", path: "../..")],
+    targets: [
+        .target(name: "FuzzerDriver"),
+        .executableTarget(name: "FuzzWAV", dependencies: fuzzTarget),
+        .executableTarget(name: "FuzzBase64Clip", dependencies: fuzzTarget),
+        .executableTarget(name: "FuzzLevel", dependencies: fuzzTarget),
+        // Compiles the daemon's own request reader (symbolic links into Sources/keepalived), so
+        // the fuzzed code is the shipped code without making it a library.
+        .executableTarget(name: "FuzzControlRequest", dependencies: fuzzTarget),
+    ]
+)

@@ -1,0 +1,1 @@
+../../../../Sources/keepalived/ControlProtocol.swift
