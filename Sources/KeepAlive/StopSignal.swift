@@ -8,6 +8,10 @@ import Synchronization
 
 /// A one-shot stop request a playback thread can poll alongside its PCM descriptors, so that
 /// stop interrupts any wait at once instead of at the next period.
+///
+/// Concurrency: raised by any thread, read by the playback thread. The flag is an atomic
+/// (release on raise, acquire on read) and the eventfd is only written and polled, both safe
+/// from any thread; the descriptor is closed in `deinit`, after the last user let go.
 final class StopSignal: Sendable {
     /// An eventfd: readable once signalled.
     let descriptor: Int32

@@ -57,7 +57,7 @@ extension Integration {
             #expect((unknown["error"] as? String)?.contains("unknown request") == true)
             let stop = try client.request("stop")
             #expect(stop["ok"] as? Bool == true)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("another uid is refused, by the file modes and by SO_PEERCRED, and the daemon plays on",

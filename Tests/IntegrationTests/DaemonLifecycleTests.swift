@@ -29,7 +29,7 @@ extension Integration {
             var began = clock.now
             let started = try await keepalived(["start", "-d", "null"])
             #expect(started.status == 0, "\(started.stderr)")
-            #expect(began.duration(to: clock.now) < .seconds(2))
+            #expect(began.duration(to: clock.now) < .seconds(2).underSanitizer)
             #expect(started.stdout.contains("null: playing"), "\(started.stdout)")
 
             let (status, object) = try await statusJSON()
@@ -47,7 +47,7 @@ extension Integration {
             #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/0")) == "/dev/null")
             let log = try #require(object["logFile"] as? String)
             try await waitUntil("the daemon's log to show it playing", timeout: .seconds(2)) {
-                (try? String(contentsOfFile: log, encoding: .utf8))?.contains("playing") == true
+                (try? FileContents.text(log))?.contains("playing") == true
             }
 
             let human = try await keepalived(["status"])
@@ -63,7 +63,7 @@ extension Integration {
             began = clock.now
             let stopped = try await keepalived(["stop"])
             #expect(stopped.status == 0, "\(stopped.stderr)")
-            #expect(began.duration(to: clock.now) < .seconds(2))
+            #expect(began.duration(to: clock.now) < .seconds(2).underSanitizer)
             #expect(!processIsAlive(pid))
             #expect(!FileManager.default.fileExists(atPath: socketPath))
 
@@ -123,7 +123,7 @@ extension Integration {
 
 func processIsAlive(_ pid: Int) -> Bool {
     guard kill(pid_t(pid), 0) == 0,
-          let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let stat = try? FileContents.text("/proc/\(pid)/stat"),
           let close = stat.lastIndex(of: ")") else { return false }
     let state = stat[stat.index(close, offsetBy: 2)]
     return state != "Z" && state != "X"

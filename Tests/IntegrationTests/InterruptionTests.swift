@@ -29,9 +29,9 @@ extension Integration {
             let fault = try #require(events.firstIndex { $0.name == "fault" && $0.arguments.first == "EPIPE" }, "\(events)")
             let resumed = try requireInPlace(events, fault: fault, expecting: "prepare")
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
-            #expect(downtime < 100, "underrun downtime \(downtime) ms")
+            #expect(downtime < 100 * Sanitizer.timeScale, "underrun downtime \(downtime) ms")
             print("measured downtime, underrun (EPIPE): \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - downtime) < 50, "reported \(recovery.downtime) s, device saw \(downtime) ms")
+            #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(downtime) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
 
@@ -50,9 +50,9 @@ extension Integration {
                 #expect(!events[fault..<resumed].contains { $0.name == "resume" }, "a device without resume resumed?")
             }
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
-            #expect(downtime < 100, "suspend downtime \(downtime) ms")
+            #expect(downtime < 100 * Sanitizer.timeScale, "suspend downtime \(downtime) ms")
             print("measured downtime, suspend (ESTRPIPE) on \(name): \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - downtime) < 50, "reported \(recovery.downtime) s, device saw \(downtime) ms")
+            #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(downtime) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed], device: name)
         }
 
@@ -70,9 +70,9 @@ extension Integration {
             let fault = try #require(events.firstIndex { $0.name == "fault" }, "\(events)")
             let resumed = try requireReopened(events, fault: fault)
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
-            #expect(downtime < 250, "server-gone downtime \(downtime) ms")
+            #expect(downtime < 250 * Sanitizer.timeScale, "server-gone downtime \(downtime) ms")
             print("measured downtime, server gone (\(command)): \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - downtime) < 50, "reported \(recovery.downtime) s, device saw \(downtime) ms")
+            #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(downtime) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
 
@@ -89,7 +89,7 @@ extension Integration {
             let downtime = milliseconds(from: events[stalled].time, to: events[resumed].time)
             // Stall window (3 periods, 300 ms) after the last progress, which is at most a period
             // before the stall, plus the first retry (50 ms) and the open.
-            #expect(downtime < 400 + 250, "stall downtime \(downtime) ms")
+            #expect(downtime < (400 + 250) * Sanitizer.timeScale, "stall downtime \(downtime) ms")
             print("measured downtime, stall, from the stall: \(String(format: "%.1f", downtime)) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
@@ -104,9 +104,9 @@ extension Integration {
             let fault = try #require(events.firstIndex { $0.name == "fault" }, "\(events)")
             let resumed = try requireReopened(events, fault: fault)
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
-            #expect(downtime < 250, "unknown-error downtime \(downtime) ms")
+            #expect(downtime < 250 * Sanitizer.timeScale, "unknown-error downtime \(downtime) ms")
             print("measured downtime, unknown (EACCES): \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - downtime) < 50)
+            #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale)
             let mentions = daemon.stderr.split(separator: "\n").filter { $0.contains("EACCES") }
             #expect(mentions.count == 1, "logged \(mentions.count) times:\n\(daemon.stderr)")
             #expect(mentions.first?.contains("recovering (unknown)") == true)
@@ -131,9 +131,9 @@ extension Integration {
             let fault = try #require(events.firstIndex { $0.name == "fault" && $0.arguments.first == "ENODEV" }, "\(events)")
             let resumed = try requireReopened(events, fault: fault)
             let downtime = milliseconds(from: back, to: events[resumed].time)
-            #expect(downtime < 250, "resumed \(downtime) ms after the device came back")
+            #expect(downtime < 250 * Sanitizer.timeScale, "resumed \(downtime) ms after the device came back")
             print("measured downtime, unplugged, from the device coming back: \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - milliseconds(from: events[fault].time, to: events[resumed].time)) < 50)
+            #expect(abs(recovery.downtime * 1000 - milliseconds(from: events[fault].time, to: events[resumed].time)) < 50 * Sanitizer.timeScale)
             #expect(daemon.stderr.components(separatedBy: "waiting for device").count == 2, "logged per retry:\n\(daemon.stderr)")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
@@ -155,11 +155,11 @@ extension Integration {
             let resumed = try #require(events.firstIndex { $0.isWrite }, "\(events)")
             #expect(events[resumed].time >= free)
             let downtime = milliseconds(from: free, to: events[resumed].time)
-            #expect(downtime < 250, "took the device \(downtime) ms after it was free")
+            #expect(downtime < 250 * Sanitizer.timeScale, "took the device \(downtime) ms after it was free")
             print("measured downtime, busy, from the device being free: \(String(format: "%.1f", downtime)) ms")
             // The reported downtime is the whole wait: from the first refused open to audio.
             let waited = milliseconds(from: try #require(refused.first).time, to: events[resumed].time)
-            #expect(waited > 1200 && abs(recovery.downtime * 1000 - waited) < 50, "reported \(recovery.downtime) s, device saw \(waited) ms")
+            #expect(waited > 1200 && abs(recovery.downtime * 1000 - waited) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(waited) ms")
             let busyLines = daemon.stderr.split(separator: "\n").filter { $0.contains("busy") }
             #expect(busyLines.count == 2, "expected one waiting line and one recovered line:\n\(daemon.stderr)")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
@@ -185,11 +185,11 @@ extension Integration {
             #expect(gaps.dropFirst(2).dropLast().allSatisfy { $0 >= 155 && $0 < 240 }, "capped retries: \(gaps)")
             let resumed = try #require(events.firstIndex { $0.isWrite })
             let downtime = milliseconds(from: back, to: events[resumed].time)
-            #expect(downtime < 250, "played \(downtime) ms after the device appeared")
+            #expect(downtime < 250 * Sanitizer.timeScale, "played \(downtime) ms after the device appeared")
             print("measured downtime, no device at start, from the device appearing: \(String(format: "%.1f", downtime)) ms")
             // The reported downtime is the whole wait: from the first refused open to audio.
             let waited = milliseconds(from: attempts[0], to: events[resumed].time)
-            #expect(abs(recovery.downtime * 1000 - waited) < 50, "reported \(recovery.downtime) s, device saw \(waited) ms")
+            #expect(abs(recovery.downtime * 1000 - waited) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(waited) ms")
             #expect(daemon.stderr.components(separatedBy: "waiting for device").count == 2, "logged per retry:\n\(daemon.stderr)")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
@@ -223,7 +223,7 @@ extension Integration {
             let events = device.events()
             let resumed = try #require(events.firstIndex { $0.isWrite })
             let delay = milliseconds(from: plugged, to: events[resumed].time)
-            #expect(delay < 250, "played \(delay) ms after the card appeared; the backoff alone would take over a second")
+            #expect(delay < 250 * Sanitizer.timeScale, "played \(delay) ms after the card appeared; the backoff alone would take over a second")
             print("measured downtime, card appearing in /dev/snd: \(String(format: "%.1f", delay)) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }

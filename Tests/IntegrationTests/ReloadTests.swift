@@ -66,7 +66,7 @@ extension Integration {
         }
 
         func samples(_ url: URL) throws -> [Int16] {
-            try Data(contentsOf: url).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+            try FileContents.data(url).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         }
     }
 }

@@ -42,7 +42,7 @@ extension Integration {
                 daemon.signal(SIGTERM)
                 #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
                 #expect(logFields(daemon.stderr, line: "opened")?["format"] == format)
-                let data = try Data(contentsOf: capture)
+                let data = try FileContents.data(capture)
                 let frames = Int(seconds * 48000)
                 return data.withUnsafeBytes { raw -> [Double] in
                     (0..<min(frames, raw.count / (format == "S16_LE" ? 4 : 8))).map { frame in

@@ -92,16 +92,30 @@ extension Integration {
                 #expect(seen[sign, default: 0] > 0, "no '\(sign)' in the device's events: \(seen)")
             }
             let counted = Dictionary(grouping: lines, by: \.reason).mapValues(\.count)
-            #expect(counted == expected, "recovered \(counted), injected \(expected)")
+            if Sanitizer.active == nil {
+                #expect(counted == expected, "recovered \(counted), injected \(expected)")
+            } else {
+                // Slowed 2–15×, the 25 ms periods can run dry for real while a fault is handled,
+                // and the more specific underrun then names that recovery: counts may move to
+                // underrun, never appear from nowhere.
+                for (reason, count) in expected where reason != "underrun" {
+                    #expect((counted[reason] ?? 0) <= count, "recovered \(counted), injected \(expected)")
+                }
+                #expect(counted.values.reduce(0, +) == total && (counted["underrun"] ?? 0) >= (expected["underrun"] ?? 0))
+            }
             // The manager's own count, as each reason's last line states it.
-            for (reason, count) in expected {
+            for (reason, count) in counted {
                 #expect(lines.last { $0.reason == reason }?.count == count, "\(reason)")
             }
             #expect(after.descriptors == before.descriptors, "file descriptors \(before.descriptors) → \(after.descriptors)")
             // Idle runtime workers may exit meanwhile; a leak is growth.
             #expect(after.threads <= before.threads, "threads \(before.threads) → \(after.threads)")
-            #expect(after.residentKilobytes - before.residentKilobytes <= 1024,
-                    "resident memory \(before.residentKilobytes) kB → \(after.residentKilobytes) kB")
+            // AddressSanitizer holds freed memory in quarantine (up to 256 MB), so resident memory
+            // says nothing about leaks there; LeakSanitizer checks them at the daemon's exit.
+            if Sanitizer.active != .address {
+                #expect(after.residentKilobytes - before.residentKilobytes <= 1024,
+                        "resident memory \(before.residentKilobytes) kB → \(after.residentKilobytes) kB")
+            }
             print("soak: \(total) faults in \(daemon.launchedAt.duration(to: .now)); fds \(before.descriptors)→\(after.descriptors), threads \(before.threads)→\(after.threads), VmRSS \(before.residentKilobytes)→\(after.residentKilobytes) kB")
 
             let samples = try device.capturedSamples()
@@ -173,7 +187,7 @@ struct ProcessFootprint {
     init(pid: pid_t) throws {
         descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
         threads = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let status = try FileContents.text("/proc/\(pid)/status")
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
         residentKilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }

@@ -42,8 +42,8 @@ struct ServiceTests {
         try await Support.waitUntil("the stopped event", timeout: .seconds(1)) { events.firstInstant { $0 == .stopped } != nil }
         let stoppedAt = try #require(events.firstInstant { $0 == .stopped })
         let stoppedIn = shutdownAt.duration(to: stoppedAt)
-        #expect(stoppedIn < .milliseconds(100), "stopped \(stoppedIn) after the shutdown request")
-        #expect(groupReturnedIn < .milliseconds(100), "the group returned \(groupReturnedIn) after the shutdown request")
+        #expect(stoppedIn < .milliseconds(100).underSanitizer, "stopped \(stoppedIn) after the shutdown request")
+        #expect(groupReturnedIn < .milliseconds(100).underSanitizer, "the group returned \(groupReturnedIn) after the shutdown request")
         #expect(neighbour.returned)
         print("[ServiceTests] graceful shutdown: stopped after \(stoppedIn), group returned after \(groupReturnedIn)")
 
@@ -74,7 +74,7 @@ struct ServiceTests {
         try await running.value
         let returnedIn = cancelledAt.duration(to: .now)
         #expect(!keepAlive.manager.isRunning)
-        #expect(returnedIn < .milliseconds(100), "run() returned \(returnedIn) after cancellation")
+        #expect(returnedIn < .milliseconds(100).underSanitizer, "run() returned \(returnedIn) after cancellation")
         print("[ServiceTests] cancellation: run() returned after \(returnedIn)")
     }
 
@@ -89,7 +89,7 @@ struct ServiceTests {
         _ = try? await running.value  // the group may report the cancellation; it must return
         let returnedIn = cancelledAt.duration(to: .now)
         #expect(!keepAlive.manager.isRunning)
-        #expect(returnedIn < .milliseconds(100), "the group returned \(returnedIn) after cancellation")
+        #expect(returnedIn < .milliseconds(100).underSanitizer, "the group returned \(returnedIn) after cancellation")
     }
 
     @Test("a task already cancelled returns at once and never plays")
@@ -123,7 +123,7 @@ struct ServiceTests {
         let shutdownAt = ContinuousClock.now
         await group.triggerGracefulShutdown()
         try await running.value
-        #expect(shutdownAt.duration(to: .now) < .milliseconds(100))
+        #expect(shutdownAt.duration(to: .now) < .milliseconds(100).underSanitizer)
         #expect(!keepAlive.manager.isRunning)
         #expect(logs.messages.filter { $0.contains("switched off") }.count == 1)
     }
@@ -158,7 +158,7 @@ struct ServiceTests {
         let shutdownAt = ContinuousClock.now
         await group.triggerGracefulShutdown()
         try await running.value  // does not throw
-        #expect(shutdownAt.duration(to: .now) < .milliseconds(100))
+        #expect(shutdownAt.duration(to: .now) < .milliseconds(100).underSanitizer)
         #expect(keepAlive.manager.state == .stopped)
     }
 
@@ -258,9 +258,10 @@ enum EmbeddingTestSupport {
 
     static let quietLogger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
 
-    /// Polls `condition` every 2 ms until it holds; throws after `timeout`.
+    /// Polls `condition` every 2 ms until it holds; throws after `timeout` (stretched under a
+    /// sanitizer).
     static func waitUntil(_ what: String, timeout: Duration = .seconds(5), _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = ContinuousClock.now + timeout.underSanitizer
         while !condition() {
             guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
             try await Task.sleep(for: .milliseconds(2))

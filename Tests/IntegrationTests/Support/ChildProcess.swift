@@ -85,9 +85,9 @@ final class ChildProcess: @unchecked Sendable {
         return exitStatus
     }
 
-    var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
-    var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
-    var stdoutBytes: Data { (try? Data(contentsOf: stdoutURL)) ?? Data() }
+    var stderr: String { (try? FileContents.text(stderrURL)) ?? "" }
+    var stdout: String { (try? FileContents.text(stdoutURL)) ?? "" }
+    var stdoutBytes: Data { (try? FileContents.data(stdoutURL)) ?? Data() }
 
     func signal(_ number: Int32) { kill(pid, number) }
 
@@ -122,7 +122,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// CPU time used so far by all threads (utime + stime from /proc/PID/stat), in seconds.
     func cpuSeconds() throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        let stat = try FileContents.text("/proc/\(pid)/stat")
         let fields = stat[stat.range(of: ")")!.upperBound...].split(separator: " ")
         let ticks = Double(fields[11])! + Double(fields[12])!
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))

@@ -82,7 +82,7 @@ final class FaultyDevice: @unchecked Sendable {
 
     /// The pending refusal's deadline (CLOCK_MONOTONIC ns), from the plug-in's `refuse` file.
     func refusalDeadline(device: String = "faulty") -> UInt64? {
-        guard let text = try? String(contentsOf: stateDirectory(device).appendingPathComponent("refuse"), encoding: .utf8) else { return nil }
+        guard let text = try? FileContents.text(stateDirectory(device).appendingPathComponent("refuse")) else { return nil }
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
         return fields.count >= 2 ? UInt64(fields[1]) : nil
     }
@@ -102,7 +102,7 @@ final class FaultyDevice: @unchecked Sendable {
 
     func events(device: String = "faulty") -> [Event] {
         let url = stateDirectory(device).appendingPathComponent("events.log")
-        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return [] }
+        guard let text = try? FileContents.text(url) else { return [] }
         return Self.parse(text)
     }
 
@@ -120,7 +120,7 @@ final class FaultyDevice: @unchecked Sendable {
 
     /// Every sample the device received, as S16_LE (the format the embedded clip negotiates).
     func capturedSamples(device: String = "faulty") throws -> [Int16] {
-        let data = try Data(contentsOf: stateDirectory(device).appendingPathComponent("capture.raw"))
+        let data = try FileContents.data(stateDirectory(device).appendingPathComponent("capture.raw"))
         return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }
 

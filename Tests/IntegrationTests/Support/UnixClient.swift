@@ -32,9 +32,10 @@ final class UnixClient {
 
     func send(_ text: String) { send(Array(text.utf8)) }
 
-    /// Reads one line (without the newline), or nil on EOF or timeout.
+    /// Reads one line (without the newline), or nil on EOF or timeout (stretched under a
+    /// sanitizer).
     func readLine(timeout: Duration = .seconds(2)) -> String? {
-        setTimeout(SO_RCVTIMEO, timeout)
+        setTimeout(SO_RCVTIMEO, timeout.underSanitizer)
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while recv(fd, &byte, 1, 0) == 1 {

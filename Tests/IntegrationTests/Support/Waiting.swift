@@ -7,13 +7,14 @@ struct DeadlineExceeded: Error, CustomStringConvertible {
     var description: String { "timed out after \(timeout) waiting for \(what)" }
 }
 
-/// Polls `condition` until it holds or `timeout` passes. Tests wait for observable states this
-/// way, never for a fixed time.
+/// Polls `condition` until it holds or `timeout` passes (stretched under a sanitizer). Tests
+/// wait for observable states this way, never for a fixed time.
 @discardableResult
 func waitUntil(_ what: String, timeout: Duration, every interval: Duration = .milliseconds(20),
                _ condition: () throws -> Bool) async throws -> Duration {
     let clock = ContinuousClock()
     let start = clock.now
+    let timeout = timeout.underSanitizer
     while true {
         if try condition() { return start.duration(to: clock.now) }
         if start.duration(to: clock.now) > timeout { throw DeadlineExceeded(what: what, timeout: timeout) }

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Reads whole files with read(2).
+///
+/// The tests read files that a running daemon or device is still writing (logs, captures,
+/// /proc). FoundationEssentials' `String(contentsOf:)` and `Data(contentsOf:)` (Swift 6.3.1)
+/// leak their read buffer when a file's size changes while it is read, which LeakSanitizer
+/// reports under `swift test --sanitize=address`; this reader does not allocate behind our back.
+enum FileContents {
+    struct Unreadable: Error, CustomStringConvertible {
+        let path: String
+        let errno: Int32
+        var description: String { "cannot read \(path): \(String(cString: strerror(errno)))" }
+    }
+
+    static func bytes(_ path: String) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Unreadable(path: path, errno: errno) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Unreadable(path: path, errno: errno)
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    static func bytes(_ url: URL) throws -> [UInt8] { try bytes(url.path) }
+
+    static func data(_ url: URL) throws -> Data { Data(try bytes(url.path)) }
+
+    static func text(_ path: String) throws -> String { String(decoding: try bytes(path), as: UTF8.self) }
+
+    static func text(_ url: URL) throws -> String { try text(url.path) }
+}

@@ -1,0 +1,37 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The sanitizer this test binary, and the keepalived built beside it, run under, if any.
+///
+/// `swift test --sanitize=address` or `--sanitize=thread` instruments every module, the daemon
+/// included, and slows it about 2× or 5–15×. Those runs look for memory errors, leaks and data
+/// races; the plain run keeps every time bound exact. So deadlines for waiting, and the bounds
+/// that measure time or CPU, stretch by ``timeScale`` under a sanitizer, and nothing else does.
+enum Sanitizer {
+    case address, thread
+
+    /// Found by the runtime's own entry point, which the sanitizers export from the executable.
+    static let active: Sanitizer? = {
+        let everywhere = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT
+        if dlsym(everywhere, "__tsan_init") != nil { return .thread }
+        if dlsym(everywhere, "__asan_init") != nil { return .address }
+        return nil
+    }()
+
+    /// How much longer a time bound may be under the active sanitizer.
+    static var timeScale: Double {
+        switch active {
+        case .thread: 8
+        case .address: 3
+        case nil: 1
+        }
+    }
+}
+
+extension Duration {
+    /// This bound, stretched by the active sanitizer's slowdown (unchanged without one).
+    var underSanitizer: Duration { self * Sanitizer.timeScale }
+}
