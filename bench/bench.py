@@ -5,6 +5,7 @@ Run through bench/run; BENCHMARKS.md explains what is measured and how. Standard
 """
 
 import argparse
+import concurrent.futures
 import datetime
 import glob
 import json
@@ -1012,6 +1013,8 @@ def parse_args():
                         help="comma-separated subset of keepalived,aplay,aplay-tuned,sox,mpv")
     parser.add_argument("--keepalived", metavar="PATH", default=os.environ.get("BENCH_KEEPALIVED"),
                         help="use this keepalived binary instead of building one (env BENCH_KEEPALIVED)")
+    parser.add_argument("--sequential", action="store_true",
+                        help="measure the servers one after the other instead of side by side (twice as long)")
     parser.add_argument("--no-mpv", action="store_true", help="do not install or run mpv")
     parser.add_argument("--no-install", action="store_true", help="never run apt-get")
     parser.add_argument("--write", dest="write", action="store_true", default=None,
@@ -1079,8 +1082,10 @@ def main():
 
     programs = [c[0] for c in contenders(keepalived, "x", mpv_available) if not args.only or c[0] in args.only]
     runs = len(programs) * len(args.servers)
-    log(f"{runs} runs of {args.seconds:g} s ({', '.join(programs)} on {', '.join(args.servers)}): "
-        f"about {runs * (args.seconds + 1.5) / 60:.1f} min")
+    rounds = runs if args.sequential else len(programs)
+    log(f"{runs} runs of {args.seconds:g} s ({', '.join(programs)} on {', '.join(args.servers)}"
+        f"{'' if args.sequential or len(args.servers) == 1 else ', the servers side by side'}): "
+        f"about {rounds * (args.seconds + 1.5) / 60:.1f} min")
 
     by_server = []
     live = []
@@ -1097,32 +1102,46 @@ def main():
         server.cleanup()
         live.remove(server)
 
+    def measure(key):
+        """One server: start it, run every program on it one after another, stop it."""
+        server = PulseServer() if key == "pulse" else PipeWireServer(plugin)
+        live.append(server)
+        log(f"starting {server.title} in {server.dir}")
+        try:
+            server.start()
+        except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+            raise RuntimeError(f"{server.title} did not start: {error} "
+                               f"(server logs: {os.path.relpath(log_dir, ROOT)})") from error
+        results = []
+        for program, label, command, extra_env in contenders(keepalived, server.device, mpv_available):
+            if args.only and program not in args.only:
+                continue
+            log(f"{server.title}: {label} for {args.seconds:g} s")
+            result = run_one(server, program, label, command, extra_env, args.seconds, args.warmup, log_dir)
+            results.append(result)
+            summary = ", ".join(f"{c[0]} {fmt(value(result, c), c[2])}" for c in COLUMNS)
+            log(f"  {server.title}, {label}: {result.get('error') or summary}")
+        ok, dead = server.alive()
+        if not ok:
+            notes.append(f"{server.title}: {', '.join(dead)} exited during the run (something else killed it?); "
+                         "figures measured after that are not valid")
+            log(notes[-1])
+        shut(server)
+        return server, results
+
     signal.signal(signal.SIGTERM, interrupted)
     try:
-        for key in args.servers:
-            server = PulseServer() if key == "pulse" else PipeWireServer(plugin)
-            live.append(server)
-            log(f"starting {server.title} in {server.dir}")
-            try:
-                server.start()
-            except (RuntimeError, OSError, subprocess.SubprocessError) as error:
-                die(f"{server.title} did not start: {error} (server logs: {os.path.relpath(log_dir, ROOT)})")
-            results = []
-            for program, label, command, extra_env in contenders(keepalived, server.device, mpv_available):
-                if args.only and program not in args.only:
-                    continue
-                log(f"{server.title}: {label} for {args.seconds:g} s")
-                result = run_one(server, program, label, command, extra_env, args.seconds, args.warmup, log_dir)
-                results.append(result)
-                summary = ", ".join(f"{c[0]} {fmt(value(result, c), c[2])}" for c in COLUMNS)
-                log(f"  {result.get('error') or summary}")
-            ok, dead = server.alive()
-            if not ok:
-                notes.append(f"{server.title}: {', '.join(dead)} exited during the run (something else killed it?); "
-                             "figures measured after that are not valid")
-                log(notes[-1])
-            by_server.append((server, results))
-            shut(server)
+        if args.sequential or len(args.servers) == 1:
+            by_server = [measure(key) for key in args.servers]
+        else:
+            # Each server has its own sink, runtime directory and programs, and every figure is
+            # the program's own (per-thread kernel counters, its own stream's events): the two
+            # sequences run side by side, one per core, so the default run fits in 10 minutes.
+            with concurrent.futures.ThreadPoolExecutor(max_workers=len(args.servers)) as pool:
+                futures = [pool.submit(measure, key) for key in args.servers]
+                by_server = [future.result() for future in futures]
+    except RuntimeError as error:
+        die(str(error))
     except KeyboardInterrupt:
         log("interrupted; stopping the sound servers")
         sys.exit(130)
