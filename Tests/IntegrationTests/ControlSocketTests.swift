@@ -60,6 +60,28 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
+        @Test("requests arrive as the socket delivers them: several in one read, one split byte by byte, nested JSON")
+        func framing() async throws {
+            let daemon = try await launchDaemon()
+            let client = try UnixClient(connectingTo: socketPath)
+            client.send(#"{"request":"status"}"# + "\n" + #"{"request":"dance"}"# + "\n" + "\n")
+            let replies = (0..<3).compactMap { _ in client.readLine() }
+            #expect(replies.count == 3)
+            #expect(replies.first?.contains(#""ok":true"#) == true)
+            #expect(replies.dropFirst().first?.contains("unknown request 'dance'") == true, "\(replies)")
+            #expect(replies.last?.contains("malformed request") == true, "\(replies)")
+            for byte in Array(#"{"request":"status","extra":[1,{"x":null}]}"#.utf8) + [0x0A] {
+                _ = client.send([byte])
+            }
+            #expect(client.readLine()?.contains(#""ok":true"#) == true)
+            // Deep nesting is refused by the JSON reader, not by a stack overflow.
+            client.send(String(repeating: "[", count: 60_000) + "\n")
+            #expect(client.readLine()?.contains("malformed request") == true)
+            try await expectPlayingAndAnswering(daemon)
+            #expect(try client.request("stop")["ok"] as? Bool == true)
+            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+        }
+
         @Test("another uid is refused, by the file modes and by SO_PEERCRED, and the daemon plays on",
               .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
         func otherUserRefused() async throws {
