@@ -42,13 +42,22 @@ final class EventBroadcaster: Sendable {
         var table: [Int: Subscriber] = [:]
     }
 
-    private let subscribers = Mutex(Subscribers())
+    /// The table lives in a box of its own so that a stream's termination handler can hold it
+    /// strongly: a `[weak self]` there gave the broadcaster a weak-reference side table, which
+    /// LeakSanitizer reported as leaked whenever a subscription ended before the broadcaster did.
+    /// The handler keeps only the box (never the broadcaster) alive, and `deinit` finishes every
+    /// stream, which runs and releases every handler.
+    private final class Table: Sendable {
+        let subscribers = Mutex(Subscribers())
+    }
+
+    private let table = Table()
 
     init() {}
 
     deinit {
         // A consumer awaiting the next event would otherwise wait forever.
-        let continuations = subscribers.withLock { state in
+        let continuations = table.subscribers.withLock { state in
             defer { state.table.removeAll() }
             return state.table.values.map(\.continuation)
         }
@@ -59,15 +68,15 @@ final class EventBroadcaster: Sendable {
     func subscribe() -> AsyncStream<KeepAliveEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: KeepAliveEvent.self, bufferingPolicy: .bufferingNewest(Self.capacity))
-        let id = subscribers.withLock { state in
+        let id = table.subscribers.withLock { state in
             defer { state.nextID += 1 }
             state.table[state.nextID] = Subscriber(continuation: continuation)
             return state.nextID
         }
         // Runs when the consumer's task is cancelled, when the stream and all its iterators are
         // dropped, or on finish; never while this broadcaster holds its lock.
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.table.removeValue(forKey: id) }
+        continuation.onTermination = { [table] _ in
+            _ = table.subscribers.withLock { $0.table.removeValue(forKey: id) }
         }
         return stream
     }
@@ -76,12 +85,12 @@ final class EventBroadcaster: Sendable {
     func publish(_ event: KeepAliveEvent) {
         // Yield outside the lock: the lock stays short, and a termination handler (which takes
         // it) can never run under it.
-        let targets = subscribers.withLock { state in state.table.map { ($0.key, $0.value.continuation) } }
+        let targets = table.subscribers.withLock { state in state.table.map { ($0.key, $0.value.continuation) } }
         guard !targets.isEmpty else { return }
         var results: [(Int, AsyncStream<KeepAliveEvent>.Continuation.YieldResult)] = []
         results.reserveCapacity(targets.count)
         for (id, continuation) in targets { results.append((id, continuation.yield(event))) }
-        subscribers.withLock { state in
+        table.subscribers.withLock { state in
             for (id, result) in results {
                 guard var statistics = state.table[id]?.statistics else { continue }
                 switch result {
@@ -104,10 +113,10 @@ final class EventBroadcaster: Sendable {
     }
 
     /// How many streams are subscribed.
-    var subscriberCount: Int { subscribers.withLock { $0.table.count } }
+    var subscriberCount: Int { table.subscribers.withLock { $0.table.count } }
 
     /// The buffer statistics of every live subscriber, oldest subscription first (test hook).
     var statistics: [BufferStatistics] {
-        subscribers.withLock { state in state.table.sorted { $0.key < $1.key }.map(\.value.statistics) }
+        table.subscribers.withLock { state in state.table.sorted { $0.key < $1.key }.map(\.value.statistics) }
     }
 }

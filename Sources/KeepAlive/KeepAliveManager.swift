@@ -220,14 +220,18 @@ public final class KeepAliveManager: Sendable {
         }
     }
 
+    /// The loop reports to its record, the logger and the broadcaster, never to the manager:
+    /// no reference back (a `weak self` here left a weak-reference side table that LeakSanitizer
+    /// reported whenever the manager outlived its loops), and nothing to load atomically per
+    /// period. The manager's `deinit` joins every loop before these go away.
     private func makeLoop(_ record: OutputRecord, _ configuration: KeepAliveConfiguration) -> PlaybackLoop {
-        PlaybackLoop(device: record.device, configuration: configuration) { [weak self, record] report in
-            self?.handle(report, record: record)
+        PlaybackLoop(device: record.device, configuration: configuration) { [logger, broadcaster, record] report in
+            Self.handle(report, record: record, logger: logger, broadcaster: broadcaster)
         }
     }
 
     /// Runs on a playback thread: updates the record, logs changes once, publishes events.
-    private func handle(_ report: PlaybackReport, record: OutputRecord) {
+    private static func handle(_ report: PlaybackReport, record: OutputRecord, logger: Logger, broadcaster: EventBroadcaster) {
         let now = ContinuousClock.now
         // The steady-state report, once per period: a counter and a timestamp under the
         // output's own lock, nothing that allocates.

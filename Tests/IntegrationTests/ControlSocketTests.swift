@@ -151,7 +151,7 @@ extension Integration {
             #expect(timedOut?.contains("timed out") == true, "\(timedOut ?? "nil")")
             try await expectPlayingAndAnswering(daemon)
             daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
             #expect(!FileManager.default.fileExists(atPath: socketPath))
         }
     }

@@ -116,7 +116,7 @@ extension Integration {
             #expect(third.status == 75)
             #expect(third.stderr.contains("already running (pid \(second.pid))"), "\(third.stderr)")
             second.signal(SIGTERM)
-            #expect(try await second.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await second.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(second.stderr)")
         }
     }
 }

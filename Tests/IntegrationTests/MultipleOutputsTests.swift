@@ -30,7 +30,7 @@ extension Integration {
             #expect(try device.capturedSamples(device: "faulty").allSatisfy { $0 == -1 })
             #expect(try device.capturedSamples(device: "faulty-noresume").allSatisfy { $0 == -1 })
             daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
         func statusJSON(_ device: FaultyDevice) async throws -> [[String: Any]]? {

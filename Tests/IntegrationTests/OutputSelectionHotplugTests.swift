@@ -57,7 +57,7 @@ extension Integration {
             try await waitUntil("the receiver still playing", timeout: .seconds(2)) { device.capturedBytes(device: "receiver") > before }
             #expect(daemon.stderr.contains("outputs changed"))
             daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
     }
 }

@@ -62,7 +62,7 @@ extension Integration {
             #expect(outputs?.map { $0["device"] as? String } == [device])
 
             daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
         func samples(_ url: URL) throws -> [Int16] {

@@ -57,7 +57,7 @@ extension Integration {
             let daemon = try launch(["run", "-d", "file:'\(capture.path)',raw", "--clip", clip.path, "--volume", "0.05"])
             try await daemon.waitForLog("playing")
             daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
             let opened = try #require(logFields(daemon.stderr, line: "opened"))
             #expect(opened["format"] == "S24_LE")
             #expect(opened["rate"] == "96000")
@@ -113,7 +113,7 @@ extension Integration {
             try await Task.sleep(for: .seconds(1))  // about ten retries at --retry-max 0.1
             #expect(daemon.isRunning)
             daemon.signal(SIGINT)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
             let waits = daemon.stderr.split(separator: "\n").filter { $0.contains("waiting for device") }
             #expect(waits.count == 1, "logged per retry:\n\(daemon.stderr)")
         }

@@ -39,7 +39,7 @@ extension Integration {
             }
 
             daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
             #expect(listener.assignments.contains { $0.line == "STOPPING=1" })
         }
 
@@ -74,7 +74,7 @@ extension Integration {
                 listener.assignments.dropFirst(released).contains { $0.line == "WATCHDOG=1" }
             }
             daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("STATUS= follows the state: waiting for a device that does not exist")
@@ -86,7 +86,7 @@ extension Integration {
                     "\(listener.assignments.map(\.line))")
             #expect(!listener.assignments.contains { $0.line == "WATCHDOG=1" }, "pinged without WATCHDOG_USEC")
             daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("under the journal, lines carry syslog priorities and no timestamp")
@@ -95,7 +95,7 @@ extension Integration {
                                           environment: ["JOURNAL_STREAM": "8:12345"], directory: directory, label: "keepalived")
             try await daemon.waitForLog("waiting for device")
             daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
             let lines = daemon.stderr.split(separator: "\n")
             #expect(lines.contains { $0.hasPrefix("<6>starting") }, "\(daemon.stderr)")
             #expect(lines.contains { $0.hasPrefix("<4>waiting for device (no-device)") }, "\(daemon.stderr)")

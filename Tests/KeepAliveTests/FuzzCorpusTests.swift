@@ -14,7 +14,7 @@ struct FuzzCorpusTests {
     static func inputs(_ target: String) throws -> [(name: String, bytes: [UInt8])] {
         let folder = corpus.appendingPathComponent(target)
         return try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted().map {
-            ($0, Array(try Data(contentsOf: folder.appendingPathComponent($0))))
+            ($0, try FileContents.bytes(folder.appendingPathComponent($0)))
         }
     }
 

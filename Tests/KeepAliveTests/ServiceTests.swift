@@ -279,7 +279,7 @@ enum EmbeddingTestSupport {
     }
 
     static func int16Samples(_ path: String) throws -> [Int16] {
-        try Data(contentsOf: URL(fileURLWithPath: path)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        try FileContents.data(URL(fileURLWithPath: path)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }
 
 }
