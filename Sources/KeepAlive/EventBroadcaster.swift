@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Fans events out to every subscriber, each through its own bounded buffer.
 ///
@@ -48,7 +47,7 @@ final class EventBroadcaster: Sendable {
     /// The handler keeps only the box (never the broadcaster) alive, and `deinit` finishes every
     /// stream, which runs and releases every handler.
     private final class Table: Sendable {
-        let subscribers = Mutex(Subscribers())
+        let subscribers = Locked(Subscribers())
     }
 
     private let table = Table()

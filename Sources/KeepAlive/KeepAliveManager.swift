@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 /// Starts and stops the keep-alive: one playback loop per output device, each recovering from
 /// faults on its own.
@@ -30,11 +29,11 @@ public final class KeepAliveManager: Sendable {
         var records: [OutputRecord]
     }
 
-    private let shared: Mutex<Shared>
+    private let shared: Locked<Shared>
     /// The running loops by device; only ``start()``, ``stop()`` and ``reconfigure(_:)`` touch
     /// them, one at a time. Kept apart from `shared` because stopping joins threads that report
     /// through it.
-    private let loops = Mutex<[String: PlaybackLoop]>([:])
+    private let loops = Locked<[String: PlaybackLoop]>([:])
 
     /// Creates a stopped manager.
     /// - Parameters:
@@ -47,7 +46,7 @@ public final class KeepAliveManager: Sendable {
         try configuration.validate()
         self.logger = logger
         let records = configuration.devices.map { OutputRecord(device: $0, volume: configuration.volume, state: .stopped) }
-        shared = Mutex(Shared(isOn: isOn, configuration: configuration, records: records))
+        shared = Locked(Shared(isOn: isOn, configuration: configuration, records: records))
     }
 
     deinit {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// One output's live record: its status, counters and heartbeat, behind a lock of its own.
 ///
@@ -16,11 +15,11 @@ final class OutputRecord: Sendable {
     }
 
     let device: String
-    let fields: Mutex<Fields>
+    let fields: Locked<Fields>
 
     init(device: String, volume: Level, state: KeepAliveState) {
         self.device = device
-        fields = Mutex(Fields(status: OutputStatus(device: device, state: state, volume: volume)))
+        fields = Locked(Fields(status: OutputStatus(device: device, state: state, volume: volume)))
     }
 
     var snapshot: OutputStatus {

@@ -68,7 +68,7 @@ final class PlaybackLoop: @unchecked Sendable {
 
     /// A configuration handed over by ``apply(_:)``, taken by the playback thread between two
     /// writes: the stream stays open and the new loop follows the old one without a gap.
-    private let pending = Mutex<KeepAliveConfiguration?>(nil)
+    private let pending = Locked<KeepAliveConfiguration?>(nil)
     /// Bumped by ``apply(_:)``: the playback thread checks this counter, not the lock, each time
     /// round its loop.
     private let pendingGeneration = Atomic<Int>(0)

@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 @testable import KeepAlive
 
@@ -73,7 +72,7 @@ struct EventObserverTests {
     func streamsFinishWithTheManager() async throws {
         var manager: KeepAliveManager? = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Support.quietLogger)
         let stream = manager!.events
-        let ended = Mutex(false)
+        let ended = Locked(false)
         let consumer = Task {
             for await _ in stream {}
             ended.withLock { $0 = true }

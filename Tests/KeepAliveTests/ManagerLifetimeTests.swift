@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 import Testing
 
 @testable import KeepAlive
@@ -14,7 +13,7 @@ import Testing
 @Suite("Manager lifetime")
 struct ManagerLifetimeTests {
     /// Kept until the test process exits, like the daemon's manager: LeakSanitizer checks it then.
-    static let keptUntilExit = Mutex<[KeepAliveManager]>([])
+    static let keptUntilExit = Locked<[KeepAliveManager]>([])
 
     @Test("a started and stopped manager kept until exit holds nothing LeakSanitizer cannot reach; its loops are gone")
     func stoppedManagerKeptUntilExit() async throws {

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import ServiceLifecycle
-import Synchronization
 import Testing
 @testable import KeepAlive
 
@@ -175,7 +174,7 @@ struct ServiceTests {
     @Test("stopping runs on a thread of its own, outside any task and the cooperative pool")
     func stopsOffThePool() async {
         let callerThread = UInt(pthread_self())
-        let seen = Mutex<(thread: UInt, inTask: Bool)?>(nil)
+        let seen = Locked<(thread: UInt, inTask: Bool)?>(nil)
         await KeepAliveService.onDedicatedThread {
             seen.withLock { $0 = (UInt(pthread_self()), withUnsafeCurrentTask { $0 != nil }) }
         }
@@ -187,7 +186,7 @@ struct ServiceTests {
 
 /// A service of the embedding daemon's own, beside the keep-alive: runs until graceful shutdown.
 final class NeighbourService: Service, Sendable {
-    private let state = Mutex((running: false, returned: false))
+    private let state = Locked((running: false, returned: false))
     var isRunning: Bool { state.withLock { $0.running } }
     var returned: Bool { state.withLock { $0.returned } }
 
@@ -201,7 +200,7 @@ final class NeighbourService: Service, Sendable {
 /// Collects every event of one subscription, with the instant it arrived.
 final class EventRecorder: Sendable {
     private final class Log: Sendable {
-        let entries = Mutex<[(event: KeepAliveEvent, at: ContinuousClock.Instant)]>([])
+        let entries = Locked<[(event: KeepAliveEvent, at: ContinuousClock.Instant)]>([])
     }
 
     private let log = Log()
@@ -229,7 +228,7 @@ final class EventRecorder: Sendable {
 
 /// A swift-log handler that keeps the messages, to check what the library logged.
 final class LogRecorder: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Locked<[String]>([])
     var messages: [String] { storage.withLock { $0 } }
 
     var logger: Logger {
