@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ArgumentParser
+import CALSA
 import KeepAlive
 import Logging
 import ServiceLifecycle
@@ -67,6 +68,10 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // One malloc arena for the whole daemon: glibc gives each thread that allocates an arena
+        // of its own, each keeping its free pages, and nothing here allocates often enough to
+        // contend. Measured with bench/run: 1.63 → 1.59 MB private on PulseAudio.
+        mallopt(M_ARENA_MAX, 1)
         let options: PlaybackOptions
         let configuration: KeepAliveConfiguration
         do {
