@@ -70,7 +70,13 @@ extension Integration {
                     return resumed && log.recoveries() > index
                 }
                 // Exactly one recovery per fault: none merged into the next, none extra.
-                #expect(log.recoveries() == index + 1, "fault \(index) (\(fault.commands)): \(log.recoveries()) recoveries")
+                if Sanitizer.active == nil {
+                    #expect(log.recoveries() == index + 1, "fault \(index) (\(fault.commands)): \(log.recoveries()) recoveries")
+                } else {
+                    // Slowed 2–15×, the 25 ms periods can also run dry on their own: extra
+                    // recoveries may appear, and must then be underruns (checked below).
+                    #expect(log.recoveries() >= index + 1, "fault \(index) (\(fault.commands)): \(log.recoveries()) recoveries")
+                }
                 expected[fault.reason, default: 0] += 1
                 spent[index % Self.kinds.count, default: .zero] += began.duration(to: .now)
             }
@@ -86,7 +92,7 @@ extension Integration {
             let before = try #require(baseline)
 
             let lines = recoveryLines(daemon.stderr)
-            #expect(lines.count == total)
+            #expect(Sanitizer.active == nil ? lines.count == total : lines.count >= total, "\(lines.count) recoveries for \(total) faults")
             // Every path was taken: refused while busy and while gone, stalled, suspended.
             for sign in ["open-refused EBUSY", "open-refused ENOENT", "stalled ", "suspend ", "xrun injected"] {
                 #expect(seen[sign, default: 0] > 0, "no '\(sign)' in the device's events: \(seen)")
@@ -95,13 +101,15 @@ extension Integration {
             if Sanitizer.active == nil {
                 #expect(counted == expected, "recovered \(counted), injected \(expected)")
             } else {
-                // Slowed 2–15×, the 25 ms periods can run dry for real while a fault is handled,
-                // and the more specific underrun then names that recovery: counts may move to
-                // underrun, never appear from nowhere.
+                // Slowed 2–15×, the 25 ms periods can run dry for real, on their own or while a
+                // fault is handled (the more specific underrun then names that recovery): counts
+                // may move to underrun or add underruns, and nothing else.
                 for (reason, count) in expected where reason != "underrun" {
                     #expect((counted[reason] ?? 0) <= count, "recovered \(counted), injected \(expected)")
                 }
-                #expect(counted.values.reduce(0, +) == total && (counted["underrun"] ?? 0) >= (expected["underrun"] ?? 0))
+                let moved = expected.reduce(0) { $0 + max(0, $1.value - (counted[$1.key] ?? 0)) }
+                let extra = lines.count - total
+                #expect((counted["underrun"] ?? 0) == (expected["underrun"] ?? 0) + moved + extra, "recovered \(counted), injected \(expected)")
             }
             // The manager's own count, as each reason's last line states it.
             for (reason, count) in counted {
