@@ -6,6 +6,9 @@ let package = Package(
     products: [
         .library(name: "KeepAlive", targets: ["KeepAlive"]),
         .executable(name: "keepalived", targets: ["keepalived"]),
+        // The daemon's control-socket wire format, a library of its own so that the fuzzer and
+        // the tests exercise the shipped code. Not an API for embedders.
+        .library(name: "ControlProtocol", targets: ["ControlProtocol"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -27,15 +30,21 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .target(
+            name: "ControlProtocol",
+            path: "Sources/keepalived/ControlProtocol"
+        ),
         .executableTarget(
             name: "keepalived",
             dependencies: [
                 "KeepAlive",
+                "ControlProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
+            exclude: ["ControlProtocol"],
             linkerSettings: [
                 // A release daemon is linked at a fixed address: a position-independent binary has
                 // ~43,000 pointers relocated at every start, which turns 0.45 MB of its read-only

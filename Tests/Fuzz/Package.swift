@@ -15,8 +15,9 @@ let package = Package(
         .executableTarget(name: "FuzzWAV", dependencies: fuzzTarget),
         .executableTarget(name: "FuzzBase64Clip", dependencies: fuzzTarget),
         .executableTarget(name: "FuzzLevel", dependencies: fuzzTarget),
-        // Compiles the daemon's own request reader (symbolic links into Sources/keepalived), so
-        // the fuzzed code is the shipped code without making it a library.
-        .executableTarget(name: "FuzzControlRequest", dependencies: fuzzTarget),
+        // The daemon's own request reader, from its ControlProtocol library.
+        .executableTarget(name: "FuzzControlRequest", dependencies: [
+            .product(name: "ControlProtocol", package: "keepalived"), "FuzzerDriver",
+        ]),
     ]
 )

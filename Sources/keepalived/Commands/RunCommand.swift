@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ControlProtocol
 import ArgumentParser
 import CALSA
 import KeepAlive

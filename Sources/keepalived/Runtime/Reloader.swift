@@ -1,3 +1,4 @@
+import ControlProtocol
 import KeepAlive
 import Logging
 import ServiceLifecycle

@@ -10,9 +10,9 @@
 /// reader.append(contentsOf: Array(#"{"request":"status"}"#.utf8) + [0x0A])
 /// let next = reader.next()   // .request(.status)
 /// ```
-struct ControlRequestReader {
+public struct ControlRequestReader: Sendable {
     /// What the next complete line held.
-    enum Next: Equatable {
+    public enum Next: Equatable, Sendable {
         /// A well-formed request.
         case request(ControlCommand)
         /// A complete line that is not a request; the connection may go on.
@@ -22,19 +22,20 @@ struct ControlRequestReader {
     }
 
     /// The longest line accepted, in bytes, not counting its newline.
-    let limit: Int
+    public let limit: Int
     private var pending: [UInt8] = []
     /// Where the next line starts in `pending`; consumed lines are dropped in one move per
     /// ``append(contentsOf:)`` rather than one per line.
     private var start = 0
 
-    init(limit: Int = 64 * 1024) { self.limit = limit }
+    /// A reader that refuses lines longer than `limit` bytes.
+    public init(limit: Int = 64 * 1024) { self.limit = limit }
 
     /// Bytes of an incomplete line held so far.
-    var bufferedByteCount: Int { pending.count - start }
+    public var bufferedByteCount: Int { pending.count - start }
 
     /// Adds bytes as they arrived from the connection.
-    mutating func append(contentsOf bytes: some Collection<UInt8>) {
+    public mutating func append(contentsOf bytes: some Collection<UInt8>) {
         if start > 0 {
             pending.removeSubrange(..<start)
             start = 0
@@ -43,7 +44,7 @@ struct ControlRequestReader {
     }
 
     /// The next complete line's meaning, or nil when no complete line is buffered.
-    mutating func next() -> Next? {
+    public mutating func next() -> Next? {
         guard let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) else {
             guard bufferedByteCount > limit else { return nil }
             return .overLimit(.tooLarge(limit: limit))
@@ -60,11 +61,20 @@ struct ControlRequestReader {
 }
 
 /// What a client may ask of the daemon.
-enum ControlCommand: String, Equatable, CaseIterable {
-    case status, stop, reload
+///
+/// ```swift
+/// let command = try ControlCommand(parsing: Array(#"{"request":"stop"}"#.utf8))   // .stop
+/// ```
+public enum ControlCommand: String, Equatable, CaseIterable, Sendable {
+    /// The daemon's state and its outputs'.
+    case status
+    /// Stop the daemon.
+    case stop
+    /// Reread the options file and apply it.
+    case reload
 
     /// Reads `{"request":"status"}` and the like; extra keys are ignored, as JSON readers do.
-    init(parsing line: some Collection<UInt8>) throws(ControlRequestError) {
+    public init(parsing line: some Collection<UInt8>) throws(ControlRequestError) {
         let request: ControlRequest
         do {
             request = try ControlJSON.decode(ControlRequest.self, from: line)
@@ -79,12 +89,20 @@ enum ControlCommand: String, Equatable, CaseIterable {
 }
 
 /// Why a line on the control socket was refused; the text is sent back to the client.
-enum ControlRequestError: Error, Equatable, CustomStringConvertible {
+///
+/// ```swift
+/// print(ControlRequestError.tooLarge(limit: 65536))   // request too large: over 65536 bytes without a newline
+/// ```
+public enum ControlRequestError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Not one JSON object with a string `request`.
     case malformed
+    /// A request name the daemon does not know (cut to 64 characters).
     case unknown(String)
+    /// A line longer than the reader's limit.
     case tooLarge(limit: Int)
 
-    var description: String {
+    /// The text sent back to the client.
+    public var description: String {
         switch self {
         case .malformed: "malformed request: expected one JSON object like {\"request\":\"status\"} per line"
         case .unknown(let name): "unknown request '\(name)': expected status, stop or reload"

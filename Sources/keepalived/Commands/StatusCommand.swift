@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlProtocol
 
 /// `keepalived status`: whether a daemon runs, and how each output is doing.
 struct StatusCommand: ParsableCommand {

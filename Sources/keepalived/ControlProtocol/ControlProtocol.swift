@@ -1,0 +1,175 @@
+import FoundationEssentials
+
+// The control socket speaks one JSON object per line each way:
+//
+//     → {"request":"status"}
+//     ← {"ok":true,"status":{"state":"playing","pid":4242,…,"outputs":[…]}}
+//     → {"request":"stop"}
+//     ← {"ok":true,"pid":4242}
+//     → {"request":"reload"}
+//     ← {"ok":true,"changed":false}
+//
+// This module is the daemon's wire format and nothing else: it has no sockets and no ALSA, so
+// the fuzzer and the tests use the very code the daemon ships.
+
+/// One request line a client sends.
+///
+/// ```swift
+/// let line = ControlJSON.encode(ControlRequest(request: "status")) + "\n"
+/// ```
+public struct ControlRequest: Codable, Sendable {
+    /// `status`, `stop` or `reload`.
+    public var request: String
+
+    /// A request by name.
+    public init(request: String) { self.request = request }
+}
+
+/// The daemon's answer to one request.
+///
+/// ```swift
+/// let reply = try ControlJSON.decode(ControlReply.self, from: Array(line.utf8))
+/// if !reply.ok { print(reply.error ?? "failed") }
+/// ```
+public struct ControlReply: Codable, Sendable {
+    /// Whether the request was carried out.
+    public var ok: Bool
+    /// Why not, when `ok` is false.
+    public var error: String?
+    /// The daemon's process id (`status`, `stop`).
+    public var pid: Int32?
+    /// The daemon's state (`status`).
+    public var status: DaemonStatus?
+    /// Whether a `reload` changed anything.
+    public var changed: Bool?
+
+    /// A reply; only the fields that apply are set.
+    public init(ok: Bool, error: String? = nil, pid: Int32? = nil, status: DaemonStatus? = nil, changed: Bool? = nil) {
+        self.ok = ok
+        self.error = error
+        self.pid = pid
+        self.status = status
+        self.changed = changed
+    }
+
+    /// A refusal carrying `message`.
+    ///
+    /// ```swift
+    /// let reply = ControlReply.failure("busy: too many control connections")
+    /// ```
+    public static func failure(_ message: String) -> ControlReply { ControlReply(ok: false, error: message) }
+}
+
+/// What `keepalived status` shows: the daemon and each of its outputs.
+///
+/// ```swift
+/// if let status = reply.status { print(status.state, status.outputs.map(\.device)) }
+/// ```
+public struct DaemonStatus: Codable, Equatable, Sendable {
+    /// The overall state: `playing`, `starting`, `recovering`, `waiting`, `stopped`.
+    public var state: String
+    /// Why the daemon is not playing, when it is not.
+    public var reason: String?
+    /// The daemon's process id.
+    public var pid: Int32
+    /// Seconds since the daemon started.
+    public var uptimeSeconds: Double
+    /// The control socket's path.
+    public var socket: String
+    /// The log file of a daemon started with `keepalived start`.
+    public var logFile: String?
+    /// One report per output, in configuration order.
+    public var outputs: [OutputReport]
+
+    /// A status as the daemon reports it.
+    public init(state: String, reason: String? = nil, pid: Int32, uptimeSeconds: Double, socket: String,
+                logFile: String? = nil, outputs: [OutputReport]) {
+        self.state = state
+        self.reason = reason
+        self.pid = pid
+        self.uptimeSeconds = uptimeSeconds
+        self.socket = socket
+        self.logFile = logFile
+        self.outputs = outputs
+    }
+}
+
+/// One output in ``DaemonStatus``.
+///
+/// ```swift
+/// for output in status.outputs where output.recoveries > 0 { print(output.device, output.recoveriesByReason) }
+/// ```
+public struct OutputReport: Codable, Equatable, Sendable {
+    /// The ALSA PCM name.
+    public var device: String
+    /// `playing`, `starting`, `recovering`, `waiting`, `stopped`.
+    public var state: String
+    /// Why the output is not playing, when it is not.
+    public var reason: String?
+    /// How the output plays: `stream`, `ring-loop` or `open-only`; nil until it first opened.
+    public var mode: String?
+    /// The sample format the device took (`S16_LE`, …).
+    public var format: String?
+    /// Frames per second.
+    public var rate: Int?
+    /// Channels per frame.
+    public var channels: Int?
+    /// The device buffer, in frames.
+    public var bufferFrames: Int?
+    /// The device period, in frames.
+    public var periodFrames: Int?
+    /// The output's volume, linear.
+    public var volume: Double
+    /// The ceiling no sample exceeds, linear.
+    public var ceiling: Double
+    /// Frames handed to the device since start.
+    public var framesPlayed: Int
+    /// All recoveries together.
+    public var recoveries: Int
+    /// Recoveries by reason (`underrun`, `server-gone`, …).
+    public var recoveriesByReason: [String: Int]
+    /// The last fault's text.
+    public var lastError: String?
+
+    /// A report with every field given.
+    public init(device: String, state: String, reason: String? = nil, mode: String? = nil, format: String? = nil,
+                rate: Int? = nil, channels: Int? = nil, bufferFrames: Int? = nil, periodFrames: Int? = nil,
+                volume: Double, ceiling: Double, framesPlayed: Int, recoveries: Int,
+                recoveriesByReason: [String: Int], lastError: String? = nil) {
+        self.device = device
+        self.state = state
+        self.reason = reason
+        self.mode = mode
+        self.format = format
+        self.rate = rate
+        self.channels = channels
+        self.bufferFrames = bufferFrames
+        self.periodFrames = periodFrames
+        self.volume = volume
+        self.ceiling = ceiling
+        self.framesPlayed = framesPlayed
+        self.recoveries = recoveries
+        self.recoveriesByReason = recoveriesByReason
+        self.lastError = lastError
+    }
+}
+
+/// The one JSON spelling of the protocol: sorted keys, slashes unescaped.
+///
+/// ```swift
+/// let text = ControlJSON.encode(ControlReply(ok: true, pid: 4242))   // {"ok":true,"pid":4242}
+/// ```
+public enum ControlJSON {
+    /// `value` as one line of JSON (no newline).
+    public static func encode<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return #"{"ok":false,"error":"cannot encode reply"}"# }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Reads one JSON value from `bytes`.
+    public static func decode<T: Decodable>(_ type: T.Type, from bytes: some Collection<UInt8>) throws -> T {
+        try JSONDecoder().decode(type, from: Data(bytes))
+    }
+}

@@ -1,1 +1,0 @@
-../../../../Sources/keepalived/ControlProtocol.swift
