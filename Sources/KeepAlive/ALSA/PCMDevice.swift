@@ -12,11 +12,12 @@ import Musl
 final class PCMDevice {
     let name: String
     private var handle: OpaquePointer?
+    /// Where positions wrap (the software parameters' boundary), once configured.
+    private(set) var boundary = 0
 
     /// Opens `name` for playback without blocking (a busy device fails at once with EBUSY
     /// instead of hanging the thread that must stay responsive to stop).
     init(name: String) throws(ALSAError) {
-        calsa_silence_library_errors()
         var pcm: OpaquePointer?
         let result = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
         guard result >= 0, let pcm else { throw ALSAError(code: result < 0 ? result : -EINVAL, operation: "open") }
@@ -39,24 +40,54 @@ final class PCMDevice {
         return handle
     }
 
-    /// Negotiates the format nearest to `preferred` and a buffer of about `bufferMicroseconds`
-    /// split in `periods`, then sets the start threshold to the full buffer and the wakeup
-    /// threshold to one period.
-    func configure(preferred: SampleFormat, rate: Int, channels: Int, bufferMicroseconds: Int, periods: Int) throws(ALSAError) -> OutputFormat {
-        var config = calsa_hw_config(
-            format: preferred.alsaFormat, rate: UInt32(rate), channels: UInt32(channels),
-            buffer_time_us: UInt32(bufferMicroseconds), periods: UInt32(periods), buffer_frames: 0, period_frames: 0)
-        var result = calsa_pcm_configure_hardware(pcm, &config)
-        guard result >= 0 else { throw ALSAError(code: result, operation: "hw_params") }
-        guard let format = SampleFormat(alsaFormat: config.format) else {
-            throw ALSAError(code: -EINVAL, operation: "hw_params (no supported sample format)")
+    /// Starts settling the hardware parameters: format, rate and channels now, the buffer when
+    /// the caller knows how it will play.
+    func negotiate(format: SampleFormat, rate: Int, channels: Int) throws(ALSAError) -> HardwareNegotiation {
+        try HardwareNegotiation(pcm: pcm, format: format, rate: rate, channels: channels)
+    }
+
+    /// What the PCM is built of (is there a ring the hardware replays on its own?).
+    var chain: PCMChain { PCMChain(pcm: pcm) }
+
+    /// Streaming: the device starts once `startThreshold` frames are queued, and its descriptors
+    /// would signal once `wakeThreshold` frames are free.
+    func configureStreaming(startThreshold: Int, wakeThreshold: Int) throws(ALSAError) {
+        try configureSoftware { pcm, params, _ in
+            var result = snd_pcm_sw_params_set_start_threshold(pcm, params, snd_pcm_uframes_t(startThreshold))
+            if result >= 0 { result = snd_pcm_sw_params_set_avail_min(pcm, params, snd_pcm_uframes_t(wakeThreshold)) }
+            return result
         }
-        let buffer = Int(config.buffer_frames)
-        let period = max(1, Int(config.period_frames))
-        result = calsa_pcm_configure_software(pcm, snd_pcm_uframes_t(buffer), snd_pcm_uframes_t(period))
+    }
+
+    /// The ring loop: the stream never stops by itself (stop threshold at the boundary, as
+    /// alsa-lib documents for an endless loop) and the kernel never writes silence into what it
+    /// played (silence threshold and size 0), so the hardware replays the ring for ever. It
+    /// starts only when asked (``start()`` after the ring is full).
+    func configureRingLoop(bufferFrames: Int) throws(ALSAError) {
+        try configureSoftware { pcm, params, boundary in
+            var result = snd_pcm_sw_params_set_start_threshold(pcm, params, boundary)
+            if result >= 0 { result = snd_pcm_sw_params_set_stop_threshold(pcm, params, boundary) }
+            if result >= 0 { result = snd_pcm_sw_params_set_silence_threshold(pcm, params, 0) }
+            if result >= 0 { result = snd_pcm_sw_params_set_silence_size(pcm, params, 0) }
+            if result >= 0 { result = snd_pcm_sw_params_set_avail_min(pcm, params, snd_pcm_uframes_t(bufferFrames)) }
+            return result
+        }
+    }
+
+    private func configureSoftware(
+        _ body: (OpaquePointer, OpaquePointer, snd_pcm_uframes_t) -> Int32
+    ) throws(ALSAError) {
+        var allocated: OpaquePointer?
+        guard snd_pcm_sw_params_malloc(&allocated) == 0, let params = allocated else { throw ALSAError(code: -ENOMEM, operation: "sw_params") }
+        defer { snd_pcm_sw_params_free(params) }
+        var result = snd_pcm_sw_params_current(pcm, params)
         guard result >= 0 else { throw ALSAError(code: result, operation: "sw_params") }
-        return OutputFormat(sampleFormat: format, sampleRate: Int(config.rate), channels: Int(config.channels),
-                            bufferFrames: buffer, periodFrames: period)
+        var boundary = snd_pcm_uframes_t(0)
+        snd_pcm_sw_params_get_boundary(params, &boundary)
+        self.boundary = Int(clamping: boundary)
+        result = body(pcm, params, boundary)
+        if result >= 0 { result = snd_pcm_sw_params(pcm, params) }
+        guard result >= 0 else { throw ALSAError(code: result, operation: "sw_params") }
     }
 
     /// The descriptors to poll for writability; the array is made once per open.
@@ -82,8 +113,9 @@ final class PCMDevice {
         return result < 0 ? result : Int32(events)
     }
 
-    /// Frames that can be written now, or a negative errno value.
-    func available() -> Int { Int(snd_pcm_avail_update(pcm)) }
+    /// Frames that can be written now, from the device's current position (a hardware device is
+    /// asked where its pointer is, not told what the last interrupt said), or a negative errno.
+    func available() -> Int { Int(snd_pcm_avail(pcm)) }
 
     /// Writes up to `frames` frames from `pointer`; returns frames written or a negative errno.
     func write(_ pointer: UnsafeRawPointer, frames: Int) -> Int {
@@ -91,6 +123,19 @@ final class PCMDevice {
     }
 
     var state: snd_pcm_state_t { snd_pcm_state(pcm) }
+
+    /// A count that grows with every frame the device plays while nothing is written (in a ring
+    /// loop: the free space, which wraps at ``boundary``); nil when the device cannot say.
+    var playedPosition: Int? {
+        let available = snd_pcm_avail(pcm)
+        return available >= 0 ? Int(available) : nil
+    }
+
+    /// Frames played between two ``playedPosition`` readings.
+    func framesPlayed(from before: Int, to after: Int) -> Int {
+        guard boundary > 0 else { return after - before }
+        return ((after - before) % boundary + boundary) % boundary
+    }
 
     func start() -> Int32 { snd_pcm_start(pcm) }
     /// Empties the buffer and makes the stream ready to start again (after an underrun, or a

@@ -32,6 +32,14 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     public var schedule: PlaySchedule?
     /// Seeds the noise generators, so a run can be reproduced.
     public var seed: UInt64
+    /// Whether an output whose device replays its own ring (a `hw:` device, or `plughw:`,
+    /// `hdmi:`, `iec958:` over one) plays as a ``PlaybackMode/ringLoop``: the ring is filled
+    /// once and the process sleeps. Off, every output streams. On by default.
+    ///
+    /// ```swift
+    /// configuration.allowsRingLoop = false   // keepalived --no-ring-loop
+    /// ```
+    public var allowsRingLoop = true
 
     /// A configuration; every argument has the daemon's default.
     ///

@@ -93,7 +93,14 @@ public final class KeepAliveManager: Sendable {
         let (running, records) = shared.withLock { ($0.running, $0.records) }
         guard running else { return true }
         let now = ContinuousClock.now
-        return records.allSatisfy { record in record.fields.withLock { $0.heartbeat.duration(to: now) <= interval } }
+        return records.allSatisfy { record in
+            record.fields.withLock { fields in
+                // A ring loop reports at its health checks only: that is its pulse.
+                let allowed = fields.status.mode == .ringLoop && fields.status.state == .playing
+                    ? interval + PlaybackLoop.healthCheckInterval : interval
+                return fields.heartbeat.duration(to: now) <= allowed
+            }
+        }
     }
 
     /// How many times any output recovered from `reason`.
@@ -262,9 +269,13 @@ public final class KeepAliveManager: Sendable {
                 logger.warning("\(state)", metadata: metadata.merging(lastError.map { ["error": "\($0)"] } ?? [:]) { $1 })
             }
             broadcaster.publish(.stateChanged(device: device, state: state))
-        case .opened(let format):
-            record.fields.withLock { $0.status.format = format }
+        case .opened(let format, let mode):
+            record.fields.withLock {
+                $0.status.format = format
+                $0.status.mode = mode
+            }
             logger.info("opened", metadata: metadata.merging([
+                "mode": "\(mode)",
                 "format": "\(format.sampleFormat)", "rate": "\(format.sampleRate)", "channels": "\(format.channels)",
                 "buffer": "\(format.bufferFrames)", "period": "\(format.periodFrames)",
             ]) { $1 })

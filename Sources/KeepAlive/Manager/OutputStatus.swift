@@ -12,9 +12,12 @@ public struct OutputStatus: Sendable, Equatable {
     public var state: KeepAliveState
     /// The format negotiated at the last open, if it ever opened.
     public var format: OutputFormat?
+    /// How the output played at its last open, if it ever opened.
+    public var mode: PlaybackMode?
     /// The gain applied to the clip.
     public var volume: Level
-    /// Frames written to the device since the manager started.
+    /// Frames played since the manager started: written, or (in a ring loop) replayed by the
+    /// device.
     public var framesPlayed: Int
     /// Recoveries so far, by reason.
     public var recoveries: [InterruptionReason: Int]
@@ -25,11 +28,12 @@ public struct OutputStatus: Sendable, Equatable {
     public var totalRecoveries: Int { recoveries.values.reduce(0, +) }
 
     /// A snapshot with every field given; the manager makes these as the output reports.
-    public init(device: String, state: KeepAliveState, format: OutputFormat? = nil, volume: Level,
-                framesPlayed: Int = 0, recoveries: [InterruptionReason: Int] = [:], lastError: String? = nil) {
+    public init(device: String, state: KeepAliveState, format: OutputFormat? = nil, mode: PlaybackMode? = nil,
+                volume: Level, framesPlayed: Int = 0, recoveries: [InterruptionReason: Int] = [:], lastError: String? = nil) {
         self.device = device
         self.state = state
         self.format = format
+        self.mode = mode
         self.volume = volume
         self.framesPlayed = framesPlayed
         self.recoveries = recoveries

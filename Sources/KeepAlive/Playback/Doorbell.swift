@@ -6,13 +6,21 @@ import Musl
 import CALSA
 import Synchronization
 
-/// A one-shot stop request a playback thread can poll alongside its PCM descriptors, so that
-/// stop interrupts any wait at once instead of at the next period.
+/// How other threads get a playback thread's attention: a one-shot stop, or a ring that only
+/// wakes it (a new configuration is waiting). The thread polls ``descriptor`` alongside whatever
+/// else it waits on, so either interrupts any wait at once, however long (a ring loop sleeps
+/// for tens of seconds).
 ///
-/// Concurrency: raised by any thread, read by the playback thread. The flag is an atomic
-/// (release on raise, acquire on read) and the eventfd is only written and polled, both safe
-/// from any thread; the descriptor is closed in `deinit`, after the last user let go.
-final class StopSignal: Sendable {
+/// ```swift
+/// let doorbell = Doorbell()
+/// doorbell.ring()        // from the manager: look at the pending configuration
+/// doorbell.raise()       // from the manager: stop
+/// ```
+///
+/// Concurrency: raised or rung by any thread, read by the playback thread. The flag is an atomic
+/// (release on raise, acquire on read) and the eventfd is only written, polled and drained,
+/// all safe from any thread; the descriptor is closed in `deinit`, after the last user let go.
+final class Doorbell: Sendable {
     /// An eventfd: readable once signalled.
     let descriptor: Int32
     private let raised = Atomic<Bool>(false)
@@ -26,16 +34,37 @@ final class StopSignal: Sendable {
 
     var isRaised: Bool { raised.load(ordering: .acquiring) }
 
+    /// Asks the thread to stop; every later wait returns at once.
     func raise() {
         raised.store(true, ordering: .releasing)
+        ring()
+    }
+
+    /// Wakes the thread from its current wait without stopping it.
+    func ring() {
         var one: UInt64 = 1
         _ = write(descriptor, &one, 8)
     }
 
-    /// Sleeps up to `timeout` or until raised; returns whether it was raised.
+    /// Clears the rings seen so far (never a stop), so the next wait sleeps again.
+    func drain() {
+        guard !isRaised else { return }
+        var count: UInt64 = 0
+        _ = read(descriptor, &count, 8)
+    }
+
+    /// Sleeps `timeout` or until raised; returns whether it was raised. A ring does not end this
+    /// wait: it is drained, and the thread sees the pending work through its own counter the
+    /// next time round its loop.
     func wait(_ timeout: Duration) -> Bool {
-        var fd = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        _ = poll(&fd, 1, Int32(clamping: timeout.milliseconds))
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while !isRaised {
+            let remaining = clock.now.duration(to: deadline)
+            guard remaining > .zero else { break }
+            var fd = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            if poll(&fd, 1, Int32(clamping: remaining.milliseconds)) > 0 { drain() }
+        }
         return isRaised
     }
 
@@ -45,17 +74,24 @@ final class StopSignal: Sendable {
         case timedOut
         /// The other descriptor became readable.
         case readable
+        /// Rung: something for the thread to look at (not a stop).
+        case rung
     }
 
-    /// Sleeps up to `timeout`, until raised, or until `other` is readable (ignored when negative).
+    /// Sleeps up to `timeout`, until raised or rung, or until `other` is readable (ignored when
+    /// negative). A ring is drained before returning.
     func wait(_ timeout: Duration, orReadable other: Int32) -> Wake {
-        guard other >= 0 else { return wait(timeout) ? .stopped : .timedOut }
         var fds = (pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: other, events: Int16(POLLIN), revents: 0))
         let ready = withUnsafeMutablePointer(to: &fds) { pointer in
-            pointer.withMemoryRebound(to: pollfd.self, capacity: 2) { poll($0, 2, Int32(clamping: timeout.milliseconds)) }
+            pointer.withMemoryRebound(to: pollfd.self, capacity: 2) { poll($0, other >= 0 ? 2 : 1, Int32(clamping: timeout.milliseconds)) }
         }
         if isRaised { return .stopped }
-        return ready > 0 && fds.1.revents != 0 ? .readable : .timedOut
+        guard ready > 0 else { return .timedOut }
+        if fds.0.revents != 0 {
+            drain()
+            return .rung
+        }
+        return fds.1.revents != 0 ? .readable : .timedOut
     }
 }
 

@@ -28,7 +28,6 @@ public struct ALSADevice: Sendable, Equatable {
 
     /// The PCMs ALSA's configuration and cards offer for playback (`aplay -L`'s list).
     public static func playbackDevices() -> [ALSADevice] {
-        calsa_silence_library_errors()
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
         guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
         defer { snd_device_name_free_hint(hints) }

@@ -36,6 +36,19 @@ protocol FrameSource: AnyObject {
     /// wraps) allocated when it was made: what tests and debug assertions use to show that
     /// playing allocates nothing.
     func holds(_ pointer: UnsafeRawPointer, frames: Int) -> Bool
+
+    /// Which ring lengths the signal can fill and loop in without a seam.
+    var ringFit: RingFit { get }
+}
+
+/// Which ring lengths a signal can be tiled into and replayed for ever without a seam.
+enum RingFit: Equatable {
+    /// A whole number of this many frames: the signal repeats exactly after them.
+    case multiple(of: Int)
+    /// Any length: the signal has no shape a seam could break (noise).
+    case anyLength
+    /// None: it never repeats (a waveform without a short exact loop, play-and-pause bursts).
+    case none
 }
 
 extension UnsafeMutableRawBufferPointer {
@@ -76,6 +89,8 @@ final class LoopFrameSource: FrameSource {
     }
 
     func restart() { position = 0 }
+
+    var ringFit: RingFit { .multiple(of: loop.passFrames) }
 
     func holds(_ pointer: UnsafeRawPointer, frames: Int) -> Bool {
         let start = loop.frames(from: 0)

@@ -9,6 +9,14 @@ import Musl
 protocol SampleGenerator {
     /// The next frame's value, in [-1, 1].
     mutating func next() -> Double
+
+    /// Whether any stretch of the output can be repeated end to end without a seam a listener
+    /// or a detector could tell from the signal itself: true for noise, false for a waveform.
+    static var repeatsSeamlessly: Bool { get }
+}
+
+extension SampleGenerator {
+    static var repeatsSeamlessly: Bool { false }
 }
 
 /// A source that renders a ``SampleGenerator`` into a scratch buffer allocated at init, one
@@ -57,6 +65,8 @@ final class GeneratedFrameSource<Generator: SampleGenerator>: FrameSource {
     func holds(_ pointer: UnsafeRawPointer, frames: Int) -> Bool {
         scratch.contains(pointer, byteCount: frames * format.bytesPerFrame)
     }
+
+    var ringFit: RingFit { Generator.repeatsSeamlessly ? .anyLength : .none }
 
     private func render() {
         let base = scratch.baseAddress!
@@ -154,6 +164,7 @@ enum NoiseShaping {
 
 /// White noise: uniform in [-1, 1), a flat spectrum; its peak is the bound itself.
 struct WhiteNoise: SampleGenerator {
+    static var repeatsSeamlessly: Bool { true }
     private var random: NoiseRandom
 
     init(seed: UInt64) { random = NoiseRandom(seed: seed) }
@@ -164,6 +175,7 @@ struct WhiteNoise: SampleGenerator {
 /// Pink noise (-3 dB per octave) from Paul Kellet's refined filter: six one-pole low-passes
 /// plus a direct path over white noise, accurate to ±0.05 dB from about a 2000th of the rate up.
 struct PinkNoise: SampleGenerator {
+    static var repeatsSeamlessly: Bool { true }
     private var random: NoiseRandom
     private var b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0, b4 = 0.0, b5 = 0.0, b6 = 0.0
     private let scale: Double
@@ -209,6 +221,7 @@ struct PinkNoise: SampleGenerator {
 /// 10 Hz whatever the rate, keeps it from drifting off while leaving the audible band at -6 dB
 /// per octave.
 struct BrownNoise: SampleGenerator {
+    static var repeatsSeamlessly: Bool { true }
     static let cornerFrequency = 10.0
     private var random: NoiseRandom
     private let leak: Double

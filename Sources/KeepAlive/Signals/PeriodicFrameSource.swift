@@ -115,6 +115,9 @@ final class PeriodicFrameSource: FrameSource {
     }
 
     /// Starts a new burst with its fade-in, and restarts the inner source.
+    /// Bursts follow a schedule in time; the thread writes them as they fall due.
+    var ringFit: RingFit { .none }
+
     func restart() {
         phase = 0
         offered = 0

@@ -5,6 +5,8 @@
 final class RenderedLoop {
     /// Frames in the loop; a whole number of clip passes at the device rate.
     let frameCount: Int
+    /// Frames of one pass of the signal; the loop holds a whole number of them.
+    let passFrames: Int
     let bytesPerFrame: Int
     private let storage: UnsafeMutableRawBufferPointer
 
@@ -16,6 +18,7 @@ final class RenderedLoop {
         // Rate conversion happens here, once, so the device needs no resampler in its chain.
         let passFrames = max(1, Int((Double(sourceFrames) * Double(format.sampleRate) / Double(clip.sampleRate)).rounded()))
         let passes = max(1, (minimumFrames + passFrames - 1) / passFrames)
+        self.passFrames = passFrames
         frameCount = passFrames * passes
         bytesPerFrame = format.bytesPerFrame
         storage = .allocate(byteCount: frameCount * bytesPerFrame, alignment: 16)
@@ -52,6 +55,7 @@ final class RenderedLoop {
     init(format: OutputFormat, passFrames: Int, minimumFrames: Int, quantizer: SampleQuantizer, sample: (Int) -> Double) {
         precondition(passFrames >= 1, "a loop holds at least one frame")
         let passes = max(1, (minimumFrames + passFrames - 1) / passFrames)
+        self.passFrames = passFrames
         frameCount = passFrames * passes
         bytesPerFrame = format.bytesPerFrame
         storage = .allocate(byteCount: frameCount * bytesPerFrame, alignment: 16)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CALSA
 import ControlProtocol
 import FoundationEssentials
 import KeepAlive
@@ -24,6 +25,7 @@ struct DevicesCommand: ParsableCommand {
     }
 
     func run() throws {
+        calsa_silence_library_errors()
         let devices = ALSADevice.playbackDevices()
         let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: devices, allowExclusive: exclusive))) }
         func pickedBy(_ device: ALSADevice) -> [String] { picks.filter { $0.1.contains(device.name) }.map(\.0.rawValue) }

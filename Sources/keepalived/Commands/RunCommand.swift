@@ -73,6 +73,9 @@ struct RunCommand: AsyncParsableCommand {
         // of its own, each keeping its free pages, and nothing here allocates often enough to
         // contend. Measured with bench/run: 1.63 → 1.59 MB private on PulseAudio.
         mallopt(M_ARENA_MAX, 1)
+        // alsa-lib prints every internal failure (an underrun, a lost server) to stderr; the
+        // daemon recovers from those on purpose and reports each once through its logger.
+        calsa_silence_library_errors()
         let options: PlaybackOptions
         let configuration: KeepAliveConfiguration
         do {

@@ -1,0 +1,69 @@
+import CALSA
+
+/// What an open PCM is built of, as alsa-lib's own dump names its layers ("Plug PCM: Linear
+/// conversion PCM (S16_LE)", "Slave: Hardware PCM card 0 …").
+///
+/// The ring loop needs a chain whose every layer hands the frames it is given to a kernel ring
+/// buffer unchanged in timing: the hardware itself, or per-sample conversions in front of it.
+/// Anything that mixes (dmix zero-fills what it played), shares, resamples with state, consumes
+/// (a sound server's plug-in, null, file) or is unknown makes the chain stream.
+///
+/// ```swift
+/// let chain = PCMChain(dump: "Plug PCM: Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n")
+/// chain.canLoopRing   // true
+/// ```
+struct PCMChain: Equatable {
+    /// The layers, outermost first ("Plug PCM", "Hardware PCM", …).
+    let layers: [String]
+
+    /// Layers that pass each sample straight to the next one: a ring filled through them replays
+    /// exactly what was written.
+    private static let transparent: [String] = [
+        "Plug PCM", "Linear conversion PCM", "Linear Integer <-> Linear Float conversion PCM",
+        "Route conversion PCM", "Copy conversion PCM", "Hooks PCM", "Soft volume PCM",
+    ]
+
+    /// Reads the layer names out of `snd_pcm_dump` text.
+    init(dump: String) {
+        var layers: [String] = []
+        for rawLine in dump.split(separator: "\n", omittingEmptySubsequences: true) {
+            // Setup and status lines are indented; "Its setup is:" heads them.
+            guard let first = rawLine.first, first != " ", first != "\t", !rawLine.hasPrefix("Its setup is") else { continue }
+            var line = Substring(rawLine)
+            if line.hasPrefix("Slave: ") { line = line.dropFirst("Slave: ".count) }
+            while let range = line.firstRange(of: "PCM") {
+                layers.append(String(line[..<range.upperBound]))
+                line = line[range.upperBound...]
+                // "Plug PCM: " names its slave on the same line.
+                guard line.hasPrefix(": ") else { break }
+                line = line.dropFirst(2)
+            }
+        }
+        self.layers = layers
+    }
+
+    /// The chain of an open PCM.
+    init(pcm: OpaquePointer) {
+        var output: OpaquePointer?
+        guard snd_output_buffer_open(&output) == 0, let output else {
+            self.init(dump: "")
+            return
+        }
+        defer { snd_output_close(output) }
+        snd_pcm_dump(pcm, output)
+        var text: UnsafeMutablePointer<CChar>?
+        let length = snd_output_buffer_string(output, &text)
+        guard let text, length > 0 else {
+            self.init(dump: "")
+            return
+        }
+        self.init(dump: String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self))
+    }
+
+    /// Whether the chain ends in a hardware ring that replays what it holds for ever once the
+    /// stream's stop threshold is the boundary.
+    var canLoopRing: Bool {
+        guard layers.last?.hasPrefix("Hardware PCM") == true else { return false }
+        return layers.dropLast().allSatisfy { layer in Self.transparent.contains { layer.hasPrefix($0) } }
+    }
+}

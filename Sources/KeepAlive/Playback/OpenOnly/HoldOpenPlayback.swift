@@ -1,0 +1,38 @@
+import CALSA
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension PlaybackLoop {
+    /// Open-only: the device is prepared and held, nothing is written. Some HDMI and USB sinks
+    /// stay awake while a stream is merely open. The state is looked at once a second (a plug-in
+    /// device reports no errors on a stream that never runs).
+    func holdOpen(_ pcm: PCMDevice, _ format: OutputFormat) -> Outcome {
+        perform(machine.flowing(at: clock.now))
+        while true {
+            switch doorbell.wait(.seconds(1), orReadable: watcher?.descriptor ?? -1) {
+            case .stopped:
+                pcm.drop()
+                return .stopped
+            case .readable:
+                let step = machine.sawWhilePlaying(watcher?.take() ?? [], at: clock.now)
+                if step.action != .none { return perform(step) }
+            case .timedOut, .rung:
+                break
+            }
+            report(.wrote(0))
+            if hasPendingConfiguration, takePendingConfiguration() {
+                do { try render(for: format) } catch { return lose(.unknown, "\(error)") }
+                // A signal to write now: open again to play it.
+                if source != nil { return .reconfigure }
+            }
+            switch pcm.state {
+            case SND_PCM_STATE_DISCONNECTED: return lose(.unplugged, "device disconnected while held open")
+            case SND_PCM_STATE_SUSPENDED: _ = pcm.prepare()
+            default: break
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import CALSA
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension PlaybackLoop {
+    /// The ring loop: fills the device's whole ring once with the signal tiled to its length,
+    /// starts it, and lets the hardware replay it for ever (the stream's stop threshold is the
+    /// boundary and the kernel writes no silence). The thread then sleeps on the PCM's
+    /// descriptors for errors only (a suspend, an unplug or a stopped stream raise POLLERR or
+    /// POLLHUP) and on its doorbell, and looks at the stream's health every
+    /// ``healthCheckInterval``: running, and its position moving. After any prepare the ring is
+    /// filled again.
+    func loopRing(_ pcm: PCMDevice, _ format: OutputFormat) -> Outcome {
+        guard source != nil else { return .reconfigure }
+        var descriptors: [pollfd]
+        do { descriptors = try pcm.pollDescriptors() } catch { return lose(.unknown, error.description) }
+        // Errors only: with period interrupts off nothing else could wake the thread, and where
+        // the device cannot switch them off the kernel re-checks the mask without returning.
+        for index in descriptors.indices { descriptors[index].events = 0 }
+        descriptors.append(pollfd(fd: doorbell.descriptor, events: Int16(POLLIN), revents: 0))
+        let pcmCount = descriptors.count - 1
+        let rate = format.sampleRate
+
+        /// Fills the ring from the signal's first frame and starts it; nil when it plays.
+        func fillAndStart() -> Outcome? {
+            source!.restart()
+            var remaining = format.bufferFrames
+            while remaining > 0 {
+                let (frames, chunk) = source!.peek(maximum: remaining)
+                let written = pcm.write(frames, frames: chunk)
+                if written == -Int(EAGAIN) { return lose(.unknown, "the device took less than its ring (\(format.bufferFrames - remaining) of \(format.bufferFrames) frames)") }
+                if written < 0 { return fail(Int32(truncatingIfNeeded: written), "write") }
+                source!.consume(written)
+                remaining -= written
+            }
+            let result = pcm.start()
+            if result < 0 { return fail(result, "start") }
+            report(.wrote(format.bufferFrames))
+            perform(machine.flowing(at: clock.now))
+            return nil
+        }
+
+        /// Handles a stream error; nil to go on playing (the ring is filled again when the
+        /// buffer was emptied).
+        func fail(_ code: Int32, _ operation: String) -> Outcome? {
+            let step = machine.streamFailed(
+                code, message: ALSAError(code: code, operation: operation).description,
+                dryAt: nil, seen: watcher?.take() ?? [], at: clock.now)
+            var restarted = false
+            if let outcome = repair(pcm, step, restarted: &restarted) { return outcome }
+            return restarted ? fillAndStart() : nil
+        }
+
+        if let outcome = fillAndStart() { return outcome }
+        var position = pcm.playedPosition
+        while true {
+            if doorbell.isRaised {
+                pcm.drop()
+                return .stopped
+            }
+            if hasPendingConfiguration, takePendingConfiguration() {
+                // A reload: render the new signal and refill the ring if it still loops in it
+                // (a drop and a refill: a gap of about a millisecond); else open again for it.
+                do { try render(for: format) } catch { return lose(.unknown, "\(error)") }
+                guard let next = source, next.ringFit.fits(ringFrames: format.bufferFrames) else { return .reconfigure }
+                pcm.drop()
+                let result = pcm.prepare()
+                if result < 0 { return perform(machine.repairFailed(result, message: ALSAError(code: result, operation: "prepare").description, at: clock.now)) }
+                if let outcome = fillAndStart() { return outcome }
+                position = pcm.playedPosition
+                continue
+            }
+            let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
+                for index in fds.indices { fds[index].revents = 0 }
+                return poll(fds.baseAddress, nfds_t(fds.count), Int32(clamping: Self.healthCheckInterval.milliseconds))
+            }
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return lose(.unknown, "poll: \(String(cString: strerror(errno)))")
+            }
+            if descriptors[pcmCount].revents != 0 {
+                doorbell.drain()
+                continue
+            }
+            if ready > 0 {
+                let events = descriptors.withUnsafeMutableBufferPointer { pcm.revents($0.baseAddress!, count: pcmCount) }
+                if let code = streamError(fromEvents: events, pcm) {
+                    if let outcome = fail(code, "poll") { return outcome }
+                    position = pcm.playedPosition
+                }
+                continue
+            }
+            // The health check: still running, and the hardware still moving through the ring.
+            let state = pcm.state
+            if state != SND_PCM_STATE_RUNNING {
+                let code: Int32 = switch state {
+                case SND_PCM_STATE_XRUN: -EPIPE
+                case SND_PCM_STATE_SUSPENDED: -ESTRPIPE
+                case SND_PCM_STATE_DISCONNECTED: -ENODEV
+                default: -EBADFD
+                }
+                if let outcome = fail(code, "state") { return outcome }
+                position = pcm.playedPosition
+                continue
+            }
+            guard let now = pcm.playedPosition, let before = position else {
+                position = pcm.playedPosition
+                continue
+            }
+            let moved = pcm.framesPlayed(from: before, to: now)
+            if moved <= 0 {
+                return lose(.stalled, "the device's position did not move for \(Self.format(Self.healthCheckInterval)) (ring loop)",
+                            since: clock.now - Self.healthCheckInterval)
+            }
+            position = now
+            // Frames played since the last look: the heartbeat, and the count in `status`.
+            report(.wrote(min(moved, rate * Int(Self.healthCheckInterval.components.seconds) * 2)))
+        }
+    }
+}
+
+extension RingFit {
+    /// Whether a ring of `ringFrames` holds the signal without a seam.
+    func fits(ringFrames: Int) -> Bool {
+        switch self {
+        case .multiple(let frames): frames >= 1 && ringFrames % frames == 0
+        case .anyLength: true
+        case .none: false
+        }
+    }
+}

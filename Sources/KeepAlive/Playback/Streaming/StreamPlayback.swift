@@ -1,0 +1,126 @@
+import CALSA
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension PlaybackLoop {
+    /// Streams the signal: writes when the ``StreamPacer`` says the device has room, sleeps on the
+    /// clock in between (never on the device's descriptors, which fire every period on dmix and
+    /// whenever a sound server pulls audio), and looks at the descriptors without waiting after
+    /// each sleep for what they report (plug-ins signal a failed stream, hardware an xrun or an
+    /// unplug, through them). Recovers underruns and suspends in place. Nothing in here
+    /// allocates once the descriptors are fetched.
+    func stream(_ pcm: PCMDevice, _ format: OutputFormat) -> Outcome {
+        guard var source else { return .reconfigure }
+        var descriptors: [pollfd]
+        do { descriptors = try pcm.pollDescriptors() } catch { return lose(.unknown, error.description) }
+        let rate = Double(format.sampleRate)
+        let buffer = format.bufferFrames
+        var pacer = StreamPacer(format: format, at: clock.now)
+        var stalls = StallDetector(window: StallDetector.window(threshold: pacer.threshold, rate: format.sampleRate), at: clock.now)
+        /// When the queued audio runs out if nothing more is written: the start of the silence an
+        /// underrun reports (the process may have been stopped long after the buffer ran dry).
+        var drainsAt = clock.now
+
+        /// Handles a stream error; nil to go on playing.
+        func fail(_ code: Int32, _ operation: String) -> Outcome? {
+            let now = clock.now
+            let step = machine.streamFailed(
+                code, message: ALSAError(code: code, operation: operation).description,
+                dryAt: drainsAt < now ? drainsAt : nil, seen: watcher?.take() ?? [], at: now)
+            var restarted = false
+            if let outcome = repair(pcm, step, restarted: &restarted) { return outcome }
+            // A prepared buffer is empty: the signal starts again at its first frame.
+            if restarted { source.restart() }
+            pacer.restart(at: clock.now)
+            stalls.restart(at: clock.now)
+            return nil
+        }
+
+        while true {
+            if doorbell.isRaised {
+                pcm.drop()
+                return .stopped
+            }
+            if hasPendingConfiguration, takePendingConfiguration() {
+                // A reload: the new signal continues where the queued audio ends, on the same
+                // open stream. Rendering allocates here, once, never in the steady state.
+                do { try render(for: format) } catch { return lose(.unknown, "\(error)") }
+                // Open-only now: the device is opened again for it.
+                guard let next = self.source else { return .reconfigure }
+                source = next
+            }
+            let available = pcm.available()
+            if available < 0 {
+                if let outcome = fail(Int32(truncatingIfNeeded: available), "avail") { return outcome }
+                continue
+            }
+            let now = clock.now
+            stalls.observe(available: available, bufferFrames: buffer, at: now)
+            let writable = pacer.writable(available: available, at: now)
+            if writable > 0 {
+                var remaining = writable
+                var total = 0
+                var failure: Int32?
+                while remaining > 0 {
+                    let (frames, chunk) = source.peek(maximum: remaining)
+                    let written = pcm.write(frames, frames: chunk)
+                    if written == -Int(EAGAIN) { break }
+                    if written < 0 {
+                        failure = Int32(truncatingIfNeeded: written)
+                        break
+                    }
+                    source.consume(written)
+                    remaining -= written
+                    total += written
+                }
+                if total > 0 { report(.wrote(total)) }
+                if let failure {
+                    if let outcome = fail(failure, "write") { return outcome }
+                    continue
+                }
+                if total > 0 {
+                    let after = clock.now
+                    var left = available - total
+                    var reread: Int?
+                    if pacer.checksNextWrite {
+                        let now = pcm.available()
+                        if now >= 0 { reread = now; left = now }
+                    }
+                    if pacer.wrote(total, availableBefore: available, availableAfter: reread) {
+                        report(.notice("device takes audio faster than real time; pacing writes to the clock"))
+                    }
+                    stalls.wrote(availableAfter: left, at: after)
+                    drainsAt = after + .seconds(Double(buffer - left) / rate)
+                    if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
+                    perform(machine.flowing(at: after))
+                    continue
+                }
+                // Room reported but nothing taken (EAGAIN): look again after a sleep.
+            }
+            if let since = stalls.stalled(at: now) {
+                return lose(.stalled, "no playback progress for \(Self.format(since.duration(to: now))) (device or server stalled)", since: since)
+            }
+            let due = min(pacer.nextCheck(available: available, at: now), now + stalls.remaining(at: now))
+            switch doorbell.wait(now.duration(to: due), orReadable: watcher?.descriptor ?? -1) {
+            case .stopped, .timedOut, .rung:
+                break
+            case .readable:
+                // A sound server's socket created again while this stream plays: the server
+                // restarted under it.
+                let step = machine.sawWhilePlaying(watcher?.take() ?? [], at: clock.now)
+                if step.action != .none { return perform(step) }
+            }
+            // What a poll would have reported, without waiting.
+            let events = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
+                pcm.refreshPollDescriptors(fds.baseAddress!, count: fds.count)
+                for index in fds.indices { fds[index].revents = 0 }
+                _ = poll(fds.baseAddress, nfds_t(fds.count), 0)
+                return pcm.revents(fds.baseAddress!, count: fds.count)
+            }
+            if let code = streamError(fromEvents: events, pcm), let outcome = fail(code, "poll") { return outcome }
+        }
+    }
+}

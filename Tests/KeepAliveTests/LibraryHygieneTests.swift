@@ -1,0 +1,31 @@
+import Glibc
+import Logging
+import Testing
+@testable import KeepAlive
+
+/// A library changes no process-wide setting behind its caller's back.
+@Suite("Library hygiene", .serialized)
+struct LibraryHygieneTests {
+    @Test("opening, failing and scanning devices leaves alsa-lib's error handler as the application set it")
+    func alsaErrorHandlerUntouched() async throws {
+        let before = Self.alsaErrorHandler()
+        _ = ALSADevice.playbackDevices()
+        var configuration = KeepAliveConfiguration(devices: ["keepalive_no_such_pcm"])
+        configuration.retry = RetryPolicy(initialDelay: .milliseconds(5), maximumDelay: .milliseconds(10))
+        let manager = try KeepAliveManager(configuration: configuration, logger: Logger(label: "test"))
+        manager.start()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while manager.outputs.first?.lastError == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        manager.stop()
+        #expect(manager.outputs.first?.lastError != nil, "the open was tried and failed")
+        #expect(Self.alsaErrorHandler() == before)
+        #expect(before != nil)
+    }
+
+    /// alsa-lib's `snd_lib_error`, the handler in force, read through its symbol (Swift does not
+    /// let a test read a C global that other threads may write).
+    static func alsaErrorHandler() -> UnsafeRawPointer? {
+        guard let library = dlopen("libasound.so.2", RTLD_NOW | RTLD_NOLOAD), let symbol = dlsym(library, "snd_lib_error") else { return nil }
+        return symbol.load(as: UnsafeRawPointer?.self)
+    }
+}

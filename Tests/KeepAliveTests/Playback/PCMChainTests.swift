@@ -1,0 +1,44 @@
+import Testing
+@testable import KeepAlive
+
+/// Which PCM chains replay their ring on their own, from alsa-lib's dump text.
+@Suite("PCM chains")
+struct PCMChainTests {
+    @Test("hardware, and per-sample conversions over it, can loop their ring", arguments: [
+        "Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\nIts setup is:\n  stream       : PLAYBACK\n",
+        "Plug PCM: Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n",
+        "Plug PCM: Linear conversion PCM (S32_LE)\nIts setup is:\n  stream : PLAYBACK\nSlave: Hardware PCM card 1 'USB' device 0 subdevice 0\n",
+        "Hooks PCM\nIts setup is:\n  format : S16_LE\nSlave: Hardware PCM card 0 'HDA Intel PCH' device 3 subdevice 0\n",
+    ])
+    func loops(_ dump: String) {
+        #expect(PCMChain(dump: dump).canLoopRing, "\(PCMChain(dump: dump).layers)")
+    }
+
+    @Test("mixing, sharing, resampling, servers, null and unknown layers stream", arguments: [
+        "Plug PCM: Direct Stream Mixing PCM\nIts setup is:\n  stream : PLAYBACK\nSlave: Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n",
+        "Direct Stream Mixing PCM\nSlave: Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n",
+        "Plug PCM: Rate conversion PCM (48000)\nSlave: Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n",
+        "ALSA <-> PulseAudio PCM I/O Plugin\n",
+        "Null PCM\n",
+        "File PCM (file=/tmp/x.raw)\nSlave: Null PCM\n",
+        "Something New PCM\nSlave: Hardware PCM card 0 'X' device 0 subdevice 0\n",
+        "",
+    ])
+    func streams(_ dump: String) {
+        #expect(!PCMChain(dump: dump).canLoopRing, "\(PCMChain(dump: dump).layers)")
+    }
+
+    @Test("layers are read outermost first")
+    func layers() {
+        let chain = PCMChain(dump: "Plug PCM: Linear conversion PCM (S32_LE)\nIts setup is:\n  x\nSlave: Hardware PCM card 1 'USB' device 0 subdevice 0\n")
+        #expect(chain.layers == ["Plug PCM", "Linear conversion PCM", "Hardware PCM"])
+    }
+
+    @Test("the format preference order matches the documented rule")
+    func preferenceOrder() {
+        #expect(SampleFormat.s16.preferenceOrder == [.s16, .s24, .u8, .s32, .float32], "8 bits below is nearer than 16 above")
+        #expect(SampleFormat.s24.preferenceOrder == [.s24, .s32, .float32, .s16, .u8])
+        #expect(SampleFormat.float32.preferenceOrder == [.float32, .s32, .s24, .s16, .u8])
+        #expect(SampleFormat.u8.preferenceOrder == [.u8, .s16, .s24, .s32, .float32])
+    }
+}

@@ -1,0 +1,102 @@
+import Testing
+@testable import KeepAlive
+
+/// Pacing from the device's own position: simulated devices whose clocks run fast, slow and not
+/// at all, against the system clock.
+@Suite("Stream pacer")
+struct StreamPacerTests {
+    /// A device playing `rate × speed` frames per second of system time, with `buffer` frames.
+    struct SimulatedDevice {
+        let buffer: Int
+        let rate: Double
+        let speed: Double
+        var queued = 0
+        var played = 0.0
+        var underruns = 0
+
+        mutating func advance(by seconds: Double) {
+            let frames = seconds * rate * speed
+            if Double(queued) < frames { underruns += 1 }
+            let taken = min(Double(queued), frames)
+            played += taken
+            queued -= Int(taken.rounded(.up))
+            queued = max(queued, 0)
+        }
+
+        var available: Int { buffer - queued }
+    }
+
+    /// Runs `seconds` of simulated time: sleeps until the pacer's next check, writes what it
+    /// allows. Returns the device and the number of wakeups.
+    func run(speed: Double, format: OutputFormat, seconds: Double) -> (SimulatedDevice, Int) {
+        var device = SimulatedDevice(buffer: format.bufferFrames, rate: Double(format.sampleRate), speed: speed)
+        let start = ContinuousClock.now
+        var now = start
+        var pacer = StreamPacer(format: format, at: now)
+        var wakeups = 0
+        while start.duration(to: now) < .seconds(seconds) {
+            let writable = pacer.writable(available: device.available, at: now)
+            if writable > 0 {
+                let before = device.available
+                device.queued += writable
+                _ = pacer.wrote(writable, availableBefore: before, availableAfter: pacer.checksNextWrite ? device.available : nil)
+            }
+            let next = pacer.nextCheck(available: device.available, at: now)
+            device.advance(by: now.duration(to: next).seconds)
+            now = next
+            wakeups += 1
+        }
+        return (device, wakeups)
+    }
+
+    let hardware = OutputFormat(sampleFormat: .s16, sampleRate: 48000, channels: 2, bufferFrames: 96000, periodFrames: 48000)
+    let dmix = OutputFormat(sampleFormat: .s16, sampleRate: 48000, channels: 2, bufferFrames: 16384, periodFrames: 1024)
+
+    @Test("no drift of either sign starves the device", arguments: [0.9, 0.99, 0.998, 1.0, 1.002, 1.005, 1.01, 1.05, 1.2])
+    func drift(_ speed: Double) {
+        for format in [hardware, dmix] {
+            let (device, _) = run(speed: speed, format: format, seconds: 600)
+            #expect(device.underruns == 0, "speed \(speed), buffer \(format.bufferFrames): \(device.underruns) underruns")
+        }
+    }
+
+    @Test("on dmix it wakes about twice per buffer, not once per period")
+    func dmixWakeups() {
+        let (_, wakeups) = run(speed: 1, format: dmix, seconds: 60)
+        let perSecond = Double(wakeups) / 60
+        // 16384 frames at 48 kHz, written when half is free: about 5.9 a second (aplay: 47).
+        #expect(perSecond > 5 && perSecond < 7, "\(perSecond) wakeups/s")
+    }
+
+    @Test("on a 2 s hardware buffer it wakes about once a second")
+    func hardwareWakeups() {
+        let (_, wakeups) = run(speed: 1, format: hardware, seconds: 120)
+        #expect(abs(Double(wakeups) / 120 - 1) < 0.1, "\(wakeups) wakeups in 120 s")
+    }
+
+    @Test("a device that swallows everything at once is found at the first write and held to the clock")
+    func nonPacingDevice() {
+        let start = ContinuousClock.now
+        var pacer = StreamPacer(format: hardware, at: start)
+        #expect(pacer.checksNextWrite)
+        let writable = pacer.writable(available: 96000, at: start)
+        #expect(writable == 96000)
+        // null: all of it is free again right after the write.
+        let found = pacer.wrote(writable, availableBefore: 96000, availableAfter: 96000)
+        #expect(found)
+        #expect(pacer.pacedByClock)
+        #expect(pacer.writable(available: 96000, at: start + .milliseconds(10)) == 0, "one buffer ahead of the clock already")
+        let due = pacer.nextCheck(available: 96000, at: start + .milliseconds(10))
+        #expect(abs(start.duration(to: due).seconds - 1.002) < 0.01, "half a buffer of real time later")
+        #expect(pacer.writable(available: 96000, at: due) >= 48000)
+    }
+
+    @Test("a real device or a sound server frees nothing between a write and the next look")
+    func pacingDevice() {
+        let start = ContinuousClock.now
+        var pacer = StreamPacer(format: hardware, at: start)
+        let found = pacer.wrote(96000, availableBefore: 96000, availableAfter: 12)
+        #expect(!found)
+        #expect(!pacer.pacedByClock)
+    }
+}
