@@ -1,0 +1,200 @@
+"""Helpers for test scripts that run inside the VM rig's guest (python3, standard library).
+
+The rig puts this directory on PYTHONPATH, so a guest script does `import vmtest as vt`.
+
+Reporting: every test prints one line, `ok NAME: detail`, `FAIL NAME: detail` or
+`SKIP NAME: detail`; Tests/VM/run counts them.  End the script with `vt.finish()` (exit 1 if
+any test failed).
+
+Waiting: never sleep and hope.  `vt.wait_until(predicate, timeout)` polls an observable state
+with a bounded deadline and returns a Wait (truthy when the predicate held; .value, .seconds).
+
+The host: `vt.host("unplug", "usbaudio")` asks the rig on the host to act (QMP device_del,
+device_add, system_wakeup, ...) and returns (rc, text) once it has; see HOST VERBS in
+Tests/VM/README.md.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+SERIAL = os.environ.get("VM_SERIAL", "/dev/ttyS1")
+IO = os.environ.get("VM_IO", "/run/vm-io")
+_counts = {"ok": 0, "FAIL": 0, "SKIP": 0}
+
+
+# -- reporting -------------------------------------------------------------------------------
+
+def _report(kind, name, detail):
+    _counts[kind] += 1
+    print(f"{kind} {name}: {detail}", flush=True)
+
+
+def ok(name, detail=""):
+    _report("ok", name, detail)
+    return True
+
+
+def fail(name, detail=""):
+    _report("FAIL", name, detail)
+    return False
+
+
+def skip(name, detail=""):
+    _report("SKIP", name, detail)
+
+
+def check(name, condition, detail=""):
+    """ok or FAIL depending on condition; returns condition."""
+    return ok(name, detail) if condition else fail(name, detail)
+
+
+def note(text):
+    """A line of information (not a test result)."""
+    print(f"# {text}", flush=True)
+
+
+def failed():
+    return _counts["FAIL"]
+
+
+def finish():
+    sys.exit(1 if _counts["FAIL"] else 0)
+
+
+# -- time and waiting ------------------------------------------------------------------------
+
+def uptime():
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
+class Wait:
+    def __init__(self, value, seconds):
+        self.value = value
+        self.seconds = seconds
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __repr__(self):
+        return f"Wait({self.value!r}, {self.seconds:.2f} s)"
+
+
+def wait_until(predicate, timeout, interval=0.05):
+    """Poll predicate() until it returns something truthy or `timeout` seconds pass.
+    Returns a Wait: truthy with .value on success, falsy on timeout; .seconds waited."""
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    while True:
+        v = predicate()
+        if v:
+            return Wait(v, time.monotonic() - t0)
+        if time.monotonic() >= deadline:
+            return Wait(v, time.monotonic() - t0)
+        time.sleep(interval)
+
+
+# -- sound state -----------------------------------------------------------------------------
+
+def read(path, default=None):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return default
+
+
+def codec_power(card=0, codec=0):
+    """(power_on_acct, power_off_acct) of an HDA codec in ms, or None without the counters."""
+    base = f"/sys/class/sound/hwC{card}D{codec}"
+    on, off = read(f"{base}/power_on_acct"), read(f"{base}/power_off_acct")
+    if on is None or off is None:
+        return None
+    return int(on), int(off)
+
+
+def cards():
+    """{index: (id, description)} from /proc/asound/cards."""
+    out = {}
+    for m in re.finditer(r"^\s*(\d+)\s+\[(\S+)\s*\]:\s*(.*)$", read("/proc/asound/cards", ""), re.M):
+        out[int(m.group(1))] = (m.group(2), m.group(3).strip())
+    return out
+
+
+def card_index(pattern):
+    """Index of the first card whose id or description matches the regex, or None."""
+    for i, (cid, desc) in cards().items():
+        if re.search(pattern, cid) or re.search(pattern, desc):
+            return i
+    return None
+
+
+def pcm_status(card=0, device=0, sub=0, stream="p"):
+    """/proc/asound/cardC/pcmD{p,c}/subS/status as a dict ({'state': 'CLOSED'} when closed,
+    None when the substream does not exist)."""
+    text = read(f"/proc/asound/card{card}/pcm{device}{stream}/sub{sub}/status")
+    if text is None:
+        return None
+    if text.strip() == "closed":
+        return {"state": "CLOSED"}
+    d = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            d[k.strip()] = v.strip()
+    return d
+
+
+def pcm_state(card=0, device=0, sub=0, stream="p"):
+    s = pcm_status(card, device, sub, stream)
+    return s.get("state") if s else None
+
+
+def hw_params(card=0, device=0, sub=0, stream="p"):
+    """/proc/asound/cardC/pcmD{p,c}/subS/hw_params as a dict ({} when closed)."""
+    text = read(f"/proc/asound/card{card}/pcm{device}{stream}/sub{sub}/hw_params", "")
+    d = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            d[k.strip()] = v.strip()
+    return d
+
+
+# -- the host --------------------------------------------------------------------------------
+
+_seq = [0]
+
+
+def host(verb, *args, timeout=60.0):
+    """Ask the rig on the host to do something; returns (rc, text) once it has.
+    Verbs: unplug ID, replug ID, wakeup [DELAY], wake-on-suspend DELAY|off, hmp CMD...,
+    qmp COMMAND [JSON], events, time (and any the scenario's host side adds)."""
+    _seq[0] += 1
+    rid = f"{os.getpid()}-{_seq[0]}-{time.monotonic_ns()}"
+    line = " ".join(["@@HOST", rid, verb] + [str(a) for a in args]) + "\n"
+    fd = os.open(SERIAL, os.O_WRONLY | os.O_NOCTTY)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+    ack = os.path.join(IO, ".ack", rid)
+    w = wait_until(lambda: os.path.exists(ack), timeout, 0.02)
+    if not w:
+        return 124, f"no answer from the host within {timeout} s"
+    text = read(ack, "")
+    rc, _, rest = text.partition("\n")
+    return int(rc or 1), rest
+
+
+# -- processes -------------------------------------------------------------------------------
+
+def run(cmd, timeout=60, **kw):
+    """subprocess.run with text output captured (stdout and stderr together)."""
+    if isinstance(cmd, str):
+        cmd = ["/bin/sh", "-c", cmd]
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout, **kw)
