@@ -41,8 +41,6 @@ let package = Package(
                 "ControlProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             exclude: ["ControlProtocol"],
             linkerSettings: [

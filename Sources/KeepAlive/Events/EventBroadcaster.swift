@@ -39,6 +39,8 @@ final class EventBroadcaster: Sendable {
     private struct Subscribers {
         var nextID = 0
         var table: [Int: Subscriber] = [:]
+        /// Plain callbacks, for an owner that waits in poll rather than in a task.
+        var observers: [@Sendable (KeepAliveEvent) -> Void] = []
     }
 
     /// The table lives in a box of its own so that a stream's termination handler can hold it
@@ -80,8 +82,17 @@ final class EventBroadcaster: Sendable {
         return stream
     }
 
+    /// Calls `observer` with every event from now on, on the thread that publishes it (a
+    /// playback thread): it must not block. For a daemon that waits in `poll` and has no task to
+    /// read a stream in.
+    func observe(_ observer: @escaping @Sendable (KeepAliveEvent) -> Void) {
+        table.subscribers.withLock { $0.observers.append(observer) }
+    }
+
     /// Delivers `event` to every subscriber without waiting for any of them.
     func publish(_ event: KeepAliveEvent) {
+        let observers = table.subscribers.withLock { $0.observers }
+        for observer in observers { observer(event) }
         // Yield outside the lock: the lock stays short, and a termination handler (which takes
         // it) can never run under it.
         let targets = table.subscribers.withLock { state in state.table.map { ($0.key, $0.value.continuation) } }

@@ -21,7 +21,7 @@ public final class KeepAliveManager: Sendable {
     private let broadcaster = EventBroadcaster()
 
     /// State read by any thread; the records inside carry their own locks.
-    private struct Shared {
+    struct Shared {
         var isOn = true
         var running = false
         var configuration: KeepAliveConfiguration
@@ -29,7 +29,7 @@ public final class KeepAliveManager: Sendable {
         var records: [OutputRecord]
     }
 
-    private let shared: Locked<Shared>
+    let shared: Locked<Shared>
     /// The running loops by device; only ``start()``, ``stop()`` and ``reconfigure(_:)`` touch
     /// them, one at a time. Kept apart from `shared` because stopping joins threads that report
     /// through it.
@@ -70,15 +70,7 @@ public final class KeepAliveManager: Sendable {
 
     /// The overall state: ``KeepAliveState/playing`` when every output plays, otherwise the state
     /// of the first output that does not.
-    public var state: KeepAliveState {
-        let (running, records) = shared.withLock { ($0.running, $0.records) }
-        guard running else { return .stopped }
-        // A selection that has found no output yet is waiting for one.
-        guard !records.isEmpty else { return .waitingForDevice(.noDevice) }
-        let states = records.map { $0.fields.withLock { $0.status.state } }
-        if let starting = states.first(where: { $0 == .starting }) { return starting }
-        return states.first(where: { $0 != .playing }) ?? .playing
-    }
+    public var state: KeepAliveState { snapshot.state }
 
     /// A snapshot of every output.
     public var outputs: [OutputStatus] { shared.withLock { $0.records }.map(\.snapshot) }
@@ -122,6 +114,13 @@ public final class KeepAliveManager: Sendable {
     /// }
     /// ```
     public var events: AsyncStream<KeepAliveEvent> { broadcaster.subscribe() }
+
+    /// Calls `observer` with every event from now on, on the playback thread that caused it (it
+    /// must not block: write to an eventfd, say). For the daemon, whose main thread waits in one
+    /// `poll` with no Swift concurrency running; embedders use ``events``.
+    package func observe(_ observer: @escaping @Sendable (KeepAliveEvent) -> Void) {
+        broadcaster.observe(observer)
+    }
 
     /// The broadcaster behind ``events``, for tests that inspect subscriber buffers.
     var eventBroadcaster: EventBroadcaster { broadcaster }

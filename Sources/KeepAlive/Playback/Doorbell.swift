@@ -20,34 +20,34 @@ import Synchronization
 /// Concurrency: raised or rung by any thread, read by the playback thread. The flag is an atomic
 /// (release on raise, acquire on read) and the eventfd is only written, polled and drained,
 /// all safe from any thread; the descriptor is closed in `deinit`, after the last user let go.
-final class Doorbell: Sendable {
+package final class Doorbell: Sendable {
     /// An eventfd: readable once signalled.
-    let descriptor: Int32
+    package let descriptor: Int32
     private let raised = Atomic<Bool>(false)
 
-    init() {
+    package init() {
         descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         precondition(descriptor >= 0, "eventfd failed: errno \(errno)")
     }
 
     deinit { close(descriptor) }
 
-    var isRaised: Bool { raised.load(ordering: .acquiring) }
+    package var isRaised: Bool { raised.load(ordering: .acquiring) }
 
     /// Asks the thread to stop; every later wait returns at once.
-    func raise() {
+    package func raise() {
         raised.store(true, ordering: .releasing)
         ring()
     }
 
     /// Wakes the thread from its current wait without stopping it.
-    func ring() {
+    package func ring() {
         var one: UInt64 = 1
         _ = write(descriptor, &one, 8)
     }
 
     /// Clears the rings seen so far (never a stop), so the next wait sleeps again.
-    func drain() {
+    package func drain() {
         guard !isRaised else { return }
         var count: UInt64 = 0
         _ = read(descriptor, &count, 8)

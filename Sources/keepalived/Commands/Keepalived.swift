@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct Keepalived: AsyncParsableCommand {
+struct Keepalived: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keepalived",
         abstract: "Keeps audio outputs awake with an inaudible stream.",

@@ -6,11 +6,10 @@ import ArgumentParser
 import CALSA
 import KeepAlive
 import Logging
-import ServiceLifecycle
 import Synchronization
 
 /// `keepalived run`: play in the foreground until SIGINT or SIGTERM.
-struct RunCommand: AsyncParsableCommand {
+struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Play the keep-alive stream in the foreground until SIGINT or SIGTERM.",
@@ -68,7 +67,7 @@ struct RunCommand: AsyncParsableCommand {
         return words
     }
 
-    func run() async throws {
+    func run() throws {
         // One malloc arena for the whole daemon: glibc gives each thread that allocates an arena
         // of its own, each keeping its free pages, and nothing here allocates often enough to
         // contend. Measured with bench/run: 1.63 → 1.59 MB private on PulseAudio.
@@ -87,53 +86,51 @@ struct RunCommand: AsyncParsableCommand {
         }
         DaemonLogHandler.bootstrap(verbose: options.verbose)
         let logger = Logger(label: "keepalived")
+        // Before any thread starts, so that every thread inherits the blocked signals and only
+        // the main loop's signalfd sees them.
+        let signals: SignalDescriptor
+        do { signals = try DaemonRuntime.blockSignals() } catch {
+            printError("keepalived: error: cannot receive signals: \(error)")
+            throw SysExit.osError
+        }
         let manager = try KeepAliveManager(configuration: configuration, logger: logger)
         let started = ContinuousClock.now
         let paths = socket.paths
-        let shutdown = ShutdownSwitch()
+        let stopRequest = StopRequest()
         let reloader = Reloader(manager: manager, logger: logger) { try currentOptions().makeConfiguration() }
 
         let control: ControlServer
         do {
             control = try ControlServer(paths: paths, logger: logger, handlers: .init(
                 status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile) },
-                stop: { shutdown.trigger() },
+                stop: { stopRequest.trigger() },
                 reload: { reloader.reload(trigger: "control socket") }))
         } catch {
             printError("keepalived: error: \(error)")
             if case .alreadyRunning = error { throw SysExit.tempFail }
             throw SysExit.cannotCreate
         }
-
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: KeepAliveService(manager: manager)),
-            .init(service: control),
-            .init(service: ReloadOnHangup(reloader: reloader)),
-        ]
-        if let selection = options.selection {
-            services.append(.init(service: OutputScanner(
-                manager: manager, selection: selection, named: options.devices, allowExclusive: options.exclusive, logger: logger)))
+        let scanner = options.selection.map {
+            OutputScanner(manager: manager, selection: $0, named: options.devices, allowExclusive: options.exclusive, logger: logger)
         }
-        if let notifier = SystemdNotifier(manager: manager, logger: logger) {
-            services.append(.init(service: notifier))
+        let runtime = DaemonRuntime(
+            manager: manager, control: control, reloader: reloader,
+            notifier: SystemdNotifier(manager: manager, logger: logger), scanner: scanner, signals: signals, logger: logger)
+        stopRequest.arm(runtime)
+        do { try runtime.run() } catch {
+            printError("keepalived: error: \(error)")
+            throw SysExit.osError
         }
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        shutdown.arm(group)
-        try await group.run()
     }
 }
 
-/// Lets the control socket's `stop` request end the service group the same way SIGTERM does.
-final class ShutdownSwitch: Sendable {
-    private let group = Mutex<ServiceGroup?>(nil)
+/// Lets the control socket's `stop` request end the main loop the same way SIGTERM does.
+final class StopRequest: Sendable {
+    private let runtime = Mutex<DaemonRuntime?>(nil)
 
-    func arm(_ group: ServiceGroup) { self.group.withLock { $0 = group } }
+    func arm(_ runtime: DaemonRuntime) { self.runtime.withLock { $0 = runtime } }
 
-    func trigger() {
-        guard let group = group.withLock({ $0 }) else { return }
-        Task { await group.triggerGracefulShutdown() }
-    }
+    func trigger() { runtime.withLock { $0 }?.requestStop() }
 }
 
 extension DaemonStatus {

@@ -7,7 +7,7 @@ import Musl
 
 /// `keepalived start`: launch `keepalived run` as a detached daemon and return once it plays or
 /// waits for its device.
-struct StartCommand: AsyncParsableCommand {
+struct StartCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "start",
         abstract: "Start a background daemon with run's options; return once it plays or waits for its device.",
@@ -26,7 +26,7 @@ struct StartCommand: AsyncParsableCommand {
     /// glibc's POSIX_SPAWN_SETSID (2.26+), hidden behind _GNU_SOURCE in Swift's Glibc module.
     private static let spawnSetSID: Int32 = 0x80
 
-    func run() async throws {
+    func run() throws {
         // Refuse bad options and clips here, so no daemon is ever started only to die.
         do {
             _ = try playback.makeConfiguration()
@@ -70,7 +70,7 @@ struct StartCommand: AsyncParsableCommand {
                 unlink(paths.socket)
                 throw CleanExit.failure("the daemon did not become ready within \(Self.readinessTimeout); killed it", code: SysExit.software).exit()
             }
-            try? await Task.sleep(for: .milliseconds(10))
+            sleep(for: .milliseconds(10))
         }
     }
 

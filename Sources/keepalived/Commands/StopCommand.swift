@@ -6,7 +6,7 @@ import Musl
 #endif
 
 /// `keepalived stop`: ask the daemon to stop and wait until it is gone.
-struct StopCommand: AsyncParsableCommand {
+struct StopCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stop",
         abstract: "Stop the running daemon and wait until it has exited.",
@@ -14,7 +14,7 @@ struct StopCommand: AsyncParsableCommand {
 
     @OptionGroup var socket: SocketOption
 
-    func run() async throws {
+    func run() throws {
         let paths = socket.paths
         let pid: Int32
         switch ControlClient.send("stop", to: paths) {
@@ -37,7 +37,7 @@ struct StopCommand: AsyncParsableCommand {
                 unlink(paths.socket)
                 break
             }
-            try? await Task.sleep(for: .milliseconds(5))
+            sleep(for: .milliseconds(5))
         }
         printOutput("keepalived stopped (pid \(pid))")
     }

@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The sysexits.h codes keepalived uses, so scripts and systemd can tell failures apart.
 enum SysExit {
@@ -12,6 +15,17 @@ enum SysExit {
     static let software = ExitCode(70)
     /// Cannot create a needed file or socket.
     static let cannotCreate = ExitCode(73)
+    /// EX_OSERR: the system refused something the daemon cannot run without (signalfd, poll).
+    static let osError = ExitCode(71)
     /// A temporary failure; try again.
     static let tempFail = ExitCode(75)
+}
+
+/// Sleeps the calling thread: the shell commands wait without Swift concurrency (nothing else
+/// runs while they wait, and the daemon they start must not inherit a dispatch runtime).
+func sleep(for duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
 }

@@ -1,7 +1,6 @@
 import ControlProtocol
 import KeepAlive
 import Logging
-import ServiceLifecycle
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -12,10 +11,10 @@ import Musl
 /// The daemon's control socket: one Unix stream socket, only its owner (or root) may talk to it.
 ///
 /// It runs on a thread of its own, blocked in poll, so that no client (slow, hostile or many at
-/// once) can delay the playback threads or the service group. Each connection gets at most
+/// once) can delay the playback threads or the daemon's main loop. Each connection gets at most
 /// ``maximumRequestBytes`` per line, ``maximumClients`` connections are served at once (more are
 /// told "busy" and closed), and a connection idle for ``clientTimeout`` is closed.
-final class ControlServer: Service, @unchecked Sendable {
+final class ControlServer: @unchecked Sendable {
     static let maximumRequestBytes = 64 * 1024
     static let maximumClients = 32
     static let clientTimeout: Duration = .seconds(5)
@@ -79,13 +78,22 @@ final class ControlServer: Service, @unchecked Sendable {
         close(stopWriter)
     }
 
-    func run() async throws {
+    private var thread: ServerThread?
+
+    /// Starts serving on a thread of its own.
+    func start() {
         let thread = ServerThread(server: self)
         thread.start()
-        try? await gracefulShutdown()
+        self.thread = thread
+    }
+
+    /// Stops serving: the thread ends, the socket file is removed.
+    func stop() {
+        guard let thread else { return }
         var byte: UInt8 = 1
         _ = write(stopWriter, &byte, 1)
         thread.join()
+        self.thread = nil
         unlink(path)
     }
 

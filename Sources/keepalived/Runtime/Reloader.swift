@@ -1,11 +1,11 @@
 import ControlProtocol
 import KeepAlive
 import Logging
-import ServiceLifecycle
-import UnixSignals
 
-/// Rereads the options and applies them to the running manager. Outputs whose device stays
-/// keep playing; a bad options file is refused and the running configuration kept.
+/// Rereads the options and applies them to the running manager (SIGHUP, `systemctl reload`, the
+/// control socket's `reload`). Outputs whose device stays keep playing; a bad options file is
+/// refused and the running configuration kept. Called on the daemon's main thread or the
+/// control socket's, never on a cooperative pool: reconfiguring may join playback threads.
 struct Reloader: Sendable {
     let manager: KeepAliveManager
     let logger: Logger
@@ -28,19 +28,5 @@ struct Reloader: Sendable {
             logger.error("reload refused; keeping the running configuration", metadata: ["trigger": "\(trigger)", "error": "\(error)"])
             return .failure("reload refused: \(error)")
         }
-    }
-}
-
-/// `systemctl reload` sends SIGHUP: reread the options, as the control socket's `reload` does.
-struct ReloadOnHangup: Service {
-    let reloader: Reloader
-
-    func run() async throws {
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
-        await withGracefulShutdownHandler {
-            for await _ in hangups.cancelOnGracefulShutdown() {
-                _ = reloader.reload(trigger: "SIGHUP")
-            }
-        } onGracefulShutdown: {}
     }
 }

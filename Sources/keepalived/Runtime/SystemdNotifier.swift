@@ -1,6 +1,5 @@
 import KeepAlive
 import Logging
-import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -8,17 +7,29 @@ import Musl
 #endif
 
 /// Speaks systemd's notify protocol when `NOTIFY_SOCKET` is set: `READY=1` once every output is
-/// playing or waiting for its device, a `STATUS=` line per state change, `STOPPING=1` on
-/// shutdown, and `WATCHDOG=1` only while the playback loops keep reporting (a wedged loop stops
-/// the pings, so systemd restarts the daemon).
-struct SystemdNotifier: Service {
+/// playing or waiting for its device (a selection that found nothing yet is waiting too), a
+/// `STATUS=` line per state change, `STOPPING=1` on shutdown, and `WATCHDOG=1` only while the
+/// playback threads keep reporting (a wedged thread stops the pings, so systemd restarts the
+/// daemon).
+///
+/// Driven by the daemon's main loop: ``update()`` after a state change, ``pingWatchdog()`` every
+/// ``watchdogInterval``.
+///
+/// ```swift
+/// if let notifier = SystemdNotifier(manager: manager, logger: logger) { notifier.update() }
+/// ```
+final class SystemdNotifier {
     let socketPath: String
     let manager: KeepAliveManager
+    /// Half of `WatchdogSec` (systemd's advice), when the unit has a watchdog for this process.
     let watchdogInterval: Duration?
-    /// How long a playback loop may go without reporting before it counts as wedged: it reports
-    /// at least once per period while playing and once per retry while waiting.
+    /// How long a playback thread may go without reporting before it counts as wedged: it reports
+    /// at least once per write while streaming, once per retry while waiting, once per health
+    /// check in a ring loop (the manager allows for that).
     let responsiveness: Duration
     let logger: Logger
+    private var ready = false
+    private var lastStatus = ""
 
     /// A notifier for the environment systemd gave this process, or nil when not under a
     /// notify-type unit.
@@ -38,54 +49,47 @@ struct SystemdNotifier: Service {
         }
     }
 
-    func run() async throws {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await reportStates() }
-            if let watchdogInterval {
-                group.addTask { await pingWatchdog(every: watchdogInterval) }
-            }
-            try? await gracefulShutdown()
-            send("STOPPING=1\nSTATUS=stopping")
-            group.cancelAll()
+    /// Sends READY once and the status line when it changed.
+    func update() {
+        let snapshot = manager.snapshot
+        let status = "STATUS=" + Self.statusText(snapshot)
+        var message = ""
+        if !ready, snapshot.isRunning, snapshot.outputs.allSatisfy({ $0.state != .starting && $0.state != .stopped }) {
+            ready = true
+            message += "READY=1\n"
+        }
+        if status != lastStatus {
+            lastStatus = status
+            message += status
+        }
+        if !message.isEmpty { send(message) }
+    }
+
+    /// What `systemctl status` shows: the state, and where (every output, or the one).
+    static func statusText(_ snapshot: KeepAliveManager.Snapshot) -> String {
+        switch snapshot.outputs.count {
+        case 0:
+            let selection = snapshot.configuration.selection.map { " (--\($0))" } ?? ""
+            return "\(snapshot.state): no output selected yet\(selection)"
+        case 1:
+            return "\(snapshot.state) on \(snapshot.outputs[0].device)"
+        default:
+            return "\(snapshot.state) (\(snapshot.outputs.map { "\($0.device): \($0.state)" }.joined(separator: ", ")))"
         }
     }
 
-    private func reportStates() async {
-        let events = manager.events
-        var ready = false
-        var lastStatus = ""
-        func update() {
-            let state = manager.state
-            let status = "STATUS=\(state)" + (manager.outputs.count > 1 ? " (\(manager.outputs.map { "\($0.device): \($0.state)" }.joined(separator: ", ")))" : " on \(manager.configuration.devices[0])")
-            var message = ""
-            if !ready, manager.isRunning, manager.outputs.allSatisfy({ $0.state != .starting && $0.state != .stopped }) {
-                ready = true
-                message += "READY=1\n"
-            }
-            if status != lastStatus {
-                lastStatus = status
-                message += status
-            }
-            if !message.isEmpty { send(message) }
-        }
-        update()
-        for await event in events {
-            switch event {
-            case .stateChanged, .started, .stopped: update()
-            default: break
-            }
+    /// Pings the watchdog if every playback thread reported recently; else says why not, once
+    /// per missed ping.
+    func pingWatchdog() {
+        if manager.isResponsive(within: responsiveness) {
+            send("WATCHDOG=1")
+        } else {
+            logger.warning("playback loop unresponsive; withholding the watchdog ping")
         }
     }
 
-    private func pingWatchdog(every interval: Duration) async {
-        while !Task.isCancelled {
-            if manager.isResponsive(within: responsiveness) {
-                send("WATCHDOG=1")
-            } else {
-                logger.warning("playback loop unresponsive; withholding the watchdog ping")
-            }
-            try? await Task.sleep(for: interval)
-        }
+    func stopping() {
+        send("STOPPING=1\nSTATUS=stopping")
     }
 
     private func send(_ message: String) {

@@ -1,0 +1,127 @@
+import KeepAlive
+import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `keepalived run`'s main thread: one `poll` on everything the daemon waits for, and nothing
+/// else running on it. No Swift concurrency runs in the daemon at all (libdispatch's worker
+/// monitor alone would wake the process every second), so in the steady state nothing wakes
+/// the process but the systemd watchdog's timer and, in a ring loop, the output's health check.
+///
+/// What it waits on:
+/// - the signals (signalfd): SIGTERM and SIGINT stop, SIGHUP reloads;
+/// - its doorbell: rung by a playback thread's state change (for systemd's STATUS), raised by the
+///   control socket's `stop`;
+/// - the watchdog timer, when systemd asked for one;
+/// - with a selection, the hint watcher (cards and ALSA's configuration), and a one-shot timer
+///   that lets a burst of changes settle before the rescan.
+///
+/// ```swift
+/// let runtime = DaemonRuntime(manager: manager, control: control, reloader: reloader, logger: logger)
+/// try runtime.run()   // returns after SIGTERM, SIGINT or a `stop` request
+/// ```
+final class DaemonRuntime: @unchecked Sendable {
+    let manager: KeepAliveManager
+    let control: ControlServer
+    let reloader: Reloader
+    let notifier: SystemdNotifier?
+    let scanner: OutputScanner?
+    let logger: Logger
+    private let signals: SignalDescriptor
+    /// Rung by playback threads on every event, raised by a `stop` request. Thread-safe.
+    let doorbell = Doorbell()
+
+    /// How long a burst of card or configuration changes may take before the outputs are
+    /// rescanned, and when to look once more after a change (udev may still be at work).
+    static let rescanSettle: Duration = .milliseconds(250)
+    static let rescanFollowUp: Duration = .seconds(1)
+
+    /// Blocks the daemon's signals: call before any thread starts, so that all inherit the mask.
+    static func blockSignals() throws(Errno) -> SignalDescriptor {
+        try SignalDescriptor(signals: [SIGTERM, SIGINT, SIGHUP])
+    }
+
+    init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, notifier: SystemdNotifier?,
+         scanner: OutputScanner?, signals: SignalDescriptor, logger: Logger) {
+        self.manager = manager
+        self.control = control
+        self.reloader = reloader
+        self.notifier = notifier
+        self.scanner = scanner
+        self.signals = signals
+        self.logger = logger
+    }
+
+    /// The control socket's `stop`: ends ``run()`` as SIGTERM does.
+    func requestStop() { doorbell.raise() }
+
+    /// Starts everything, waits until stopped, stops everything.
+    func run() throws(Errno) {
+        let watchdog = try IntervalTimer()
+        let rescan = try IntervalTimer()
+        let hints = scanner.map { _ in HintWatcher() }
+        manager.observe { [doorbell] event in
+            switch event {
+            case .stateChanged, .started, .stopped: doorbell.ring()
+            default: break
+            }
+        }
+        if let interval = notifier?.watchdogInterval { watchdog.arm(after: interval, every: interval) }
+        manager.start()
+        control.start()
+        // Outputs a selection found before the first change: the scanner looked once at start.
+        notifier?.update()
+
+        var fds = [
+            pollfd(fd: signals.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: doorbell.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: watchdog.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: rescan.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: hints?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
+        ]
+        if scanner != nil, (hints?.descriptor ?? -1) < 0 {
+            // No inotify: fall back to looking every second.
+            rescan.arm(after: Self.rescanFollowUp, every: Self.rescanFollowUp)
+        }
+        loop: while true {
+            for index in fds.indices { fds[index].revents = 0 }
+            if poll(&fds, nfds_t(fds.count), -1) < 0 {
+                if errno == EINTR { continue }
+                throw Errno(errno)
+            }
+            if fds[0].revents != 0 {
+                while let signal = signals.next() {
+                    if signal == SIGHUP {
+                        _ = reloader.reload(trigger: "SIGHUP")
+                    } else {
+                        logger.info("stopping", metadata: ["signal": "\(signal == SIGINT ? "SIGINT" : "SIGTERM")"])
+                        break loop
+                    }
+                }
+            }
+            if fds[1].revents != 0 {
+                if doorbell.isRaised { break loop }
+                doorbell.drain()
+                notifier?.update()
+            }
+            if fds[2].revents != 0 {
+                watchdog.acknowledge()
+                notifier?.pingWatchdog()
+            }
+            if fds[4].revents != 0, hints?.drain() == true {
+                rescan.arm(after: Self.rescanSettle)
+            }
+            if fds[3].revents != 0 {
+                rescan.acknowledge()
+                if scanner?.rescan() == true { rescan.arm(after: Self.rescanFollowUp) }
+                notifier?.update()
+            }
+        }
+        notifier?.stopping()
+        control.stop()
+        manager.stop()
+    }
+}

@@ -1,0 +1,42 @@
+import CALSA
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A timerfd the main loop polls: periodic (the watchdog) or one-shot (a rescan after a burst of
+/// configuration changes settles).
+///
+/// ```swift
+/// let watchdog = try IntervalTimer()
+/// watchdog.arm(after: .seconds(30), every: .seconds(30))
+/// ```
+final class IntervalTimer {
+    let descriptor: Int32
+
+    init() throws(Errno) {
+        descriptor = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
+        guard descriptor >= 0 else { throw Errno(errno) }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Fires after `delay`, then every `interval` (nil: once).
+    func arm(after delay: Duration, every interval: Duration? = nil) {
+        var spec = itimerspec(it_interval: Self.timespec(interval ?? .zero), it_value: Self.timespec(max(delay, .nanoseconds(1))))
+        timerfd_settime(descriptor, 0, &spec, nil)
+    }
+
+    /// Clears what fired; returns how many times it did.
+    @discardableResult
+    func acknowledge() -> UInt64 {
+        var count: UInt64 = 0
+        return read(descriptor, &count, 8) == 8 ? count : 0
+    }
+
+    private static func timespec(_ duration: Duration) -> Glibc.timespec {
+        let (seconds, attoseconds) = duration.components
+        return Glibc.timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    }
+}
