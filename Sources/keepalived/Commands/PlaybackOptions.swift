@@ -6,7 +6,7 @@ struct PlaybackOptions: ParsableArguments {
     @Option(name: [.short, .customLong("device")], help: ArgumentHelp("ALSA PCM to keep awake (repeat for several).", valueName: "name"))
     var devices: [String] = []
 
-    @Flag(help: ArgumentHelp("Keep every output awake (see 'keepalived devices'); outputs that appear or vanish are picked up or dropped within 2 s."))
+    @Flag(help: ArgumentHelp("Keep every output awake (see 'keepalived devices'); outputs that appear or vanish are picked up or dropped within about a second."))
     var all = false
 
     @Flag(help: ArgumentHelp("Keep the digital outputs awake (HDMI, DisplayPort, S/PDIF, IEC958), picked up and dropped as they come and go."))
@@ -56,6 +56,10 @@ struct PlaybackOptions: ParsableArguments {
     @Option(name: .customLong("buffer"), help: ArgumentHelp("Device buffer to ask for, in seconds.", valueName: "seconds"))
     var bufferSeconds: Double = 2
 
+    @Flag(name: .customLong("no-ring-loop"), help: ArgumentHelp(
+        "Stream to every output, even where the hardware could loop its ring buffer on its own (hw:, plughw:, hdmi: over a card): the device is then not held by the ring loop's settings, at the cost of a wakeup about once a second."))
+    var noRingLoop = false
+
     @Flag(name: .shortAndLong, help: "Log debug detail.")
     var verbose = false
 
@@ -91,6 +95,7 @@ struct PlaybackOptions: ParsableArguments {
     func makeConfiguration() throws -> KeepAliveConfiguration {
         var configuration = KeepAliveConfiguration()
         configuration.selection = selection
+        configuration.allowsRingLoop = !noRingLoop
         if let selection {
             // Named devices stay; the selection adds what the device hints offer now, and the
             // daemon rescans for outputs that come and go.

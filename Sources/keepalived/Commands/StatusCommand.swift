@@ -37,12 +37,22 @@ struct StatusCommand: ParsableCommand {
             if let format = output.format, let rate = output.rate, let channels = output.channels {
                 lines.append("  format: \(format) \(rate) Hz \(channels) ch, buffer \(output.bufferFrames ?? 0) frames, period \(output.periodFrames ?? 0) frames")
             }
+            if let mode = output.mode { lines.append("  mode: \(Self.describe(mode: mode))") }
             lines.append("  level: \(output.volume) (ceiling \(output.ceiling)), frames played: \(output.framesPlayed)")
             let reasons = output.recoveriesByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             lines.append("  recoveries: \(output.recoveries)\(reasons.isEmpty ? "" : " (\(reasons))")")
             if let error = output.lastError { lines.append("  last error: \(error)") }
         }
         return lines.joined(separator: "\n")
+    }
+
+    static func describe(mode: String) -> String {
+        switch mode {
+        case "ring-loop": "ring-loop (the hardware replays its ring; nothing is written)"
+        case "stream": "stream (written about twice per buffer)"
+        case "open-only": "open-only (held open, nothing written)"
+        default: mode
+        }
     }
 
     static func formatDuration(_ seconds: Double) -> String {

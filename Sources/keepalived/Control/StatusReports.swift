@@ -5,7 +5,7 @@ extension OutputReport {
     /// The wire form of one output's status.
     init(_ output: OutputStatus, ceiling: Level) {
         self.init(
-            device: output.device, state: output.state.name, reason: output.state.reason?.rawValue,
+            device: output.device, state: output.state.name, reason: output.state.reason?.rawValue, mode: output.mode?.rawValue,
             format: output.format?.sampleFormat.rawValue, rate: output.format?.sampleRate,
             channels: output.format?.channels, bufferFrames: output.format?.bufferFrames,
             periodFrames: output.format?.periodFrames, volume: output.volume.linear, ceiling: ceiling.linear,
