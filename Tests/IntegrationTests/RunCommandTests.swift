@@ -70,6 +70,17 @@ extension Integration {
             #expect(samples.allSatisfy { abs(Double($0)) <= 0.05 * 8_388_608 })
         }
 
+        @Test("levels in decibels are taken as separate words, minus sign and all (--volume -46dB)")
+        func decibelsAsSeparateWords() async throws {
+            let daemon = try launch(["run", "-d", "null", "--volume", "-46dB", "--max-level", "-30dB"])
+            try await daemon.waitForLog("playing")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            let starting = try #require(daemon.stderr.split(separator: "\n").first { $0.contains("starting") }, "log:\n\(daemon.stderr)")
+            #expect(starting.contains("volume=0.00501") && starting.contains("(-46.0 dBFS)"), "\(starting)")
+            #expect(starting.contains("ceiling=0.0316") && starting.contains("(-30.0 dBFS)"), "\(starting)")
+        }
+
         @Test("a volume above the ceiling is refused with exit 64, naming the ceiling")
         func volumeAboveCeiling() async throws {
             let result = try await runCommand(TestPaths.keepalivedBinary.path, ["run", "-d", "null", "--volume", "0.5"])

@@ -38,10 +38,12 @@ struct PlaybackOptions: ParsableArguments {
     @Option(help: .hidden)
     var seed: UInt64?
 
-    @Option(help: ArgumentHelp("Level of the clip: a fraction of full scale (0.01) or decibels (-40dB).", valueName: "level"))
+    // Unconditional: a level in decibels starts with a minus sign ("--volume -40dB"), which
+    // would otherwise be read as an unknown option.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Level of the clip: a fraction of full scale (0.01) or decibels (-40dB).", valueName: "level"))
     var volume: String = "0.01"
 
-    @Option(name: .customLong("max-level"), help: ArgumentHelp("Ceiling no output sample may exceed (fraction or dB).", valueName: "level"))
+    @Option(name: .customLong("max-level"), parsing: .unconditional, help: ArgumentHelp("Ceiling no output sample may exceed (fraction or dB).", valueName: "level"))
     var maxLevel: String = "0.05"
 
     @Option(help: ArgumentHelp("WAV file to loop instead of the embedded clip.", valueName: "path"))
