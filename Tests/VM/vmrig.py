@@ -477,7 +477,7 @@ class VM:
                  memory=1024, machine="pc", io_dir=None, log_path=None, prefix="",
                  on_line=None, on_console=None, host_handlers=None, qemu_args=(),
                  kernel_args=(), extra_modules=(), systemd_mask=None, systemd_after="",
-                 cwd="/", trace=True, kernel_version_=None, exit_grace=None):
+                 cwd="/", trace=True, kernel_version_=None, exit_grace=None, bzimage=False, s3=False):
         if isinstance(devices, str):
             devices = [d for d in re.split(r"[,\s]+", devices) if d]
         for d in devices:
@@ -515,6 +515,10 @@ class VM:
         self.cwd = cwd
         self.trace = trace
         self.kver = kernel_version_
+        # S3 (suspend to RAM): enabled in the ACPI PM device; resuming from it needs the kernel
+        # booted from the bzImage (a PVH-booted kernel does not come back: QEMU exits).
+        self.s3 = s3
+        self.bzimage = bzimage or s3  # boot the compressed bzImage instead of the PVH ELF (slower)
         self.exit_grace = exit_grace if exit_grace is not None else (30.0 if mode == "systemd" else 10.0)
         self.qmp = None
         self.proc = None
@@ -584,7 +588,7 @@ class VM:
         cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-machine", self.machine,
                "-m", str(self.memory), "-smp", str(self.smp), "-nodefaults", "-no-user-config",
                "-no-reboot", "-display", "none", "-rtc", "base=utc",
-               "-kernel", str(kernel.boot_image), "-initrd", str(initrd), "-append", " ".join(append),
+               "-kernel", str(kernel.vmlinuz if self.bzimage else kernel.boot_image), "-initrd", str(initrd), "-append", " ".join(append),
                "-chardev", f"file,id=con0,path={job}/console.log", "-serial", "chardev:con0",
                "-chardev", "stdio,id=ser1,signal=off", "-serial", "chardev:ser1",
                "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
@@ -606,6 +610,9 @@ class VM:
             self.hotplug["usbaudio"] = args
             cmd += ["-device", "qemu-xhci,id=xhci",
                     "-device", ",".join([args["driver"]] + [f"{k}={v}" for k, v in args.items() if k != "driver"])]
+        if self.s3:
+            cmd += ["-global", "ICH9-LPC.disable_s3=0" if self.machine.startswith("q35")
+                    else "PIIX4_PM.disable_s3=0"]
         cmd += self.qemu_args
         return cmd
 
@@ -644,8 +651,14 @@ class VM:
                 self._later(delay, lambda: self.qmp.cmd("system_wakeup"))
                 text = f"system_wakeup in {delay} s"
             elif verb == "wake-on-suspend":
-                # system_wakeup DELAY seconds after each SUSPEND event ("off" disarms)
-                self._wake_on_suspend = None if args and args[0] == "off" else float(args[0] if args else 1)
+                # system_wakeup DELAY seconds after the next SUSPEND event; several delays: one
+                # per coming suspend, in order; a delay ending in "+" repeats forever; "off" disarms
+                if args and args[0] == "off":
+                    self._wake_on_suspend = None
+                else:
+                    self._wake_on_suspend = list(args or ["1+"])
+                    for d in self._wake_on_suspend:
+                        float(d.rstrip("+"))
                 text = f"armed {self._wake_on_suspend}"
             elif verb == "hmp":
                 text = self.qmp.hmp(" ".join(args))
@@ -675,8 +688,15 @@ class VM:
 
     def _on_event(self, t, name, data):
         self.result.qmp_events.append((t - self.t0, name, data))
-        if name == "SUSPEND" and self._wake_on_suspend is not None:
-            self._later(self._wake_on_suspend, lambda: self.qmp.cmd("system_wakeup"))
+        if name == "SUSPEND" and self._wake_on_suspend:
+            d = self._wake_on_suspend[0]
+            if not d.endswith("+"):
+                self._wake_on_suspend.pop(0)
+
+            def wake():
+                if self.qmp.cmd("query-status").get("status") == "suspended":
+                    self.qmp.cmd("system_wakeup")
+            self._later(float(d.rstrip("+")), wake)
 
     # -- run --------------------------------------------------------------------------------
 
