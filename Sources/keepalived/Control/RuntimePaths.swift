@@ -6,10 +6,13 @@ import Musl
 
 /// Where the daemon keeps its control socket and log.
 ///
-/// `--socket` or `KEEPALIVED_SOCKET` win; otherwise `$XDG_RUNTIME_DIR/keepalived/control.sock`,
-/// or `/run/keepalived-audio/control.sock` for root without `XDG_RUNTIME_DIR` (the system-wide
-/// name avoids the VRRP keepalived's files), or `/tmp/keepalived-UID/control.sock` as a last
-/// resort for a user without a runtime directory.
+/// `--socket` or `KEEPALIVED_SOCKET` win; otherwise the runtime directory systemd made for the
+/// service (`$RUNTIME_DIRECTORY`, from `RuntimeDirectory=`: the system unit's
+/// `/run/keepalived-audio`, whose dynamic user has no `XDG_RUNTIME_DIR`), then
+/// `$XDG_RUNTIME_DIR/keepalived/control.sock`, then `/run/keepalived-audio/control.sock` for root
+/// (so `sudo keepalived status` finds the system service; the system-wide name avoids the VRRP
+/// keepalived's files), and `/tmp/keepalived-UID/control.sock` as a last resort for a user
+/// without a runtime directory.
 struct RuntimePaths {
     let socket: String
 
@@ -18,6 +21,9 @@ struct RuntimePaths {
             socket = socketOverride
         } else if let fromEnvironment = Self.environment("KEEPALIVED_SOCKET") {
             socket = fromEnvironment
+        } else if let service = Self.environment("RUNTIME_DIRECTORY") {
+            // systemd lists one directory per RuntimeDirectory= entry, separated by colons.
+            socket = String(service.split(separator: ":").first ?? Substring(service)) + "/control.sock"
         } else if let runtime = Self.environment("XDG_RUNTIME_DIR") {
             socket = runtime + "/keepalived/control.sock"
         } else if getuid() == 0 {

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""Guest side of bench/hardware: runs each program on the VM's HDA card for the window and
+records, for the whole process (every thread): context switches (wakeups), CPU time from
+schedstat (ns, exact), underruns (keepalived's recoveries; aplay's "underrun!!!" lines), and how
+long the codec spent powered off during the window. Writes $VM_IO/results.json."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import vmtest as vt
+
+K = os.environ["KEEPALIVED"]
+SECONDS = float(os.environ.get("BENCH_SECONDS", "60"))
+WARMUP = float(os.environ.get("BENCH_WARMUP", "3"))
+SOCKET = "/run/bench/control.sock"
+
+PROGRAMS = [
+    # (device class, label, command)
+    ("hw", "keepalived (ring loop)", [K, "run", "-d", "hw:0,0", "--socket", SOCKET]),
+    ("hw", "keepalived --no-ring-loop", [K, "run", "-d", "hw:0,0", "--no-ring-loop", "--socket", SOCKET]),
+    ("hw", "aplay, 2 s buffer, 1 s periods", ["aplay", "-q", "-D", "hw:0,0", "-f", "S16_LE", "-r", "44100", "-c", "2",
+                                               "--buffer-time=2000000", "--period-time=1000000", "/dev/zero"]),
+    ("plughw", "keepalived (ring loop)", [K, "run", "-d", "plughw:0,0", "--socket", SOCKET]),
+    ("plughw", "aplay, 2 s buffer, 1 s periods", ["aplay", "-q", "-D", "plughw:0,0", "-f", "S16_LE", "-r", "44100", "-c", "1",
+                                                   "--buffer-time=2000000", "--period-time=1000000", "/dev/zero"]),
+    ("dmix", "keepalived", [K, "run", "-d", "default", "--socket", SOCKET]),
+    ("dmix", "aplay", ["aplay", "-q", "-D", "default", "-f", "S16_LE", "-r", "48000", "-c", "2", "/dev/zero"]),
+]
+
+
+def counters(pid):
+    switches, cpu = 0, 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        for line in (vt.read(f"/proc/{pid}/task/{task}/status", "") or "").splitlines():
+            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                switches += int(line.split()[1])
+        cpu += int((vt.read(f"/proc/{pid}/task/{task}/schedstat", "0") or "0").split()[0])
+    return switches, cpu
+
+
+def keepalived_recoveries():
+    r = vt.run([K, "status", "--json", "--socket", SOCKET], timeout=10)
+    try:
+        return sum(o["recoveries"] for o in json.loads(r.stdout)["outputs"])
+    except (ValueError, KeyError):
+        return None
+
+
+results = []
+for device, label, command in PROGRAMS:
+    only = os.environ.get("BENCH_ONLY")
+    if only and only not in device:
+        continue
+    err = open("/tmp/bench.err", "w")
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+    running = vt.wait_until(lambda: vt.pcm_state(0) == "RUNNING", 20, 0.05)
+    if not running:
+        process.kill()
+        results.append({"device": device, "program": label, "error": "never reached RUNNING"})
+        continue
+    time.sleep(WARMUP)
+    off0 = vt.codec_power(0)[1]
+    s0, c0 = counters(process.pid)
+    t0 = time.monotonic()
+    time.sleep(SECONDS)
+    s1, c1 = counters(process.pid)
+    elapsed = time.monotonic() - t0
+    off1 = vt.codec_power(0)[1]
+    if command[0] == K:
+        underruns = keepalived_recoveries()
+        vt.run([K, "stop", "--socket", SOCKET], timeout=20)
+    else:
+        process.send_signal(signal.SIGTERM)
+        underruns = None
+    process.wait(timeout=15)
+    err.close()
+    if underruns is None:
+        underruns = (vt.read("/tmp/bench.err", "") or "").count("underrun")
+    results.append({
+        "device": device, "program": label, "seconds": elapsed,
+        "wakeups": (s1 - s0) / elapsed, "cpu_us": (c1 - c0) / 1000 / elapsed,
+        "underruns": underruns, "codec_off_ms": off1 - off0,
+    })
+    vt.note(json.dumps(results[-1]))
+    # The codec must see the program go before the next one starts.
+    vt.wait_until(lambda: vt.pcm_state(0) in ("CLOSED", None), 10)
+
+with open(os.path.join(vt.IO, "results.json"), "w") as f:
+    json.dump(results, f)
+print("ok bench: done")
