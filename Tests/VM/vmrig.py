@@ -72,6 +72,10 @@ DEFAULT_SYSTEMD_MASK = [
     "systemd-boot-update.service", "systemd-journal-flush.service",
 ]
 
+# Generators kept in systemd mode (the others are masked: they scan the host's configuration
+# over 9p, slowly, for things a test guest does not have).
+SYSTEMD_GENERATORS_KEPT = {"systemd-debug-generator", "systemd-run-generator"}
+
 DEVICE_KINDS = ("hda", "usb", "aloop", "dummy")
 DEVICE_MODULES = {"hda": "snd_hda_intel", "usb": "snd_usb_audio", "aloop": "snd_aloop",
                   "dummy": "snd_dummy"}
@@ -550,7 +554,6 @@ class VM:
         env = {
             "VM_MODE": self.mode, "VM_DEVICES": " ".join(self.devices), "VM_KVER": kernel.version,
             "VM_MODULES_DIR": str(kernel.modules), "VM_EXTRA_MODULES": " ".join(self.extra_modules),
-            "VM_SYSTEMD_MASK": " ".join(self.systemd_mask), "VM_SYSTEMD_AFTER": self.systemd_after,
             "VM_TRACE": "1" if self.trace else "",
         }
         for kind, idx in self.cards.items():
@@ -576,6 +579,34 @@ class VM:
         lines += [f"export {k}={_q(v)}" for k, v in cenv.items()]
         lines.append("exec " + " ".join(_q(a) for a in argv))
         (job / "command.sh").write_text("\n".join(lines) + "\n")
+        if self.mode == "systemd":
+            self._write_systemd(job / "etc-systemd")
+
+    def _write_systemd(self, d):
+        """/etc/systemd additions for systemd mode, copied into the guest by stage 2."""
+        sysd = d / "system"
+        gen = d / "system-generators"
+        sysd.mkdir(parents=True)
+        gen.mkdir()
+        for u in self.systemd_mask:
+            (sysd / u).symlink_to("/dev/null")
+        for g in Path("/lib/systemd/system-generators").glob("*"):
+            if g.name not in SYSTEMD_GENERATORS_KEPT:
+                (gen / g.name).symlink_to("/dev/null")
+        (sysd / "vm.target").write_text(
+            "[Unit]\nDescription=VM rig test target\nRequires=basic.target\nAfter=basic.target\n"
+            "Wants=vm-test.service\nAllowIsolate=yes\n")
+        (sysd / "vm-test.service").write_text(
+            "[Unit]\nDescription=VM rig test command\n"
+            f"After=basic.target {self.systemd_after}\n\n"
+            "[Service]\nType=oneshot\nExecStart=/bin/sh /run/vm/systemd-test\n"
+            "StandardInput=null\nStandardOutput=tty\nStandardError=inherit\nTTYPath=/dev/ttyS1\n"
+            "TTYReset=no\nTTYVHangup=no\nTimeoutStartSec=infinity\n")
+        (d.parent / "systemd-test").write_text(
+            "#!/bin/sh\n"
+            "echo \"@@T $(cut -d' ' -f1 /proc/uptime) test-unit\"\n"
+            "/bin/sh /run/vm/command.sh\nrc=$?\necho \"@@EXIT $rc\"\n"
+            "systemctl poweroff --no-block\n")
 
     # -- QEMU command line ------------------------------------------------------------------
 
