@@ -16,7 +16,7 @@ sec() { echo; echo "### $*"; }
         sec "amixer -c $c controls"; amixer -c "$c" controls 2>&1
         sec "/proc/asound/card$c/pcm0p/info"; cat "/proc/asound/card$c/pcm0p/info" 2>&1
         sec "aplay -D hw:$c,0 --dump-hw-params"
-        aplay -D "hw:$c,0" --dump-hw-params -d 1 /dev/zero 2>&1 | sed -n '/^HW Params/,/^-----*$/p' | sed -n '2,$p'
+        aplay -D "hw:$c,0" --dump-hw-params -d 1 /dev/zero 2>&1 | grep -E '^[A-Z_]+: '
     done
     sec "libasound hw params (ctypes)"
     python3 "$VM_GUEST/alsa_caps.py" hw:0,0 hw:1,0 hw:2,0 hw:3,0 default dmix:CARD=Intel,DEV=0 plughw:1,0 2>&1
