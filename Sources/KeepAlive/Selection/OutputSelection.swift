@@ -15,7 +15,7 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
     public var description: String { rawValue }
 
     /// ALSA's software devices and sound-server plug-ins: not outputs of their own.
-    static let virtualDevices: Set<String> = [
+    package static let virtualDevices: Set<String> = [
         "null", "default", "sysdefault", "pulse", "pipewire", "jack", "oss", "upmix", "vdownmix", "usb_stream",
         "a52", "speex", "lavrate", "lavrate_fast", "lavrate_faster", "lavrate_high", "lavrate_higher",
         "samplerate", "samplerate_best", "samplerate_linear", "samplerate_medium", "samplerate_order",
@@ -24,7 +24,7 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
 
     /// Card device prefixes that open the hardware directly: taking one would lock other
     /// programs out of that device, so they are never picked (their `dmix:` twin is).
-    static let exclusivePrefixes: Set<String> = [
+    package static let exclusivePrefixes: Set<String> = [
         "hw", "plughw", "front", "rear", "center_lfe", "side", "surround21", "surround40", "surround41",
         "surround50", "surround51", "surround71", "hdmi", "iec958", "spdif", "dsnoop", "sysdefault",
     ]
@@ -67,7 +67,7 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
     }
 
     /// `dmix:CARD=PCH,DEV=3` → ("dmix", "PCH,3"); `mypcm` → ("mypcm", nil).
-    static func split(_ name: String) -> (prefix: String, card: String?) {
+    package static func split(_ name: String) -> (prefix: String, card: String?) {
         guard let colon = name.firstIndex(of: ":") else { return (name, nil) }
         let prefix = String(name[..<colon])
         var card: String?

@@ -4,44 +4,197 @@ import ControlProtocol
 import FoundationEssentials
 import KeepAlive
 
-/// `keepalived devices`: the ALSA playback outputs, digital ones marked.
+/// `keepalived devices`: the outputs a person has, one block per sound card device, with what
+/// keepalived would open for each, which selections pick it (or why not), and whether a running
+/// keepalived plays to it now. `--verbose` adds every PCM ALSA lists, aliases and plug-ins
+/// marked as such.
 struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
-        abstract: "List ALSA playback outputs from the device-name hints, marking the digital ones.")
+        abstract: "List the sound cards' outputs: what keepalived opens for each and which selections pick it.",
+        discussion: """
+            One block per card device, named as the kernel names it ("HDA Intel — Generic Analog"), \
+            with its kind (analog, HDMI/DisplayPort, S/PDIF, USB), the PCM keepalived opens for it \
+            (its shared dmix form; plughw only with --exclusive), the selections that pick it, and, \
+            when a daemon runs on the socket, whether it plays there now. Outputs of your own ALSA \
+            configuration (PCMs with a hint) follow. --verbose lists every PCM name ALSA knows.
+            """)
 
-    @Flag(help: "Print a JSON array.")
+    @OptionGroup var socket: SocketOption
+
+    @Flag(help: "Print one JSON object with the same structure.")
     var json = false
 
     @Flag(help: "Show what --all/--digital/--analog would pick with --exclusive.")
     var exclusive = false
 
-    struct Entry: Codable {
+    @Flag(name: [.customShort("v"), .long, .customLong("all-pcms")], help: "Also list every PCM name ALSA knows, aliases and plug-ins included.")
+    var verbose = false
+
+    /// One card device, as printed and as `--json` carries it.
+    struct Output: Codable, Equatable {
+        var title: String
+        var card: Int
+        var cardID: String
+        var device: Int
+        var kind: String
+        /// The PCM keepalived opens for it with the options given (nil: none without --exclusive).
+        var opens: String?
+        /// Whether other programs can play to it at the same time (a dmix form).
+        var shared: Bool
+        var pickedBy: [String]
+        /// Why each selection that does not pick it does not.
+        var notPickedBecause: [String: String]
+        /// What a running keepalived does there now.
+        var playing: String?
+    }
+
+    /// A PCM of the user's own configuration with a hint (taken as named by the selections).
+    struct Configured: Codable, Equatable {
         var name: String
         var description: String
         var digital: Bool
-        /// The selections (all, digital, analog) that would open this PCM.
         var pickedBy: [String]
+    }
+
+    /// Any PCM ALSA lists (`--verbose`).
+    struct PCM: Codable, Equatable {
+        var name: String
+        var description: String
+        /// `card` (an alias of a card device: hw, plughw, dmix, front, hdmi, …), `plug-in`
+        /// (virtual: null, pulse, rate converters, …), or `configured`.
+        var role: String
+    }
+
+    struct Listing: Codable, Equatable {
+        var outputs: [Output]
+        var configured: [Configured]
+        var pcms: [PCM]?
     }
 
     func run() throws {
         calsa_silence_library_errors()
-        let devices = ALSADevice.playbackDevices()
-        let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: devices, allowExclusive: exclusive))) }
-        func pickedBy(_ device: ALSADevice) -> [String] { picks.filter { $0.1.contains(device.name) }.map(\.0.rawValue) }
+        let listing = makeListing()
         if json {
-            printOutput(ControlJSON.encode(devices.map {
-                Entry(name: $0.name, description: $0.description, digital: $0.isDigital, pickedBy: pickedBy($0))
-            }))
+            printOutput(ControlJSON.encode(listing))
             return
         }
-        if devices.isEmpty {
-            printOutput("no ALSA playback devices found")
-            return
+        printOutput(Self.describe(listing))
+    }
+
+    func makeListing() -> Listing {
+        let hints = ALSADevice.playbackDevices()
+        let names = Set(hints.map(\.name))
+        let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: exclusive))) }
+        let exclusivePicks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: true))) }
+        let status: DaemonStatus? = if case .success(let reply) = ControlClient.send("status", to: socket.paths, timeout: .milliseconds(500)) { reply.status } else { nil }
+
+        var outputs: [Output] = []
+        for device in CardDevice.playbackDevices() {
+            let shared = device.pcm("dmix")
+            let exclusiveForm = device.pcm("plughw")
+            let hasShared = names.contains(shared)
+            let opens: String? = hasShared ? shared : (exclusive ? exclusiveForm : nil)
+            var pickedBy: [String] = []
+            var reasons: [String: String] = [:]
+            for (selection, picked) in picks {
+                if let opens, picked.contains(opens) {
+                    pickedBy.append("--\(selection)")
+                } else if selection == .digital, !device.kind.isDigital {
+                    reasons["--\(selection)"] = "not a digital output"
+                } else if selection == .analog, device.kind.isDigital {
+                    reasons["--\(selection)"] = "a digital output"
+                } else if !hasShared, exclusivePicks.first(where: { $0.0 == selection })?.1.contains(exclusiveForm) == true {
+                    reasons["--\(selection)"] = "no shared (dmix) form: only with --exclusive, as \(exclusiveForm)"
+                } else {
+                    reasons["--\(selection)"] = "not in ALSA's device hints"
+                }
+            }
+            let playing = status?.outputs.first { Self.names(device).contains($0.device) }.map { output in
+                "\(output.state)\(output.reason.map { " (\($0))" } ?? "")\(output.mode.map { ", \($0)" } ?? "") as \(output.device)"
+            }
+            outputs.append(Output(
+                title: device.title, card: device.card, cardID: device.cardID, device: device.device, kind: device.kind.rawValue,
+                opens: opens, shared: hasShared, pickedBy: pickedBy, notPickedBecause: reasons, playing: playing))
         }
-        for device in devices {
-            let by = pickedBy(device)
-            printOutput("\(device.isDigital ? "digital" : "analog ")  \(device.name)\(by.isEmpty ? "" : "   [--\(by.joined(separator: ", --"))]")\n         \(device.description)")
+
+        var configured: [Configured] = []
+        var pcms: [PCM] = []
+        for hint in hints {
+            let role = Self.role(of: hint.name)
+            pcms.append(PCM(name: hint.name, description: hint.description, role: role))
+            guard role == "configured" else { continue }
+            configured.append(Configured(
+                name: hint.name, description: hint.description, digital: hint.isDigital,
+                pickedBy: picks.filter { $0.1.contains(hint.name) }.map { "--\($0.0)" }))
         }
+        return Listing(outputs: outputs, configured: configured, pcms: verbose ? pcms : nil)
+    }
+
+    /// The names a card device goes by, for matching a running output to it.
+    static func names(_ device: CardDevice) -> Set<String> {
+        var names: Set<String> = ["hw:\(device.card),\(device.device)", "plughw:\(device.card),\(device.device)"]
+        for prefix in OutputSelection.exclusivePrefixes.union(["dmix"]) { names.insert(device.pcm(prefix)) }
+        if device.device == 0 {
+            for prefix in ["default", "sysdefault", "dmix", "hw", "plughw"] {
+                names.insert("\(prefix):CARD=\(device.cardID)")
+                names.insert("\(prefix):\(device.card)")
+            }
+        }
+        return names
+    }
+
+    /// A card's alias (its PCMs are named with CARD=), a virtual plug-in, or a PCM of the user's
+    /// own configuration.
+    static func role(of name: String) -> String {
+        let (prefix, card) = OutputSelection.split(name)
+        if card != nil || name.contains("CARD=") { return "card" }
+        if OutputSelection.virtualDevices.contains(prefix) { return "plug-in" }
+        return "configured"
+    }
+
+    static func describe(_ listing: Listing) -> String {
+        var lines: [String] = []
+        if listing.outputs.isEmpty {
+            lines.append("no sound card found (none in /proc/asound/cards, or its control device cannot be opened)")
+        }
+        for output in listing.outputs {
+            if !lines.isEmpty { lines.append("") }
+            lines.append("\(output.title)    (card \(output.card) \"\(output.cardID)\", device \(output.device))")
+            lines.append("  kind: \(output.kind)")
+            if let opens = output.opens {
+                lines.append("  keepalived opens: \(opens)\(output.shared ? " (shared with other programs)" : " (exclusive: other programs cannot play to it meanwhile)")")
+            } else {
+                lines.append("  keepalived opens: nothing without --exclusive (no shared dmix form)")
+            }
+            lines.append("  picked by: \(output.pickedBy.isEmpty ? "no selection" : output.pickedBy.joined(separator: ", "))")
+            for (selection, reason) in output.notPickedBecause.sorted(by: { $0.key < $1.key }) {
+                lines.append("  not by \(selection): \(reason)")
+            }
+            if let playing = output.playing { lines.append("  now: \(playing)") }
+        }
+        if !listing.configured.isEmpty {
+            lines.append("")
+            lines.append("Outputs of your ALSA configuration:")
+            for entry in listing.configured {
+                let picked = entry.pickedBy.isEmpty ? "" : "   [\(entry.pickedBy.joined(separator: ", "))]"
+                lines.append("  \(entry.digital ? "digital" : "analog ")  \(entry.name)\(picked)")
+                lines.append("           \(entry.description)")
+            }
+        }
+        if let pcms = listing.pcms {
+            lines.append("")
+            lines.append("Every PCM ALSA lists (card aliases, plug-ins, your configuration's):")
+            for pcm in pcms {
+                lines.append("  \(pcm.role.padding(to: 10))  \(pcm.name)    \(pcm.description)")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    func padding(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }
