@@ -170,18 +170,6 @@ struct ServiceTests {
     func invalidConfiguration(_ configuration: KeepAliveConfiguration, _ error: KeepAliveConfigurationError) {
         #expect(throws: error) { try KeepAliveService(configuration: configuration, logger: Support.quietLogger) }
     }
-
-    @Test("stopping runs on a thread of its own, outside any task and the cooperative pool")
-    func stopsOffThePool() async {
-        let callerThread = UInt(pthread_self())
-        let seen = Locked<(thread: UInt, inTask: Bool)?>(nil)
-        await KeepAliveService.onDedicatedThread {
-            seen.withLock { $0 = (UInt(pthread_self()), withUnsafeCurrentTask { $0 != nil }) }
-        }
-        let observed = seen.withLock { $0 }
-        #expect(observed?.inTask == false)
-        #expect(observed?.thread != callerThread)
-    }
 }
 
 /// A service of the embedding daemon's own, beside the keep-alive: runs until graceful shutdown.
