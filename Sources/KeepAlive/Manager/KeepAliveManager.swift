@@ -69,19 +69,24 @@ public final class KeepAliveManager: Sendable {
     public var isRunning: Bool { shared.withLock { $0.running } }
 
     /// The overall state: ``KeepAliveState/playing`` when every output plays, otherwise the state
-    /// of the first output that does not.
-    public var state: KeepAliveState {
-        let (running, records) = shared.withLock { ($0.running, $0.records) }
-        guard running else { return .stopped }
-        // A selection that has found no output yet is waiting for one.
-        guard !records.isEmpty else { return .waitingForDevice(.noDevice) }
-        let states = records.map { $0.fields.withLock { $0.status.state } }
-        if let starting = states.first(where: { $0 == .starting }) { return starting }
-        return states.first(where: { $0 != .playing }) ?? .playing
-    }
+    /// of the first output that does not. See ``KeepAliveSnapshot/state``.
+    public var state: KeepAliveState { snapshot.state }
 
-    /// A snapshot of every output.
-    public var outputs: [OutputStatus] { shared.withLock { $0.records }.map(\.snapshot) }
+    /// A status of every output.
+    public var outputs: [OutputStatus] { snapshot.outputs }
+
+    /// State, outputs and configuration read together, under one lock, so they agree.
+    ///
+    /// ```swift
+    /// let snapshot = manager.snapshot
+    /// print(snapshot.state, snapshot.outputs.map(\.device), snapshot.configuration.volume)
+    /// ```
+    public var snapshot: KeepAliveSnapshot {
+        // Each record's own lock is taken inside the manager's: nothing takes them the other way.
+        shared.withLock { shared in
+            KeepAliveSnapshot(isRunning: shared.running, configuration: shared.configuration, outputs: shared.records.map(\.snapshot))
+        }
+    }
 
     /// Whether every output's playback thread reported within `interval`: the health signal a
     /// watchdog should follow (a timer would keep pinging while a thread hangs in a driver).

@@ -55,13 +55,14 @@ struct SystemdNotifier: Service {
         var ready = false
         var lastStatus = ""
         func update() {
-            let state = manager.state
-            let status = "STATUS=\(state)" + (manager.outputs.count > 1 ? " (\(manager.outputs.map { "\($0.device): \($0.state)" }.joined(separator: ", ")))" : " on \(manager.configuration.devices[0])")
+            // One snapshot: the outputs a status names are the ones its state was computed from.
+            let snapshot = manager.snapshot
             var message = ""
-            if !ready, manager.isRunning, manager.outputs.allSatisfy({ $0.state != .starting && $0.state != .stopped }) {
+            if !ready, snapshot.isRunning, snapshot.outputs.allSatisfy({ $0.state != .starting && $0.state != .stopped }) {
                 ready = true
                 message += "READY=1\n"
             }
+            let status = Self.status(snapshot)
             if status != lastStatus {
                 lastStatus = status
                 message += status
@@ -74,6 +75,21 @@ struct SystemdNotifier: Service {
             case .stateChanged, .started, .stopped: update()
             default: break
             }
+        }
+    }
+
+    /// `STATUS=playing on hdmi:CARD=PCH,DEV=0`, one entry per output when there are several, and
+    /// what a selection that found nothing waits for.
+    static func status(_ snapshot: KeepAliveSnapshot) -> String {
+        let state = snapshot.state
+        switch snapshot.outputs.count {
+        case 0:
+            let what = snapshot.configuration.selection.map { $0 == .all ? "output" : "\($0) output" } ?? "output"
+            return "STATUS=\(state): no \(what) yet"
+        case 1:
+            return "STATUS=\(state) on \(snapshot.outputs[0].device)"
+        default:
+            return "STATUS=\(state) (\(snapshot.outputs.map { "\($0.device): \($0.state)" }.joined(separator: ", ")))"
         }
     }
 
