@@ -58,10 +58,8 @@ struct StartCommand: AsyncParsableCommand {
                 throw CleanExit.failure("the daemon failed to start: \(reason)", code: ExitCode(code == 0 ? 70 : code)).exit()
             }
             if case .success(let reply) = ControlClient.send("status", to: paths, timeout: .milliseconds(500)),
-               let daemon = reply.status, daemon.pid == pid,
-               !daemon.outputs.isEmpty, daemon.outputs.allSatisfy({ $0.state != "starting" && $0.state != "stopped" }) {
-                let states = daemon.outputs.map { "\($0.device): \($0.state)\($0.reason.map { " (\($0))" } ?? "")" }.joined(separator: ", ")
-                printOutput("keepalived started (pid \(pid)); \(states)" + (logFile.map { "; log: \($0)" } ?? ""))
+               let daemon = reply.status, daemon.pid == pid, Self.isReady(daemon) {
+                printOutput("keepalived started (pid \(pid)); \(Self.describeOutputs(daemon))" + (logFile.map { "; log: \($0)" } ?? ""))
                 return
             }
             if clock.now >= deadline {
@@ -72,6 +70,21 @@ struct StartCommand: AsyncParsableCommand {
             }
             try? await Task.sleep(for: .milliseconds(10))
         }
+    }
+
+    /// Ready once every output plays or waits for its device. A selection that found no output
+    /// yet waits for one to appear: that is a ready daemon too, not one to kill.
+    static func isReady(_ daemon: DaemonStatus) -> Bool {
+        daemon.state != "starting" && daemon.state != "stopped"
+            && daemon.outputs.allSatisfy { $0.state != "starting" && $0.state != "stopped" }
+    }
+
+    /// `hdmi:CARD=PCH,DEV=0: playing, default: waiting (no-device)`, or the overall state when
+    /// there is no output yet.
+    static func describeOutputs(_ daemon: DaemonStatus) -> String {
+        func describe(_ state: String, _ reason: String?) -> String { state + (reason.map { " (\($0))" } ?? "") }
+        guard !daemon.outputs.isEmpty else { return "no output yet: \(describe(daemon.state, daemon.reason))" }
+        return daemon.outputs.map { "\($0.device): \(describe($0.state, $0.reason))" }.joined(separator: ", ")
     }
 
     /// The arguments after `start`, passed on to `run` unchanged.
