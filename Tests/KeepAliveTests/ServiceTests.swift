@@ -133,7 +133,7 @@ struct ServiceTests {
         let events = EventRecorder(manager.events)
         manager.start()
         try await Support.waitUntil("the output to play") { manager.state == .playing }
-        let group = ServiceGroup(services: [KeepAliveService(manager: manager, logger: Support.quietLogger)], logger: Support.quietLogger)
+        let group = ServiceGroup(services: [KeepAliveService(manager: manager)], logger: Support.quietLogger)
         let running = Task { try await group.run() }
         try await Task.sleep(for: .milliseconds(100))
         #expect(manager.state == .playing)

@@ -17,7 +17,8 @@ import Logging
 /// observer.cancel()             // the stream does not end at stop()
 /// ```
 public final class KeepAliveManager: Sendable {
-    private let logger: Logger
+    /// The caller's logger; a ``KeepAliveService`` around this manager logs through it too.
+    let logger: Logger
     private let broadcaster = EventBroadcaster()
 
     /// State read by any thread; the records inside carry their own locks.
@@ -41,8 +42,7 @@ public final class KeepAliveManager: Sendable {
     ///   - isOn: the initial gate; while off, ``start()`` does nothing.
     ///   - logger: receives state changes and faults, each once.
     /// - Throws: ``KeepAliveConfigurationError`` when the configuration breaks a rule.
-    public init(configuration: KeepAliveConfiguration, isOn: Bool = true,
-                logger: Logger = Logger(label: "KeepAlive")) throws(KeepAliveConfigurationError) {
+    public init(configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger) throws(KeepAliveConfigurationError) {
         try configuration.validate()
         self.logger = logger
         let records = configuration.devices.map { OutputRecord(device: $0, volume: configuration.volume, state: .stopped) }
@@ -99,11 +99,6 @@ public final class KeepAliveManager: Sendable {
         guard running else { return true }
         let now = ContinuousClock.now
         return records.allSatisfy { record in record.fields.withLock { $0.heartbeat.duration(to: now) <= interval } }
-    }
-
-    /// How many times any output recovered from `reason`.
-    public func recoveries(for reason: InterruptionReason) -> Int {
-        outputs.reduce(0) { $0 + ($1.recoveries[reason] ?? 0) }
     }
 
     /// A new subscription to the manager's events, from now on.

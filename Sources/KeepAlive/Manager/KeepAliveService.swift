@@ -54,25 +54,24 @@ public struct KeepAliveService: Service, Sendable {
     ///   - logger: receives the manager's and the service's log lines.
     /// - Throws: ``KeepAliveConfigurationError`` when the configuration breaks a rule.
     public init(
-        configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger = Logger(label: "KeepAlive")
+        configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger
     ) throws(KeepAliveConfigurationError) {
         self.manager = try KeepAliveManager(configuration: configuration, isOn: isOn, logger: logger)
         self.logger = logger
     }
 
     /// A service around an existing manager, for callers that also drive or observe it directly.
+    /// The service logs through the manager's logger.
     ///
     /// ```swift
     /// let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(), logger: logger)
-    /// let keepAlive = KeepAliveService(manager: manager, logger: logger)
+    /// let keepAlive = KeepAliveService(manager: manager)
     /// ```
     ///
-    /// - Parameters:
-    ///   - manager: the manager to start when the service runs and stop when it returns.
-    ///   - logger: receives the service's own log lines (the manager keeps its own logger).
-    public init(manager: KeepAliveManager, logger: Logger = Logger(label: "KeepAlive")) {
+    /// - Parameter manager: the manager to start when the service runs and stop when it returns.
+    public init(manager: KeepAliveManager) {
         self.manager = manager
-        self.logger = logger
+        self.logger = manager.logger
     }
 
     /// Plays until graceful shutdown or cancellation, then stops and returns.
