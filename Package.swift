@@ -64,6 +64,7 @@ let package = Package(
             name: "KeepAliveTests",
             dependencies: [
                 "KeepAlive",
+                "ControlProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
