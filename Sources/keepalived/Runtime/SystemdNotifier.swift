@@ -57,6 +57,9 @@ struct SystemdNotifier: Service {
         func update() {
             // One snapshot: the outputs a status names are the ones its state was computed from.
             let snapshot = manager.snapshot
+            // The manager starts on a thread of its own, maybe after this first look: a
+            // "stopped" before it ever ran would be news of nothing.
+            guard ready || snapshot.isRunning else { return }
             var message = ""
             if !ready, snapshot.isRunning, snapshot.outputs.allSatisfy({ $0.state != .starting && $0.state != .stopped }) {
                 ready = true
