@@ -34,15 +34,22 @@ let package = Package(
             name: "ControlProtocol",
             path: "Sources/keepalived/ControlProtocol"
         ),
+        // The Linux calls Swift's Glibc module hides behind _GNU_SOURCE, and the one posix_spawn
+        // setup shared by `keepalived start` and the tests' child processes.
+        .target(
+            name: "CSystem",
+            path: "Sources/keepalived/CSystem"
+        ),
         .executableTarget(
             name: "keepalived",
             dependencies: [
                 "KeepAlive",
                 "ControlProtocol",
+                "CSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["ControlProtocol"],
+            exclude: ["ControlProtocol", "CSystem"],
             linkerSettings: [
                 // A release daemon is linked at a fixed address: a position-independent binary has
                 // ~43,000 pointers relocated at every start, which turns 0.45 MB of its read-only
@@ -55,6 +62,7 @@ let package = Package(
             name: "KeepAliveTests",
             dependencies: [
                 "KeepAlive",
+                "ControlProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
@@ -62,7 +70,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["KeepAlive"]
+            dependencies: ["KeepAlive", "CSystem"]
         ),
     ]
 )

@@ -75,6 +75,39 @@ extension Integration {
             #expect(again.stdout.contains("not running"))
         }
 
+        @Test("start --digital with no digital output returns 0 at once: waiting for an output is ready; status shows it; stop works")
+        func startWaitingForSelection() async throws {
+            let environment = ["HOME": try analogOnlyHome(in: directory).path]
+            let began = ContinuousClock.now
+            let started = try await keepalived(["start", "--digital"], environment: environment)
+            #expect(started.status == 0, "\(started.stderr)")
+            #expect(began.duration(to: .now) < .seconds(2).underSanitizer)
+            #expect(started.stdout.contains("waiting"), "\(started.stdout)")
+
+            let result = try await keepalived(["status", "--json"], environment: environment)
+            #expect(result.status == 0, "\(result.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] ?? [:]
+            #expect(object["state"] as? String == "waiting", "\(result.stdout)")
+            #expect(object["reason"] as? String == "no-device", "\(result.stdout)")
+            #expect((object["outputs"] as? [Any])?.isEmpty == true, "\(result.stdout)")
+            let pid = try #require(object["pid"] as? Int)
+
+            let stopped = try await keepalived(["stop"], environment: environment)
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+            #expect(!processIsAlive(pid))
+        }
+
+        @Test("status --json when not running: a socket path with quotes and backslashes reads back from valid JSON")
+        func notRunningJSONEscapes() async throws {
+            let path = directory.appendingPathComponent(#"odd "dir" \ name/control.sock"#).path
+            let result = try await runCommand(binary, ["status", "--json", "--socket", path])
+            #expect(result.status == 3, "\(result.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+            #expect(object["socket"] as? String == path)
+            #expect(object["state"] as? String == "stopped")
+            #expect((object["outputs"] as? [Any])?.isEmpty == true)
+        }
+
         @Test("start with a bad WAV fails with 65 and leaves no daemon and no socket")
         func badClip() async throws {
             let result = try await keepalived(["start", "-d", "null", "--clip-base64", "UklGRgAAAABXQVZF"])

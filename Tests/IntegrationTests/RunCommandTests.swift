@@ -81,6 +81,30 @@ extension Integration {
             #expect(starting.contains("ceiling=0.0316") && starting.contains("(-30.0 dBFS)"), "\(starting)")
         }
 
+        @Test("a clip ffmpeg wrote to a pipe (RIFF and data sizes 0xFFFFFFFF, a partial last frame) plays what is there")
+        func streamedClip() async throws {
+            // 16-bit stereo 48 kHz with ffmpeg's LIST chunk; two frames of ±half scale, then a
+            // byte of a third.
+            var wav = Data("RIFF".utf8) + le32(0xFFFF_FFFF) + Data("WAVE".utf8)
+            wav += Data("fmt ".utf8) + le32(16) + le16(1) + le16(2) + le32(48000) + le32(48000 * 4) + le16(4) + le16(16)
+            wav += Data("LIST".utf8) + le32(26) + Data("INFOISFT".utf8) + le32(14) + Data("Lavf60.16.100\u{0}".utf8)
+            wav += Data("data".utf8) + le32(0xFFFF_FFFF) + Data([0x00, 0xC0, 0x00, 0x40, 0x00, 0x40, 0x00, 0xC0, 0x55])
+            let clip = directory.appendingPathComponent("streamed.wav")
+            try wav.write(to: clip)
+            let capture = directory.appendingPathComponent("capture-streamed.raw")
+            let daemon = try launch(["run", "-d", "file:'\(capture.path)',raw", "--clip", clip.path, "--volume", "0.05"])
+            try await daemon.waitForLog("playing")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            let opened = try #require(logFields(daemon.stderr, line: "opened"))
+            #expect(opened["rate"] == "48000")
+            #expect(opened["channels"] == "2")
+            let samples = try FileContents.data(capture).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+            #expect(samples.count >= 4)
+            // -0.5, +0.5, +0.5, -0.5 at gain 0.05: ∓0.025 of 2^15, and the loop goes on.
+            #expect(Array(samples.prefix(4)) == [-819, 819, 819, -819])
+        }
+
         @Test("a volume above the ceiling is refused with exit 64, naming the ceiling")
         func volumeAboveCeiling() async throws {
             let result = try await runCommand(TestPaths.keepalivedBinary.path, ["run", "-d", "null", "--volume", "0.5"])

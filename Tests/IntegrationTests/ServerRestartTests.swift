@@ -8,67 +8,81 @@ extension Integration {
     struct ServerRestartTests {
         static let rounds = 5
 
-        @Test("PulseAudio SIGKILLed and restarted 5 times: back on the sink within 1 s each time, never exits",
-              .enabled(if: PulseAudioServer.isInstalled))
-        func pulseAudio() async throws {
-            let server = try PulseAudioServer()
-            try await server.start(suspendTimeout: 1)
-            defer { server.stop() }
-            let socket = server.directory.appendingPathComponent("keepalived.sock")
-            var environment = server.environment
-            environment["KEEPALIVED_SOCKET"] = socket.path
-            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "-d", "pulse"],
-                                          environment: environment, directory: server.directory, label: "keepalived")
-            func onSink() -> Bool { server.sinkInputCount() == 1 && server.sinkStateNow() == "RUNNING" }
-            try await daemon.waitForLog("playing")
-            try await waitUntil("keepalived's stream on the sink", timeout: .seconds(5)) { onSink() }
+        /// A sound server these tests can run privately, kill and start again.
+        enum Server: String, CaseIterable, CustomTestStringConvertible, Sendable {
+            case pulseAudio = "PulseAudio"
+            case pipeWire = "PipeWire"
 
-            var delays: [Duration] = []
-            for round in 1...Self.rounds {
-                try await server.kill()
-                #expect(server.sinkInputCount() == nil)
-                // start() returns once pactl gets an answer: the server accepts clients.
-                try await server.start(suspendTimeout: 1)
-                let delay = try await waitUntil("the stream back on the sink after restart \(round)", timeout: .seconds(5)) { onSink() }
-                delays.append(delay)
-                #expect(delay < .seconds(1).underSanitizer, "round \(round): back \(delay) after the server accepted clients")
-                #expect(daemon.isRunning, "keepalived exited:\n\(daemon.stderr)")
+            var testDescription: String { rawValue }
+
+            static var installed: [Server] {
+                allCases.filter { $0 == .pulseAudio ? PulseAudioServer.isInstalled : PipeWireServer.isInstalled }
             }
-            try await expectRecoveries(daemon, reason: "server-gone", socket: socket, environment: environment)
-            print("PulseAudio restarts: stream back after \(delays.map { "\($0.wholeMilliseconds) ms" })")
         }
 
-        @Test("PipeWire SIGKILLed and restarted 5 times: back on the sink within 1 s each time, never exits",
-              .enabled(if: PipeWireServer.isInstalled))
-        func pipeWire() async throws {
-            let server = try PipeWireServer()
+        /// One private server of either kind, behind the few operations a restart round needs.
+        struct RunningServer {
+            let directory: URL
+            let environment: [String: String]
+            /// The ALSA device that reaches it.
+            let device: String
+            let start: () async throws -> Void
+            let kill: () async throws -> Void
+            let stop: () -> Void
+            /// Whether keepalived's stream plays into the server's sink now.
+            let streamOnSink: () -> Bool
+
+            init(_ kind: Server) throws {
+                switch kind {
+                case .pulseAudio:
+                    let server = try PulseAudioServer()
+                    (directory, environment, device) = (server.directory, server.environment, "pulse")
+                    // start() returns once pactl gets an answer: the server accepts clients.
+                    start = { try await server.start(suspendTimeout: 1) }
+                    kill = { try await server.kill() }
+                    stop = { server.stop() }
+                    streamOnSink = { server.sinkInputCount() == 1 && server.sinkStateNow() == "RUNNING" }
+                case .pipeWire:
+                    let server = try PipeWireServer()
+                    (directory, environment, device) = (server.directory, server.environment, "pipewire")
+                    // start() returns once PipeWire accepts clients, WirePlumber runs and the
+                    // sink exists again: the earliest a stream can be back on it.
+                    start = { try await server.start() }
+                    kill = { try await server.kill() }
+                    stop = { server.stop() }
+                    streamOnSink = { server.streamPlaysIntoSink(application: "keepalived") }
+                }
+            }
+        }
+
+        @Test("a sound server SIGKILLed and restarted 5 times: back on the sink within 1 s each time, never exits",
+              arguments: Server.installed)
+        func serverRestarts(_ kind: Server) async throws {
+            let server = try RunningServer(kind)
             try await server.start()
             defer { server.stop() }
             let socket = server.directory.appendingPathComponent("keepalived.sock")
             var environment = server.environment
             environment["KEEPALIVED_SOCKET"] = socket.path
-            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "-d", "pipewire"],
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "-d", server.device],
                                           environment: environment, directory: server.directory, label: "keepalived")
             try await daemon.waitForLog("playing")
-            try await waitUntil("keepalived's stream into the sink", timeout: .seconds(5)) {
-                server.streamPlaysIntoSink(application: "keepalived")
-            }
+            try await waitUntil("keepalived's stream on the sink", timeout: .seconds(5)) { server.streamOnSink() }
 
             var delays: [Duration] = []
             for round in 1...Self.rounds {
                 try await server.kill()
-                // start() returns once PipeWire accepts clients, WirePlumber runs and the sink
-                // exists again: the earliest a stream can be back on it.
+                #expect(!server.streamOnSink())
                 try await server.start()
                 let delay = try await waitUntil("the stream back on the sink after restart \(round)", timeout: .seconds(5)) {
-                    server.streamPlaysIntoSink(application: "keepalived")
+                    server.streamOnSink()
                 }
                 delays.append(delay)
                 #expect(delay < .seconds(1).underSanitizer, "round \(round): back \(delay) after the server was up")
                 #expect(daemon.isRunning, "keepalived exited:\n\(daemon.stderr)")
             }
             try await expectRecoveries(daemon, reason: "server-gone", socket: socket, environment: environment)
-            print("PipeWire restarts: stream back after \(delays.map { "\($0.wholeMilliseconds) ms" })")
+            print("\(kind.rawValue) restarts: stream back after \(delays.map { "\($0.wholeMilliseconds) ms" })")
         }
 
         @Test("PulseAudio not running at start: waits, then plays as soon as the server's socket appears, not at the next backoff step",

@@ -11,8 +11,9 @@ extension Integration {
             directory = try TestPaths.makeTemporaryDirectory("notify")
         }
 
-        func launch(_ arguments: [String], listener: NotifyListener, watchdogMicroseconds: Int? = nil) throws -> ChildProcess {
-            var environment = ["NOTIFY_SOCKET": listener.path]
+        func launch(_ arguments: [String], listener: NotifyListener, watchdogMicroseconds: Int? = nil,
+                    environment extra: [String: String] = [:]) throws -> ChildProcess {
+            var environment = extra.merging(["NOTIFY_SOCKET": listener.path]) { $1 }
             if let watchdogMicroseconds { environment["WATCHDOG_USEC"] = "\(watchdogMicroseconds)" }
             return try ChildProcess(binary, arguments + ["--socket", directory.appendingPathComponent("rt-\(UUID().uuidString.prefix(4))/control.sock").path],
                                     environment: environment, directory: directory, label: "keepalived")
@@ -89,6 +90,22 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
+        @Test("--digital with no digital output: stays up, READY=1, STATUS= names the wait and the selection")
+        func selectionFindsNothing() async throws {
+            let home = try analogOnlyHome(in: directory)
+            let listener = try NotifyListener(path: directory.appendingPathComponent("notify3.sock").path)
+            let daemon = try launch(["run", "--digital"], listener: listener, environment: ["HOME": home.path])
+            try await waitUntil("READY=1 while waiting for an output", timeout: .seconds(2)) {
+                listener.assignments.contains { $0.line == "READY=1" } || !daemon.isRunning
+            }
+            #expect(daemon.isRunning, "exited with \(daemon.terminationStatus ?? -1); log:\n\(daemon.stderr)")
+            #expect(listener.assignments.contains { $0.line == "READY=1" })
+            #expect(listener.assignments.contains { $0.line == "STATUS=waiting for device (no-device): no digital output yet" },
+                    "\(listener.assignments.map(\.line))")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+        }
+
         @Test("under the journal, lines carry syslog priorities and no timestamp")
         func journalPriorities() async throws {
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:CARD=NoSuchCard,DEV=0", "--socket", directory.appendingPathComponent("rt-j/control.sock").path],
@@ -102,4 +119,14 @@ extension Integration {
             #expect(lines.allSatisfy { $0.hasPrefix("<") && !$0.contains("T00:") && !$0.contains("Z info") }, "\(daemon.stderr)")
         }
     }
+}
+
+/// A private HOME whose ALSA configuration adds one hinted PCM, an analog one: with it, the test
+/// machine (which has no digital output) offers `--digital` nothing to pick.
+func analogOnlyHome(in directory: URL) throws -> URL {
+    let home = directory.appendingPathComponent("home-analog")
+    try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+    let config = "pcm.test-speakers { type null hint { show on description \"Test Card, Analog\\nFront speakers\" } }\n"
+    try config.write(to: home.appendingPathComponent(".asoundrc"), atomically: true, encoding: .utf8)
+    return home
 }

@@ -52,14 +52,54 @@ extension Integration {
 
         @Test("the system unit is a notify service that reloads, restarts on failure and stays in the audio group")
         func unitContents() throws {
-            let text = try String(contentsOf: TestPaths.repositoryRoot.appendingPathComponent("systemd/keepalived-audio.service"), encoding: .utf8)
-            for directive in ["Type=notify", "Restart=on-failure", "WatchdogSec=", "SupplementaryGroups=audio", "DevicePolicy=closed",
-                              "DeviceAllow=char-alsa", "ExecReload=", "RuntimeDirectory=keepalived-audio", "--config /etc/keepalived-audio/keepalived-audio.conf"] {
-                #expect(text.contains(directive), "missing \(directive)")
-            }
-            let user = try String(contentsOf: TestPaths.repositoryRoot.appendingPathComponent("systemd/user/keepalived.service"), encoding: .utf8)
-            #expect(user.contains("After=pipewire.service") || user.contains("pipewire.service"))
-            #expect(user.contains("pulseaudio.service"))
+            let unit = try UnitFile(TestPaths.repositoryRoot.appendingPathComponent("systemd/keepalived-audio.service"))
+            #expect(unit["Service", "Type"] == ["notify"])
+            #expect(unit["Service", "Restart"] == ["on-failure"])
+            #expect(unit["Service", "WatchdogSec"].count == 1)
+            #expect(unit["Service", "SupplementaryGroups"] == ["audio"])
+            #expect(unit["Service", "DevicePolicy"] == ["closed"])
+            #expect(unit["Service", "DeviceAllow"].contains { $0.hasPrefix("char-alsa") }, "\(unit["Service", "DeviceAllow"])")
+            #expect(unit["Service", "ExecReload"].count == 1)
+            #expect(unit["Service", "RuntimeDirectory"] == ["keepalived-audio"])
+            let start = try #require(unit["Service", "ExecStart"].first)
+            #expect(start.contains(" run ") && start.contains("--config /etc/keepalived-audio/keepalived-audio.conf"), "\(start)")
+
+            let user = try UnitFile(TestPaths.repositoryRoot.appendingPathComponent("systemd/user/keepalived.service"))
+            let after = Set(user["Unit", "After"].flatMap { $0.split(separator: " ").map(String.init) })
+            #expect(after.isSuperset(of: ["pipewire.service", "pulseaudio.service"]), "\(after)")
+            #expect(user["Service", "Type"] == ["notify"])
+            #expect(user["Service", "ExecReload"].count == 1, "the daemon rereads its options file on reload")
         }
     }
+}
+
+/// A systemd unit file's directives by section, in order, without comments: what systemd reads.
+struct UnitFile {
+    private var values: [String: [String: [String]]] = [:]
+
+    init(_ url: URL) throws {
+        var section = ""
+        var pending = ""
+        for rawLine in try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
+            var line = pending + rawLine.trimmingCharacters(in: .whitespaces)
+            pending = ""
+            if line.hasPrefix("#") || line.hasPrefix(";") || line.isEmpty { continue }
+            if line.hasSuffix("\\") {
+                line.removeLast()
+                pending = line + " "
+                continue
+            }
+            if line.hasPrefix("["), line.hasSuffix("]") {
+                section = String(line.dropFirst().dropLast())
+                continue
+            }
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            values[section, default: [:]][key, default: []].append(value)
+        }
+    }
+
+    /// Every value of `key` in `section`, in order (a directive may be repeated).
+    subscript(section: String, key: String) -> [String] { values[section]?[key] ?? [] }
 }

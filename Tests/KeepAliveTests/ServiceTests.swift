@@ -133,7 +133,7 @@ struct ServiceTests {
         let events = EventRecorder(manager.events)
         manager.start()
         try await Support.waitUntil("the output to play") { manager.state == .playing }
-        let group = ServiceGroup(services: [KeepAliveService(manager: manager, logger: Support.quietLogger)], logger: Support.quietLogger)
+        let group = ServiceGroup(services: [KeepAliveService(manager: manager)], logger: Support.quietLogger)
         let running = Task { try await group.run() }
         try await Task.sleep(for: .milliseconds(100))
         #expect(manager.state == .playing)
@@ -169,18 +169,6 @@ struct ServiceTests {
     ])
     func invalidConfiguration(_ configuration: KeepAliveConfiguration, _ error: KeepAliveConfigurationError) {
         #expect(throws: error) { try KeepAliveService(configuration: configuration, logger: Support.quietLogger) }
-    }
-
-    @Test("stopping runs on a thread of its own, outside any task and the cooperative pool")
-    func stopsOffThePool() async {
-        let callerThread = UInt(pthread_self())
-        let seen = Locked<(thread: UInt, inTask: Bool)?>(nil)
-        await KeepAliveService.onDedicatedThread {
-            seen.withLock { $0 = (UInt(pthread_self()), withUnsafeCurrentTask { $0 != nil }) }
-        }
-        let observed = seen.withLock { $0 }
-        #expect(observed?.inTask == false)
-        #expect(observed?.thread != callerThread)
     }
 }
 

@@ -138,17 +138,83 @@ struct WAVDecoderTests {
         cases.append(Bad(name: "extensible fmt chunk cut at 18 bytes", bytes: with { var b = $0; b.extensible = true; $0.formatChunkOverride = Array(b.formatBody.prefix(18)) }, error: .truncatedChunk(id: "fmt ")))
         cases.append(Bad(name: "a chunk header cut off", bytes: WAVBuilder.fixRIFFSize(WAVBuilder().bytes + Array("LIS".utf8)), error: .truncatedChunk(id: "LIS")))
         cases.append(Bad(name: "data holding half a frame", bytes: with { $0.channels = 2; $0.data = [1, 2, 3, 4, 5, 6] }, error: .truncatedChunk(id: "data")))
-        var oversized = WAVBuilder().bytes
-        oversized.replaceSubrange((oversized.count - 6)..<(oversized.count - 2), with: WAVBuilder.le32(1000))
-        cases.append(Bad(name: "data size larger than the input", bytes: oversized, error: .sizeExceedsInput(chunk: "data", declared: 1000, available: 2)))
-        var hugeRIFF = WAVBuilder().bytes
-        hugeRIFF.replaceSubrange(4..<8, with: WAVBuilder.le32(0xFFFF_FFF0))
-        cases.append(Bad(name: "RIFF size larger than the input", bytes: hugeRIFF, error: .sizeExceedsInput(chunk: "RIFF", declared: 0xFFFF_FFF0, available: hugeRIFF.count - 8)))
-        var hugeData = WAVBuilder().bytes
-        hugeData.replaceSubrange((hugeData.count - 6)..<(hugeData.count - 2), with: WAVBuilder.le32(0xFFFF_FFFF))
-        cases.append(Bad(name: "data size of 4 GiB, never allocated", bytes: hugeData, error: .sizeExceedsInput(chunk: "data", declared: 0xFFFF_FFFF, available: 2)))
+        var oversizedList = WAVBuilder()
+        oversizedList.chunksBeforeData = [("LIST", [1, 2])]
+        var listBytes = oversizedList.bytes
+        let listSize = 12 + 24 + 4  // after the RIFF header, the fmt chunk and the LIST tag
+        listBytes.replaceSubrange(listSize..<(listSize + 4), with: WAVBuilder.le32(1000))
+        cases.append(Bad(name: "a chunk before data larger than the input", bytes: listBytes, error: .sizeExceedsInput(chunk: "LIST", declared: 1000, available: 12)))
+        cases.append(Bad(name: "a streaming header with less than one frame", bytes: WAVDecoderTests.streamingHeader(riffSize: 0xFFFF_FFFF, dataSize: 0xFFFF_FFFF, channels: 2) + [1, 2, 3], error: .emptyData))
+        cases.append(Bad(name: "a streaming header cut inside 'fmt '", bytes: Array(WAVDecoderTests.streamingHeader(riffSize: 0, dataSize: 0, channels: 2).prefix(30)), error: .sizeExceedsInput(chunk: "fmt ", declared: 16, available: 10)))
         return cases
     }()
+
+    /// The header of a 16-bit 48 kHz WAV file as ffmpeg's muxer writes it to a pipe (it cannot
+    /// seek back to fill in the sizes): its `LIST` chunk, then `data` with the sizes given.
+    static func streamingHeader(riffSize: UInt32, dataSize: UInt32, channels: UInt16) -> [UInt8] {
+        var wav = WAVBuilder()
+        wav.channels = channels
+        wav.sampleRate = 48000
+        let software = Array("INFOISFT".utf8) + WAVBuilder.le32(14) + Array("Lavf60.16.100\u{0}".utf8)
+        return Array("RIFF".utf8) + WAVBuilder.le32(riffSize) + Array("WAVE".utf8) + WAVBuilder.chunk("fmt ", wav.formatBody)
+            + WAVBuilder.chunk("LIST", software) + Array("data".utf8) + WAVBuilder.le32(dataSize)
+    }
+
+    /// `sox -n -b 16 -c 1 -r 8000 -t wav - synth 0.001 sine 440 | cat`: sox writes sizes of
+    /// about 2 GiB when it cannot seek.
+    static let soxToPipe16: [UInt8] = [
+        0x52, 0x49, 0x46, 0x46, 0x24, 0xf0, 0xff, 0x7f, 0x57, 0x41, 0x56, 0x45, 0x66, 0x6d, 0x74, 0x20,
+        0x10, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x40, 0x1f, 0x00, 0x00, 0x80, 0x3e, 0x00, 0x00,
+        0x02, 0x00, 0x10, 0x00, 0x64, 0x61, 0x74, 0x61, 0x00, 0xf0, 0xff, 0x7f, 0x4f, 0x03, 0x13, 0x1e,
+        0xad, 0x39, 0xb4, 0x4d, 0x68, 0x58, 0xa4, 0x59, 0x13, 0x4e, 0xd2, 0x3d,
+    ]
+
+    /// `sox -n -c 2 -r 48000 -t wav - synth 0.0001 sine 440 | cat`: 32-bit PCM, extensible, with
+    /// a `fact` chunk that also lies.
+    static let soxToPipe32: [UInt8] = [
+        0x52, 0x49, 0x46, 0x46, 0x48, 0xf0, 0xff, 0x7f, 0x57, 0x41, 0x56, 0x45, 0x66, 0x6d, 0x74, 0x20,
+        0x28, 0x00, 0x00, 0x00, 0xfe, 0xff, 0x02, 0x00, 0x80, 0xbb, 0x00, 0x00, 0x00, 0xdc, 0x05, 0x00,
+        0x08, 0x00, 0x20, 0x00, 0x16, 0x00, 0x20, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71, 0x66, 0x61, 0x63, 0x74,
+        0x04, 0x00, 0x00, 0x00, 0x00, 0xfe, 0xff, 0x0f, 0x64, 0x61, 0x74, 0x61, 0x00, 0xf0, 0xff, 0x7f,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0x42, 0x5e, 0x07, 0x0f, 0x42, 0x5e, 0x07,
+        0xb3, 0x42, 0xb6, 0x0e, 0xb3, 0x42, 0xb6, 0x0e, 0xd3, 0xc5, 0x01, 0x16, 0xd3, 0xc5, 0x01, 0x16,
+        0xef, 0x99, 0x3a, 0x1d, 0xef, 0x99, 0x3a, 0x1d,
+    ]
+
+    static let streamingFiles: [Good] = {
+        // Three stereo frames of 16-bit samples, then half a frame: a pipe closed mid-write.
+        let frames: [UInt8] = [0x00, 0xC0, 0x00, 0x40, 1, 0, 2, 0, 3, 0, 4, 0, 0x55, 0x55]
+        var cases = [
+            Good(name: "sox to a pipe, 16-bit mono: sizes of about 2 GiB", bytes: soxToPipe16, rate: 8000, channels: 1,
+                 encoding: .integer(bits: 16), frames: 8, firstSample: 847.0 / 32768),
+            Good(name: "sox to a pipe, 32-bit stereo extensible with a fact chunk", bytes: soxToPipe32, rate: 48000, channels: 2,
+                 encoding: .integer(bits: 32), frames: 5, firstSample: 0),
+            Good(name: "ffmpeg to a pipe: RIFF and data sizes 0xFFFFFFFF, a partial last frame", bytes: streamingHeader(riffSize: 0xFFFF_FFFF, dataSize: 0xFFFF_FFFF, channels: 2) + frames,
+                 rate: 48000, channels: 2, encoding: .integer(bits: 16), frames: 3, firstSample: -0.5),
+            Good(name: "RIFF and data sizes 0", bytes: streamingHeader(riffSize: 0, dataSize: 0, channels: 2) + frames,
+                 rate: 48000, channels: 2, encoding: .integer(bits: 16), frames: 3, firstSample: -0.5),
+            Good(name: "RIFF size 0xFFFFFFFF, data size exact", bytes: streamingHeader(riffSize: 0xFFFF_FFFF, dataSize: 12, channels: 2) + frames.prefix(12),
+                 rate: 48000, channels: 2, encoding: .integer(bits: 16), frames: 3, firstSample: -0.5),
+        ]
+        // A whole file cut short inside its data (a download that stopped): what is there plays.
+        var cut = WAVBuilder()
+        cut.channels = 2
+        cut.data = Array(frames.prefix(12))
+        cases.append(Good(name: "a file cut inside its data chunk, mid-frame", bytes: Array(cut.bytes.dropLast(2)), rate: 44100, channels: 2,
+                          encoding: .integer(bits: 16), frames: 2, firstSample: -0.5))
+        return cases
+    }()
+
+    @Test("headers written to a pipe, whose sizes are 0, 0xFFFFFFFF or past the end, play what is there", arguments: streamingFiles)
+    func decodesStreamingHeader(_ good: Good) throws {
+        let clip = try Clip(wavBytes: good.bytes)
+        #expect(clip.sampleRate == good.rate)
+        #expect(clip.channels == good.channels)
+        #expect(clip.encoding == good.encoding)
+        #expect(clip.frameCount == good.frames)
+        #expect(abs(clip.sample(frame: 0, channel: 0) - good.firstSample) < 1e-9)
+    }
 
     @Test("refuses each bad file with its exact error", arguments: badFiles)
     func refusesBadFile(_ bad: Bad) {

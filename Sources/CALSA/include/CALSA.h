@@ -10,8 +10,6 @@
 #include <alsa/asoundlib.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
 // mallopt (one malloc arena for the daemon): <malloc.h> is not part of Swift's Glibc module.
 #include <malloc.h>
 

@@ -2,27 +2,30 @@ import CALSA
 
 /// A failure reported by ALSA: the negative `errno` value it returned and what was being done.
 ///
+/// Internal: it reaches callers only as text (``OutputStatus/lastError``, the events' messages),
+/// together with the ``InterruptionReason`` it was classified as.
+///
 /// ```swift
 /// let error = ALSAError(code: -16, operation: "open")
 /// print(error)  // open: Device or resource busy (EBUSY)
 /// ```
-public struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
+struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The negative errno value returned by alsa-lib.
-    public let code: Int32
+    let code: Int32
     /// The ALSA operation that failed.
-    public let operation: String
+    let operation: String
 
     /// An error for `code`, the negative errno value alsa-lib returned from `operation`.
-    public init(code: Int32, operation: String) {
+    init(code: Int32, operation: String) {
         self.code = code
         self.operation = operation
     }
 
     /// alsa-lib's text for the code.
-    public var message: String { String(cString: snd_strerror(code)) }
+    var message: String { String(cString: snd_strerror(code)) }
 
     /// The operation, alsa-lib's text and the errno name: `open: Device or resource busy (EBUSY)`.
-    public var description: String {
+    var description: String {
         if let name = errnoName(-code) { return "\(operation): \(message) (\(name))" }
         return "\(operation): \(message)"
     }

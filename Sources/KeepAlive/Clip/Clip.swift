@@ -88,7 +88,11 @@ public struct Clip: Sendable, Equatable {
     }
 
     /// The sample at `frame` and `channel`, as a fraction of full scale in [-1, 1].
-    public func sample(frame: Int, channel: Int) -> Double {
+    ///
+    /// Internal: the renderer reads every sample once, when an output opens, with indices it
+    /// derives from ``frameCount`` and ``channels``; an index outside them is a bug of the
+    /// engine's, not a caller's mistake to check for on every sample.
+    func sample(frame: Int, channel: Int) -> Double {
         let width = encoding.bytesPerSample
         let at = (frame * channels + channel) * width
         return bytes.withUnsafeBufferPointer { raw in

@@ -36,7 +36,8 @@ public enum ClipError: Error, Equatable, Sendable, CustomStringConvertible {
     case emptyData
     /// A chunk ends before its own header or required fields do.
     case truncatedChunk(id: String)
-    /// A size field promises more bytes than the input holds.
+    /// A chunk other than `data` declares more bytes than the input holds. (A `data` or RIFF
+    /// size that runs past the end is read as "to the end", as a streaming writer means it.)
     case sizeExceedsInput(chunk: String, declared: UInt32, available: Int)
     /// The clip file could not be read (the `errno` text and number).
     case unreadableFile(path: String, reason: String, errno: Int32)

@@ -1,7 +1,9 @@
 /// Parses RIFF/WAVE bytes into a clip's format and sample bytes.
 ///
 /// Every size read from a header is checked against the input before it is used, so a hostile
-/// file can neither crash the decoder nor make it allocate more than the input's own size.
+/// file can neither crash the decoder nor make it allocate more than the input's own size. Sizes
+/// a streaming writer could not fill in (0, 0xFFFFFFFF, or past the end of the input) mean "to
+/// the end", as sox and libsndfile read them; any other size that does not fit is refused.
 enum WAVDecoder {
     struct Decoded {
         var sampleRate: Int
@@ -30,23 +32,32 @@ enum WAVDecoder {
         guard input.count >= 12, tag(input, 0) == "RIFF", tag(input, 8) == "WAVE" else {
             throw .notRIFFWAVE
         }
-        let riffSize = u32(input, 4)
-        guard Int(riffSize) <= input.count - 8 else {
-            throw .sizeExceedsInput(chunk: "RIFF", declared: riffSize, available: input.count - 8)
-        }
-        let end = 8 + Int(riffSize)
+        // A writer that cannot seek back (sox or ffmpeg writing to a pipe) leaves the RIFF size
+        // at 0, 0xFFFFFFFF or a guess of about 2 GiB; a file cut short has one larger than what
+        // is left. Either way the chunks run to the end of the input, as sox and libsndfile read it.
+        let riffSize = Int(u32(input, 4))
+        let end = riffSize == 0 || riffSize > input.count - 8 ? input.count : 8 + riffSize
         var offset = 12
         var format: Format?
         var dataRange: Range<Int>?
+        var dataSizeTrusted = true
         while offset < end {
             guard end - offset >= 8 else { throw .truncatedChunk(id: partialTag(input, offset, end)) }
             let id = tag(input, offset)
             let size = u32(input, offset + 4)
             let bodyStart = offset + 8
-            guard Int(size) <= end - bodyStart else {
-                throw .sizeExceedsInput(chunk: id, declared: size, available: end - bodyStart)
+            let body: Range<Int>
+            if id == "data", size == 0 || size == 0xFFFF_FFFF || Int(size) > end - bodyStart {
+                // The same unwritten size on the audio: it is whatever bytes are there, and a
+                // pipe closed mid-write may have left a partial frame at the end.
+                body = bodyStart..<end
+                if dataRange == nil { dataSizeTrusted = false }
+            } else {
+                guard Int(size) <= end - bodyStart else {
+                    throw .sizeExceedsInput(chunk: id, declared: size, available: end - bodyStart)
+                }
+                body = bodyStart..<(bodyStart + Int(size))
             }
-            let body = bodyStart..<(bodyStart + Int(size))
             switch id {
             case "fmt ":
                 format = try parseFormat(input, body)
@@ -58,15 +69,20 @@ enum WAVDecoder {
             }
             // RIFF pads odd-sized chunks to an even length; a writer that left off the final pad
             // byte still produced a usable file.
-            offset = body.upperBound + Int(size & 1)
+            offset = body.upperBound + (body.count & 1)
         }
         guard let format else { throw .missingFormatChunk }
-        guard let dataRange else { throw .missingDataChunk }
+        guard var dataRange else { throw .missingDataChunk }
         let encoding: Clip.Encoding = format.tag == formatFloat
             ? .float(bits: format.bitsPerSample) : .integer(bits: format.bitsPerSample)
+        let partialFrame = dataRange.count % format.blockAlign
+        if dataSizeTrusted {
+            // A declared size that splits a frame means the header lies about the layout.
+            guard partialFrame == 0 else { throw .truncatedChunk(id: "data") }
+        } else {
+            dataRange = dataRange.dropLast(partialFrame)
+        }
         guard !dataRange.isEmpty else { throw .emptyData }
-        // A partial frame means the writer stopped mid-sample: the layout can't be trusted.
-        guard dataRange.count % format.blockAlign == 0 else { throw .truncatedChunk(id: "data") }
         return Decoded(
             sampleRate: format.sampleRate, channels: format.channels, encoding: encoding,
             bytes: Array(input[dataRange]))

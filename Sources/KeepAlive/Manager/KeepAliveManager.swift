@@ -17,7 +17,8 @@ import Logging
 /// observer.cancel()             // the stream does not end at stop()
 /// ```
 public final class KeepAliveManager: Sendable {
-    private let logger: Logger
+    /// The caller's logger; a ``KeepAliveService`` around this manager logs through it too.
+    let logger: Logger
     private let broadcaster = EventBroadcaster()
 
     /// State read by any thread; the records inside carry their own locks.
@@ -41,8 +42,7 @@ public final class KeepAliveManager: Sendable {
     ///   - isOn: the initial gate; while off, ``start()`` does nothing.
     ///   - logger: receives state changes and faults, each once.
     /// - Throws: ``KeepAliveConfigurationError`` when the configuration breaks a rule.
-    public init(configuration: KeepAliveConfiguration, isOn: Bool = true,
-                logger: Logger = Logger(label: "KeepAlive")) throws(KeepAliveConfigurationError) {
+    public init(configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger) throws(KeepAliveConfigurationError) {
         try configuration.validate()
         self.logger = logger
         let records = configuration.devices.map { OutputRecord(device: $0, volume: configuration.volume, state: .stopped) }
@@ -69,11 +69,24 @@ public final class KeepAliveManager: Sendable {
     public var isRunning: Bool { shared.withLock { $0.running } }
 
     /// The overall state: ``KeepAliveState/playing`` when every output plays, otherwise the state
-    /// of the first output that does not.
+    /// of the first output that does not. See ``KeepAliveSnapshot/state``.
     public var state: KeepAliveState { snapshot.state }
 
-    /// A snapshot of every output.
-    public var outputs: [OutputStatus] { shared.withLock { $0.records }.map(\.snapshot) }
+    /// A status of every output.
+    public var outputs: [OutputStatus] { snapshot.outputs }
+
+    /// State, outputs and configuration read together, under one lock, so they agree.
+    ///
+    /// ```swift
+    /// let snapshot = manager.snapshot
+    /// print(snapshot.state, snapshot.outputs.map(\.device), snapshot.configuration.volume)
+    /// ```
+    public var snapshot: KeepAliveSnapshot {
+        // Each record's own lock is taken inside the manager's: nothing takes them the other way.
+        shared.withLock { shared in
+            KeepAliveSnapshot(isRunning: shared.running, configuration: shared.configuration, outputs: shared.records.map(\.snapshot))
+        }
+    }
 
     /// Whether every output's playback thread reported within `interval`: the health signal a
     /// watchdog should follow (a timer would keep pinging while a thread hangs in a driver).
@@ -93,11 +106,6 @@ public final class KeepAliveManager: Sendable {
                 return fields.heartbeat.duration(to: now) <= allowed
             }
         }
-    }
-
-    /// How many times any output recovered from `reason`.
-    public func recoveries(for reason: InterruptionReason) -> Int {
-        outputs.reduce(0) { $0 + ($1.recoveries[reason] ?? 0) }
     }
 
     /// A new subscription to the manager's events, from now on.

@@ -54,25 +54,24 @@ public struct KeepAliveService: Service, Sendable {
     ///   - logger: receives the manager's and the service's log lines.
     /// - Throws: ``KeepAliveConfigurationError`` when the configuration breaks a rule.
     public init(
-        configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger = Logger(label: "KeepAlive")
+        configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger
     ) throws(KeepAliveConfigurationError) {
         self.manager = try KeepAliveManager(configuration: configuration, isOn: isOn, logger: logger)
         self.logger = logger
     }
 
     /// A service around an existing manager, for callers that also drive or observe it directly.
+    /// The service logs through the manager's logger.
     ///
     /// ```swift
     /// let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(), logger: logger)
-    /// let keepAlive = KeepAliveService(manager: manager, logger: logger)
+    /// let keepAlive = KeepAliveService(manager: manager)
     /// ```
     ///
-    /// - Parameters:
-    ///   - manager: the manager to start when the service runs and stop when it returns.
-    ///   - logger: receives the service's own log lines (the manager keeps its own logger).
-    public init(manager: KeepAliveManager, logger: Logger = Logger(label: "KeepAlive")) {
+    /// - Parameter manager: the manager to start when the service runs and stop when it returns.
+    public init(manager: KeepAliveManager) {
         self.manager = manager
-        self.logger = logger
+        self.logger = manager.logger
     }
 
     /// Plays until graceful shutdown or cancellation, then stops and returns.
@@ -85,47 +84,32 @@ public struct KeepAliveService: Service, Sendable {
     ///   errors are thrown by the initializers, and device faults are ridden out, never thrown.
     public func run() async throws {
         if !Task.isCancelled, !Task.isShuttingDownGracefully {
-            manager.start()
-            if !manager.isRunning {
+            // Starting waits for the manager's lifecycle lock, which a concurrent stop() or
+            // reconfigure(_:) holds while it joins playback threads.
+            let started = await onDedicatedThread(named: "keepalive-start") { [manager] in
+                manager.start()
+                return manager.isRunning
+            }
+            if !started {
                 logger.notice("keep-alive is switched off (isOn is false); not playing until shutdown")
             }
             // Returns on graceful shutdown, throws CancellationError on cancellation: both mean stop.
             try? await gracefulShutdown()
         }
-        await Self.onDedicatedThread { [manager] in manager.stop() }
+        await onDedicatedThread(named: "keepalive-stop") { [manager] in manager.stop() }
     }
 
-    /// Runs `body`, which may block, on a new thread and suspends until it returns. Falls back to
-    /// running it inline if no thread can be created.
-    static func onDedicatedThread(_ body: @escaping @Sendable () -> Void) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let job = DedicatedThreadJob {
-                body()
-                continuation.resume()
-            }
-            let context = Unmanaged.passRetained(job).toOpaque()
-            var thread = pthread_t()
-            let result = pthread_create(&thread, nil, { context in
-                let job = Unmanaged<DedicatedThreadJob>.fromOpaque(context!).takeRetainedValue()
-                // Signals belong to the process's own handlers, as on the playback threads.
-                var all = sigset_t()
-                sigfillset(&all)
-                pthread_sigmask(SIG_BLOCK, &all, nil)
-                job.work()
-                return nil
-            }, context)
-            if result == 0 {
-                pthread_detach(thread)
-            } else {
-                Unmanaged<DedicatedThreadJob>.fromOpaque(context).release()
-                job.work()
+    /// Runs `body`, which may block, on a thread of its own and suspends until it returns: a
+    /// blocked thread of Swift's cooperative pool would stall the other services of the group.
+    /// Runs it inline, as the lesser evil, when no thread can be created.
+    private func onDedicatedThread<Result: Sendable>(named name: String, _ body: @escaping @Sendable () -> Result) async -> Result {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Result, Never>) in
+            do {
+                try startDetachedThread(named: name) { continuation.resume(returning: body()) }
+            } catch {
+                logger.warning("running on the caller's thread", metadata: ["error": "\(error)"])
+                continuation.resume(returning: body())
             }
         }
     }
-}
-
-/// The closure a dedicated thread runs, boxed to cross `pthread_create`'s context pointer.
-private final class DedicatedThreadJob: Sendable {
-    let work: @Sendable () -> Void
-    init(_ work: @escaping @Sendable () -> Void) { self.work = work }
 }

@@ -17,7 +17,8 @@ public enum KeepAliveState: Sendable, Hashable, CustomStringConvertible {
     case stopped
     /// Opening the output for the first time.
     case starting
-    /// The stream is running.
+    /// The stream is running: the device took the first audio. With
+    /// ``KeepAliveSignal/openOnly``, which writes nothing, it is open and held.
     case playing
     /// The output cannot be opened; the engine retries with backoff.
     case waitingForDevice(InterruptionReason)

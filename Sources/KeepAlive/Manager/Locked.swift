@@ -17,7 +17,7 @@ import Musl
 /// let counter = Locked(0)
 /// counter.withLock { $0 += 1 }
 /// ```
-final class Locked<Value>: @unchecked Sendable {
+final class Locked<Value> {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
@@ -39,3 +39,7 @@ final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+/// Shared between threads only when what it guards may be: the lock orders the accesses, it
+/// does not make a non-`Sendable` value safe to hand from one thread to another.
+extension Locked: @unchecked Sendable where Value: Sendable {}

@@ -29,6 +29,10 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
     /// The device stopped consuming audio without reporting an error.
     case stalled
     /// Anything else; the error text is in the event and the status.
+    /// The device's nodes exist but this process may not open them (`-EACCES`, or a card that
+    /// alsa-lib cannot see for want of permission): the user is not in the `audio` group, the
+    /// unit lacks `SupplementaryGroups=audio`, or udev's sound rules are missing.
+    case permissionDenied = "permission-denied"
     case unknown
 
     /// The name used in logs and the CLI: `underrun`, `server-gone`, `no-device`, ….
@@ -43,7 +47,7 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
         switch self {
         case .unknown: 0
         case .underrun, .suspended, .stalled: 1
-        case .serverGone, .unplugged, .busy, .noDevice: 2
+        case .serverGone, .unplugged, .busy, .noDevice, .permissionDenied: 2
         }
     }
 
@@ -64,6 +68,7 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
     init(openError code: Int32) {
         switch -code {
         case EBUSY: self = .busy
+        case EACCES, EPERM: self = .permissionDenied
         case ENOENT, ENODEV, ENXIO: self = .noDevice
         case EIO, ENOTCONN, ECONNREFUSED, ECONNRESET, ESHUTDOWN, EHOSTDOWN, EPIPE: self = .serverGone
         default: self = .unknown

@@ -35,11 +35,14 @@ final class PlaybackLoop: @unchecked Sendable {
     var configuration: KeepAliveConfiguration
     let report: @Sendable (PlaybackReport) -> Void
     let doorbell = Doorbell()
-    private var thread: pthread_t?
+    private var thread: JoinableThread?
     let clock = ContinuousClock()
 
     /// How often a device that plays on its own (a ring loop, a device held open) is checked.
-    static let healthCheckInterval: Duration = .seconds(30)
+    /// A minute: the check is the ring loop's one wakeup of its own (the watchdog's ping, every
+    /// 30 s under the units, is the other), and a DMA ring does not stall unnoticed by the
+    /// kernel, which reports a suspend, an unplug or a stop on the descriptor at once.
+    static let healthCheckInterval: Duration = .seconds(60)
     /// The longest ring a ring loop asks for, in seconds of audio: long enough that a device
     /// that cannot switch its period interrupts off wakes the kernel rarely, short enough to
     /// stay a small DMA buffer.
@@ -51,27 +54,14 @@ final class PlaybackLoop: @unchecked Sendable {
         self.report = report
     }
 
+    /// Starts the thread; a thread that cannot be started is reported as a fault of the output.
     func start() {
         precondition(thread == nil, "playback loop started twice")
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var handle = pthread_t()
-        let result = pthread_create(&handle, nil, { context in
-            let loop = Unmanaged<PlaybackLoop>.fromOpaque(context!).takeRetainedValue()
-            // Signals belong to the service's own handlers; this thread only ever waits in poll,
-            // and a signal landing here would just turn that wait into EINTR.
-            var all = sigset_t()
-            sigfillset(&all)
-            pthread_sigmask(SIG_BLOCK, &all, nil)
-            calsa_name_current_thread("keepalive-play")
-            loop.run()
-            return nil
-        }, context)
-        guard result == 0 else {
-            Unmanaged<PlaybackLoop>.fromOpaque(context).release()
-            report(.fault(.unknown, "cannot start playback thread: errno \(result)"))
-            return
+        do {
+            thread = try startThread(named: "keepalive-play") { [self] in run() }
+        } catch {
+            report(.fault(.unknown, "\(error)"))
         }
-        thread = handle
     }
 
     /// A configuration handed over by ``apply(_:)``, taken by the playback thread between two
@@ -92,10 +82,7 @@ final class PlaybackLoop: @unchecked Sendable {
     /// Asks the thread to stop and waits for it: the stream is dropped, never drained.
     func stopAndJoin() {
         doorbell.raise()
-        if let thread {
-            pthread_join(thread, nil)
-            self.thread = nil
-        }
+        thread.take()?.join()
     }
 
     // MARK: - The playback thread
@@ -241,7 +228,15 @@ final class PlaybackLoop: @unchecked Sendable {
     }
 
     private func openFailed(_ error: ALSAError) -> Outcome {
-        perform(machine.openFailed(error.code, message: error.description, seen: watcher?.take() ?? [], at: clock.now))
+        var code = error.code
+        var message = error.description
+        // A card this process may not open looks missing to alsa-lib: say what is really wrong.
+        let reason = InterruptionReason(openError: code)
+        if reason == .noDevice || reason == .permissionDenied || reason == .unknown, let denied = DeviceAccess.deniedExplanation() {
+            code = -EACCES
+            message = "\(error.description); \(denied)"
+        }
+        return perform(machine.openFailed(code, message: message, seen: watcher?.take() ?? [], at: clock.now))
     }
 
     /// The device must be closed and opened again.

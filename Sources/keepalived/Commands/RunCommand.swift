@@ -119,7 +119,7 @@ struct RunCommand: ParsableCommand {
         stopRequest.arm(runtime)
         do { try runtime.run() } catch {
             printError("keepalived: error: \(error)")
-            throw SysExit.osError
+            throw error is ControlSocketError ? SysExit.cannotCreate : SysExit.osError
         }
     }
 }
@@ -135,11 +135,13 @@ final class StopRequest: Sendable {
 
 extension DaemonStatus {
     init(manager: KeepAliveManager, started: ContinuousClock.Instant, paths: RuntimePaths, logFile: String?) {
-        let state = manager.state
+        // One snapshot: the state is the outputs' own, the ceiling the configuration's they play.
+        let snapshot = manager.snapshot
+        let state = snapshot.state
         self.init(
             state: state.name, reason: state.reason?.rawValue, pid: getpid(),
             uptimeSeconds: started.duration(to: .now).seconds, socket: paths.socket, logFile: logFile,
-            outputs: manager.outputs.map { OutputReport($0, ceiling: manager.configuration.ceiling) })
+            outputs: snapshot.outputs.map { OutputReport($0, ceiling: snapshot.configuration.ceiling) })
     }
 }
 

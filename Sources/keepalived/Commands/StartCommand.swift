@@ -1,4 +1,6 @@
 import ArgumentParser
+import ControlProtocol
+import CSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -23,8 +25,6 @@ struct StartCommand: ParsableCommand {
 
     /// How long the daemon may take to open its outputs (or find them missing).
     static let readinessTimeout: Duration = .seconds(5)
-    /// glibc's POSIX_SPAWN_SETSID (2.26+), hidden behind _GNU_SOURCE in Swift's Glibc module.
-    private static let spawnSetSID: Int32 = 0x80
 
     func run() throws {
         // Refuse bad options and clips here, so no daemon is ever started only to die.
@@ -58,10 +58,8 @@ struct StartCommand: ParsableCommand {
                 throw CleanExit.failure("the daemon failed to start: \(reason)", code: ExitCode(code == 0 ? 70 : code)).exit()
             }
             if case .success(let reply) = ControlClient.send("status", to: paths, timeout: .milliseconds(500)),
-               let daemon = reply.status, daemon.pid == pid,
-               !daemon.outputs.isEmpty, daemon.outputs.allSatisfy({ $0.state != "starting" && $0.state != "stopped" }) {
-                let states = daemon.outputs.map { "\($0.device): \($0.state)\($0.reason.map { " (\($0))" } ?? "")" }.joined(separator: ", ")
-                printOutput("keepalived started (pid \(pid)); \(states)" + (logFile.map { "; log: \($0)" } ?? ""))
+               let daemon = reply.status, daemon.pid == pid, Self.isReady(daemon) {
+                printOutput("keepalived started (pid \(pid)); \(Self.describeOutputs(daemon))" + (logFile.map { "; log: \($0)" } ?? ""))
                 return
             }
             if clock.now >= deadline {
@@ -72,6 +70,21 @@ struct StartCommand: ParsableCommand {
             }
             sleep(for: .milliseconds(10))
         }
+    }
+
+    /// Ready once every output plays or waits for its device. A selection that found no output
+    /// yet waits for one to appear: that is a ready daemon too, not one to kill.
+    static func isReady(_ daemon: DaemonStatus) -> Bool {
+        daemon.state != "starting" && daemon.state != "stopped"
+            && daemon.outputs.allSatisfy { $0.state != "starting" && $0.state != "stopped" }
+    }
+
+    /// `hdmi:CARD=PCH,DEV=0: playing, default: waiting (no-device)`, or the overall state when
+    /// there is no output yet.
+    static func describeOutputs(_ daemon: DaemonStatus) -> String {
+        func describe(_ state: String, _ reason: String?) -> String { state + (reason.map { " (\($0))" } ?? "") }
+        guard !daemon.outputs.isEmpty else { return "no output yet: \(describe(daemon.state, daemon.reason))" }
+        return daemon.outputs.map { "\($0.device): \(describe($0.state, $0.reason))" }.joined(separator: ", ")
     }
 
     /// The arguments after `start`, passed on to `run` unchanged.
@@ -86,29 +99,18 @@ struct StartCommand: ParsableCommand {
         let length = readlink("/proc/self/exe", &executable, executable.count - 1)
         let path = length > 0 ? String(decoding: executable[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        if let logFile {
-            posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(Self.spawnSetSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
+        // Its own session, stdin from /dev/null, both outputs to the log file (or the journal's
+        // stream, inherited, under systemd).
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        let result = "/dev/null".withCString { devNull in
+            logFile.withOptionalCString { log in
+                var options = csystem_spawn_options(stdin_path: devNull, stdout_path: log, stderr_path: nil,
+                                                    stderr_to_stdout: log == nil ? 0 : 1, append: 1, new_session: 1)
+                return csystem_spawn(&pid, path, argv, environ, &options)
+            }
+        }
         guard result == 0 else {
             throw CleanExit.failure("cannot start \(path): \(Errno(result))", code: SysExit.software).exit()
         }
@@ -126,6 +128,14 @@ struct StartCommand: ParsableCommand {
             if line.contains("error") { last = line.trimmingSuffixNewline() }
         }
         return last.map { $0.hasPrefix("keepalived: error: ") ? String($0.dropFirst("keepalived: error: ".count)) : $0 }
+    }
+}
+
+extension Optional<String> {
+    /// Calls `body` with the string as a C string, or with nil.
+    func withOptionalCString<Result>(_ body: (UnsafePointer<CChar>?) -> Result) -> Result {
+        guard let self else { return body(nil) }
+        return self.withCString(body)
     }
 }
 

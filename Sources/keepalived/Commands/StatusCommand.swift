@@ -19,7 +19,7 @@ struct StatusCommand: ParsableCommand {
             guard let status = reply.status else { throw CleanExit.failure("no status in reply", code: ExitCode(1)).exit() }
             printOutput(json ? ControlJSON.encode(status) : Self.describe(status))
         case .failure(.notRunning):
-            printOutput(json ? #"{"outputs":[],"socket":"\#(socket.paths.socket)","state":"stopped"}"# : "keepalived is not running (no daemon on \(socket.paths.socket))")
+            printOutput(json ? ControlJSON.encode(StoppedStatus(socket: socket.paths.socket)) : "keepalived is not running (no daemon on \(socket.paths.socket))")
             throw ExitCode(3)
         case .failure(let failure):
             printError("keepalived: error: \(failure)")
@@ -61,6 +61,13 @@ struct StatusCommand: ParsableCommand {
         if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
         return "\(whole / 3600) h \(whole / 60 % 60) min"
     }
+}
+
+/// What `status --json` prints when no daemon answers: the running status's shape, empty.
+private struct StoppedStatus: Encodable {
+    var outputs: [OutputReport] = []
+    var socket: String
+    var state = "stopped"
 }
 
 extension CleanExit {

@@ -1,4 +1,5 @@
 import ControlProtocol
+import CSystem
 import KeepAlive
 import Logging
 import Synchronization
@@ -62,7 +63,7 @@ final class ControlServer: @unchecked Sendable {
             throw .socket(path, Errno(code))
         }
         var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0, setNonBlockingCloseOnExec(pipeEnds[0]), setNonBlockingCloseOnExec(pipeEnds[1]) else {
+        guard csystem_pipe_nonblocking(&pipeEnds) == 0 else {
             let code = errno
             close(fd)
             throw .socket(path, Errno(code))
@@ -78,22 +79,26 @@ final class ControlServer: @unchecked Sendable {
         close(stopWriter)
     }
 
-    private var thread: ServerThread?
+    private var thread: JoinableThread?
 
     /// Starts serving on a thread of its own.
-    func start() {
-        let thread = ServerThread(server: self)
-        thread.start()
-        self.thread = thread
+    /// - Throws: ``ControlSocketError/thread(_:)`` when that thread cannot be started: a daemon
+    ///   nobody can stop or query is not one to leave running.
+    func start() throws(ControlSocketError) {
+        do {
+            thread = try startThread(named: "keepalive-ctl") { [self] in serve() }
+        } catch {
+            unlink(path)
+            throw ControlSocketError.thread(error)
+        }
     }
 
     /// Stops serving: the thread ends, the socket file is removed.
     func stop() {
-        guard let thread else { return }
+        guard let thread = thread.take() else { return }
         var byte: UInt8 = 1
         _ = write(stopWriter, &byte, 1)
         thread.join()
-        self.thread = nil
         unlink(path)
     }
 
@@ -121,7 +126,7 @@ final class ControlServer: @unchecked Sendable {
         var deadline: ContinuousClock.Instant
     }
 
-    fileprivate func serve() {
+    private func serve() {
         var clients: [Client] = []
         var descriptors: [pollfd] = []
         let clock = ContinuousClock()
@@ -156,9 +161,8 @@ final class ControlServer: @unchecked Sendable {
 
     private func acceptClients(_ clients: inout [Client], deadline: ContinuousClock.Instant) {
         while true {
-            let fd = accept(listener, nil, nil)
+            let fd = csystem_accept_nonblocking(listener)
             guard fd >= 0 else { return }
-            _ = setNonBlockingCloseOnExec(fd)
             guard let peer = UnixSocket.peerCredentials(fd), peer.uid == ownerUID || peer.uid == 0 else {
                 let who = UnixSocket.peerCredentials(fd).map { "uid \($0.uid) pid \($0.pid)" } ?? "unknown peer"
                 logger.warning("control socket: refused a client", metadata: ["peer": "\(who)"])
@@ -217,6 +221,7 @@ enum ControlSocketError: Error, CustomStringConvertible {
     case directory(String, Errno)
     case pathTooLong(String)
     case socket(String, Errno)
+    case thread(ThreadStartError)
 
     var description: String {
         switch self {
@@ -225,33 +230,7 @@ enum ControlSocketError: Error, CustomStringConvertible {
         case .directory(let path, let error): "cannot use runtime directory \(path): \(error)"
         case .pathTooLong(let path): "control socket path is too long: \(path)"
         case .socket(let path, let error): "cannot create control socket \(path): \(error)"
+        case .thread(let error): "cannot serve the control socket: \(error)"
         }
     }
-}
-
-/// The control server's own thread; it owns every client descriptor.
-private final class ServerThread: @unchecked Sendable {
-    let server: ControlServer
-    var handle = pthread_t()
-
-    init(server: ControlServer) { self.server = server }
-
-    func start() {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&handle, nil, { context in
-            let thread = Unmanaged<ServerThread>.fromOpaque(context!).takeRetainedValue()
-            var all = sigset_t()
-            sigfillset(&all)
-            pthread_sigmask(SIG_BLOCK, &all, nil)
-            thread.server.serve()
-            return nil
-        }, context)
-    }
-
-    func join() { pthread_join(handle, nil) }
-}
-
-/// accept4 and pipe2 are hidden behind _GNU_SOURCE in Glibc's module; fcntl does the same.
-private func setNonBlockingCloseOnExec(_ fd: Int32) -> Bool {
-    fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0
 }

@@ -1,3 +1,4 @@
+import CSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -43,12 +44,9 @@ enum UnixSocket {
 
     /// The uid and pid of the process at the other end of a connected Unix socket.
     static func peerCredentials(_ fd: Int32) -> (pid: pid_t, uid: uid_t)? {
-        // struct ucred { pid_t pid; uid_t uid; gid_t gid; }: Glibc hides it behind _GNU_SOURCE,
-        // but its layout is part of the Linux ABI.
-        var credentials: (pid_t, uid_t, gid_t) = (0, 0, 0)
-        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return nil }
-        return (credentials.0, credentials.1)
+        var peer = csystem_peer()
+        guard csystem_peer_credentials(fd, &peer) == 0 else { return nil }
+        return (peer.pid, peer.uid)
     }
 
     /// Writes all of `text`, giving up on a peer that does not read (never blocks long).

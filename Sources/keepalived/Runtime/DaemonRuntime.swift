@@ -59,9 +59,12 @@ final class DaemonRuntime: @unchecked Sendable {
     func requestStop() { doorbell.raise() }
 
     /// Starts everything, waits until stopped, stops everything.
-    func run() throws(Errno) {
+    /// - Throws: `Errno` when the system refuses a timer or the poll itself, or
+    ///   ``ControlSocketError`` when the control socket's thread cannot start; nothing plays then.
+    func run() throws {
         let watchdog = try IntervalTimer()
         let rescan = try IntervalTimer()
+        try control.start()
         let hints = scanner.map { _ in HintWatcher() }
         manager.observe { [doorbell] event in
             switch event {
@@ -71,7 +74,6 @@ final class DaemonRuntime: @unchecked Sendable {
         }
         if let interval = notifier?.watchdogInterval { watchdog.arm(after: interval, every: interval) }
         manager.start()
-        control.start()
         // Outputs a selection found before the first change: the scanner looked once at start.
         notifier?.update()
 

@@ -1,4 +1,4 @@
-import CALSA
+import CSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

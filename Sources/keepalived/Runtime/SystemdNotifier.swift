@@ -51,8 +51,11 @@ final class SystemdNotifier {
 
     /// Sends READY once and the status line when it changed.
     func update() {
+        // One snapshot: the outputs a status names are the ones its state was computed from.
         let snapshot = manager.snapshot
-        let status = "STATUS=" + Self.statusText(snapshot)
+        // A "stopped" before the manager ever ran would be news of nothing.
+        guard ready || snapshot.isRunning else { return }
+        let status = Self.status(snapshot)
         var message = ""
         if !ready, snapshot.isRunning, snapshot.outputs.allSatisfy({ $0.state != .starting && $0.state != .stopped }) {
             ready = true
@@ -65,16 +68,18 @@ final class SystemdNotifier {
         if !message.isEmpty { send(message) }
     }
 
-    /// What `systemctl status` shows: the state, and where (every output, or the one).
-    static func statusText(_ snapshot: KeepAliveManager.Snapshot) -> String {
+    /// `STATUS=playing on hdmi:CARD=PCH,DEV=0`, one entry per output when there are several, and
+    /// what a selection that found nothing waits for.
+    static func status(_ snapshot: KeepAliveSnapshot) -> String {
+        let state = snapshot.state
         switch snapshot.outputs.count {
         case 0:
-            let selection = snapshot.configuration.selection.map { " (--\($0))" } ?? ""
-            return "\(snapshot.state): no output selected yet\(selection)"
+            let what = snapshot.configuration.selection.map { $0 == .all ? "output" : "\($0) output" } ?? "output"
+            return "STATUS=\(state): no \(what) yet"
         case 1:
-            return "\(snapshot.state) on \(snapshot.outputs[0].device)"
+            return "STATUS=\(state) on \(snapshot.outputs[0].device)"
         default:
-            return "\(snapshot.state) (\(snapshot.outputs.map { "\($0.device): \($0.state)" }.joined(separator: ", ")))"
+            return "STATUS=\(state) (\(snapshot.outputs.map { "\($0.device): \($0.state)" }.joined(separator: ", ")))"
         }
     }
 

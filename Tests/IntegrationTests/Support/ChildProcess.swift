@@ -1,9 +1,11 @@
+import CSystem
 import Foundation
 
 /// A process the test launched: the built `keepalived`, a sound server, a recorder.
 ///
-/// Spawned with posix_spawn and reaped with waitpid, not Foundation's `Process`, whose exit
-/// detection depends on a run loop that async tests do not spin. Output goes to files the test
+/// Spawned with the daemon's own posix_spawn setup (CSystem's `csystem_spawn`) and reaped with
+/// waitpid, not Foundation's `Process`, whose exit detection depends on a run loop that async
+/// tests do not spin. Output goes to files the test
 /// reads while the process runs. Killed on deinit.
 final class ChildProcess: @unchecked Sendable {
     let name: String
@@ -24,33 +26,25 @@ final class ChildProcess: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdoutURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderrURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Children start with default signal handling and nothing blocked, whatever the test
-        // runner set for itself.
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // The daemon's own spawn setup: children start with nothing blocked and every signal
+        // at its default, whatever the test runner set for itself.
         var child: pid_t = 0
-        let result = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        let (outputPath, errorPath) = (stdoutURL.path, stderrURL.path)
+        let result = stdin.withCString { input in
+            outputPath.withCString { output in
+                errorPath.withCString { errors in
+                    var options = csystem_spawn_options(stdin_path: input, stdout_path: output, stderr_path: errors,
+                                                        stderr_to_stdout: 0, append: 0, new_session: 0)
+                    return csystem_spawn(&child, path, argv, envp, &options)
+                }
+            }
+        }
         guard result == 0 else { throw SpawnFailed(command: path, code: result) }
         pid = child
     }

@@ -4,7 +4,7 @@
 (power_save=1): on hw:0,0 and plughw:0,0 (the ring loop) and on default (dmix, streamed) the
 codec stays powered while keepalived plays and nothing underruns for the whole run; after
 `stop` the codec sleeps again within 3 s. On hw:0,0 the whole process must stay under 0.1
-wakeups a second in the steady state. The host side (50-keepalived-hda.host.py) then checks
+wakeups a second in the steady state (CPU is reported; bench/run --hardware measures it). The host side (50-keepalived-hda.host.py) then checks
 that what reached the codec is exactly the rendered signal.
 
 KEEPALIVED_VM_SECONDS shortens each run (default 120 s) for a quick look."""
@@ -92,8 +92,9 @@ for device, mode, measure in runs:
     cpu_us = (cpu1 - cpu0) / 1000 / elapsed
     vt.note(f"{name}: {wakeups:.3f} wakeups/s, {cpu_us:.1f} us CPU/s over {elapsed:.0f} s (guest, TCG: CPU is emulated)")
     if measure:
-        vt.check(f"{name}-wakeups", wakeups <= 0.1, f"{wakeups:.3f} wakeups/s over every thread (target <= 0.1)")
-        vt.check(f"{name}-cpu", cpu_us <= 20, f"{cpu_us:.1f} us CPU per second (target <= 20; emulated)")
+        # A count, not a timing: the ring loop's process does not wake but for its health check
+        # (every 60 s). CPU under TCG depends on the host's load: bench/run --hardware measures it.
+        vt.check(f"{name}-wakeups", wakeups <= 0.1, f"{wakeups:.3f} wakeups/s over every thread (target <= 0.1; CPU {cpu_us:.1f} us/s emulated)")
     r = vt.run([K, "stop", "--socket", SOCKET], timeout=20)
     stopped = time.monotonic()
     vt.check(f"{name}-stops", r.returncode == 0 and daemon.wait(timeout=10) == 0, r.stdout.strip())

@@ -1,0 +1,62 @@
+#define _GNU_SOURCE
+#include "CSystem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int csystem_accept_nonblocking(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int csystem_pipe_nonblocking(int fds[2]) {
+    return pipe2(fds, O_NONBLOCK | O_CLOEXEC);
+}
+
+int csystem_peer_credentials(int fd, csystem_peer *peer) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    peer->pid = credentials.pid;
+    peer->uid = credentials.uid;
+    return 0;
+}
+
+int csystem_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[],
+                  const csystem_spawn_options *options) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    int result = posix_spawn_file_actions_init(&actions);
+    if (result != 0) return result;
+    result = posix_spawnattr_init(&attributes);
+    if (result != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return result;
+    }
+    int output = O_WRONLY | O_CREAT | (options->append ? O_APPEND : O_TRUNC);
+    if (options->stdin_path) result = posix_spawn_file_actions_addopen(&actions, 0, options->stdin_path, O_RDONLY, 0);
+    if (result == 0 && options->stdout_path)
+        result = posix_spawn_file_actions_addopen(&actions, 1, options->stdout_path, output, 0600);
+    if (result == 0 && options->stderr_to_stdout)
+        result = posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    else if (result == 0 && options->stderr_path)
+        result = posix_spawn_file_actions_addopen(&actions, 2, options->stderr_path, output, 0600);
+
+    // The parent may block signals (a test runner, a service manager's thread) or ignore some;
+    // a child starts clean either way.
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (options->new_session ? POSIX_SPAWN_SETSID : 0);
+    if (result == 0) result = posix_spawnattr_setsigmask(&attributes, &none);
+    if (result == 0) result = posix_spawnattr_setsigdefault(&attributes, &all);
+    if (result == 0) result = posix_spawnattr_setflags(&attributes, flags);
+    if (result == 0) result = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    return result;
+}

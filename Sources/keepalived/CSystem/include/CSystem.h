@@ -1,0 +1,62 @@
+// CSystem: the few Linux calls the daemon needs that Swift's Glibc module hides behind
+// _GNU_SOURCE (which a Swift module cannot set per header): accept4, pipe2, struct ucred, and
+// posix_spawn's POSIX_SPAWN_SETSID; and the signalfd and timerfd headers it leaves out. The .c file defines _GNU_SOURCE and exports them with plain
+// types, so nothing in Swift hard-codes a flag value or a structure layout.
+#ifndef CSYSTEM_H
+#define CSYSTEM_H
+
+#include <sys/types.h>
+// signalfd and timerfd, which the daemon's main loop polls: plain declarations Swift's Glibc
+// module does not include.
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Accepts a connection on `fd` with the new descriptor already non-blocking and close-on-exec
+/// (accept4). Returns the descriptor, or -1 with errno set.
+int csystem_accept_nonblocking(int fd);
+
+/// Creates a pipe whose two ends are non-blocking and close-on-exec (pipe2). Returns 0, or -1
+/// with errno set.
+int csystem_pipe_nonblocking(int fds[2]);
+
+/// The process at the other end of a connected Unix socket (SO_PEERCRED).
+typedef struct csystem_peer {
+    pid_t pid;
+    uid_t uid;
+} csystem_peer;
+
+/// Fills `peer` for the Unix socket `fd`. Returns 0, or -1 with errno set.
+int csystem_peer_credentials(int fd, csystem_peer *peer);
+
+/// How `csystem_spawn` sets up the child. A NULL path leaves that descriptor inherited.
+typedef struct csystem_spawn_options {
+    /// Opened read-only as descriptor 0.
+    const char *stdin_path;
+    /// Opened write-only (created with mode 0600) as descriptor 1.
+    const char *stdout_path;
+    /// Opened like stdout as descriptor 2; ignored when `stderr_to_stdout` is set.
+    const char *stderr_path;
+    /// Descriptor 2 is a duplicate of descriptor 1 (one log for both).
+    int stderr_to_stdout;
+    /// Output files are appended to rather than truncated.
+    int append;
+    /// The child leads a session of its own (POSIX_SPAWN_SETSID): no controlling terminal, and
+    /// out of reach of the signals sent to its parent's process group.
+    int new_session;
+} csystem_spawn_options;
+
+/// posix_spawn with the setup every child of keepalived (and of its tests) gets: the descriptors
+/// `options` names, no blocked signal and every signal at its default disposition, whatever the
+/// parent had. Returns 0 and the child's pid, or an errno value.
+int csystem_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[],
+                  const csystem_spawn_options *options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
