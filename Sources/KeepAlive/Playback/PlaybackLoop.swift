@@ -210,6 +210,30 @@ final class PlaybackLoop: @unchecked Sendable {
         renderedFor = format
     }
 
+    /// What another thread asked of an open stream, looked at each time round a mode's loop.
+    enum Request {
+        /// Stop: the stream is dropped already.
+        case stop
+        /// A new configuration, rendered for the open format.
+        case reloaded(any FrameSource)
+        /// The open must end this way (the new signal cannot play here, or needs another open).
+        case end(Outcome)
+    }
+
+    /// A stop, or a configuration handed over by ``apply(_:)`` and rendered for `format` (a reload
+    /// allocates here, once, never in the steady state); nil when there is neither.
+    func pendingRequest(_ pcm: PCMDevice, _ format: OutputFormat) -> Request? {
+        if doorbell.isRaised {
+            pcm.drop()
+            return .stop
+        }
+        guard hasPendingConfiguration, takePendingConfiguration() else { return nil }
+        do { try render(for: format) } catch { return .end(lose(.unknown, "\(error)")) }
+        // Open-only now: the device is opened again for it.
+        guard let next = source else { return .end(.reconfigure) }
+        return .reloaded(next)
+    }
+
     /// Whether a configuration handed over by ``apply(_:)`` waits to be taken.
     var hasPendingConfiguration: Bool { pendingGeneration.load(ordering: .relaxed) != seenGeneration }
 

@@ -23,10 +23,14 @@ extension PlaybackLoop {
                 break
             }
             report(.wrote(0))
-            if hasPendingConfiguration, takePendingConfiguration() {
-                do { try render(for: format) } catch { return lose(.unknown, "\(error)") }
-                // A signal to write now: open again to play it.
-                if source != nil { return .reconfigure }
+            switch pendingRequest(pcm, format) {
+            case .stop: return .stopped
+            // Still open-only (another level, say): nothing to change on a stream that writes nothing.
+            case .end(.reconfigure) where source == nil: break
+            case .end(let outcome): return outcome
+            // A signal to write now: open again to play it.
+            case .reloaded: return .reconfigure
+            case nil: break
             }
             switch pcm.state {
             case SND_PCM_STATE_DISCONNECTED: return lose(.unplugged, "device disconnected while held open")

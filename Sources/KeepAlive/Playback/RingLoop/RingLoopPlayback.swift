@@ -57,21 +57,23 @@ extension PlaybackLoop {
         if let outcome = fillAndStart() { return outcome }
         var position = pcm.playedPosition
         while true {
-            if doorbell.isRaised {
-                pcm.drop()
+            switch pendingRequest(pcm, format) {
+            case .stop:
                 return .stopped
-            }
-            if hasPendingConfiguration, takePendingConfiguration() {
-                // A reload: render the new signal and refill the ring if it still loops in it
-                // (a drop and a refill: a gap of about a millisecond); else open again for it.
-                do { try render(for: format) } catch { return lose(.unknown, "\(error)") }
-                guard let next = source, next.ringFit.fits(ringFrames: format.bufferFrames) else { return .reconfigure }
+            case .end(let outcome):
+                return outcome
+            case .reloaded(let next):
+                // Refill the ring if the new signal still loops in it (a drop and a refill: a gap
+                // of about a millisecond); else open again for it.
+                guard next.ringFit.fits(ringFrames: format.bufferFrames) else { return .reconfigure }
                 pcm.drop()
                 let result = pcm.prepare()
                 if result < 0 { return perform(machine.repairFailed(result, message: ALSAError(code: result, operation: "prepare").description, at: clock.now)) }
                 if let outcome = fillAndStart() { return outcome }
                 position = pcm.playedPosition
                 continue
+            case nil:
+                break
             }
             let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
                 for index in fds.indices { fds[index].revents = 0 }

@@ -40,17 +40,13 @@ extension PlaybackLoop {
         }
 
         while true {
-            if doorbell.isRaised {
-                pcm.drop()
-                return .stopped
-            }
-            if hasPendingConfiguration, takePendingConfiguration() {
-                // A reload: the new signal continues where the queued audio ends, on the same
-                // open stream. Rendering allocates here, once, never in the steady state.
-                do { try render(for: format) } catch { return lose(.unknown, "\(error)") }
-                // Open-only now: the device is opened again for it.
-                guard let next = self.source else { return .reconfigure }
-                source = next
+            switch pendingRequest(pcm, format) {
+            case .stop: return .stopped
+            case .end(let outcome): return outcome
+            // A reload: the new signal continues where the queued audio ends, on the same open
+            // stream, without a gap.
+            case .reloaded(let next): source = next
+            case nil: break
             }
             let available = pcm.available()
             if available < 0 {
