@@ -46,11 +46,7 @@ struct PlaybackOptions: ParsableArguments {
     @Option(name: .customLong("max-level"), parsing: .unconditional, help: ArgumentHelp("Ceiling no output sample may exceed (fraction or dB).", valueName: "level"))
     var maxLevel: String = "0.05"
 
-    @Option(help: ArgumentHelp("WAV file to loop instead of the embedded clip.", valueName: "path"))
-    var clip: String?
-
-    @Option(name: .customLong("clip-base64"), help: ArgumentHelp("WAV file to loop, as base64 text.", valueName: "base64"))
-    var clipBase64: String?
+    @OptionGroup var clipSource: ClipOptions
 
     @Option(name: .customLong("retry-max"), help: ArgumentHelp("Longest wait between two attempts to reopen a lost device, in seconds.", valueName: "seconds"))
     var retryMax: Double = 2
@@ -73,9 +69,6 @@ struct PlaybackOptions: ParsableArguments {
     mutating func validate() throws {
         guard [all, digital, analog].filter({ $0 }).count <= 1 else {
             throw ValidationError("--all, --digital and --analog are mutually exclusive")
-        }
-        guard clip == nil || clipBase64 == nil else {
-            throw ValidationError("--clip and --clip-base64 are mutually exclusive")
         }
         guard retryMax.isFinite, retryMax >= 0.05, retryMax <= 3600 else {
             throw ValidationError("--retry-max must be between 0.05 and 3600 seconds, not \(retryMax)")
@@ -137,20 +130,7 @@ struct PlaybackOptions: ParsableArguments {
             throw CleanExit.failure("--play-for and --pause-for go together", code: SysExit.usage)
         }
         if let seed { configuration.seed = seed }
-        do {
-            if let clip {
-                configuration.clip = try Clip(contentsOfFile: clip)
-            } else if let clipBase64 {
-                configuration.clip = try Clip(base64: clipBase64)
-            }
-        } catch {
-            switch error {
-            case .unreadableFile, .fileTooLarge:
-                throw CleanExit.failure("clip: \(error)", code: SysExit.noInput)
-            default:
-                throw CleanExit.failure("clip: \(error)", code: SysExit.dataError)
-            }
-        }
+        if let clip = try clipSource.load() { configuration.clip = clip }
         do {
             try configuration.validate()
         } catch {
