@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+# vm: devices=hda,usb timeout=300
+"""`keepalived devices` and the selections on two real cards (snd-hda-intel's analog codec and
+snd-usb-audio's speaker): one block per card device named as the kernel names it, with its kind,
+the PCM keepalived opens and the selections that pick it; --all and --analog play to both cards'
+shared dmix form, --digital finds nothing and waits (no HDMI or S/PDIF here) without exiting;
+`devices` then shows what the running daemon does on each card."""
+
+import json
+import os
+import subprocess
+
+import vmtest as vt
+
+K = os.environ["KEEPALIVED"]
+SOCKET = "/run/keepalived-test/control.sock"
+
+
+def status():
+    r = vt.run([K, "status", "--json", "--socket", SOCKET], timeout=10)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return None
+
+
+r = vt.run([K, "devices", "--json", "--socket", SOCKET], timeout=30)
+listing = json.loads(r.stdout)
+outputs = {o["title"]: o for o in listing["outputs"]}
+vt.check("devices-blocks", sorted(outputs) == ["HDA Intel — Generic Analog", "QEMU USB Audio — USB Audio"],
+         f"blocks {sorted(outputs)}")
+hda = outputs.get("HDA Intel — Generic Analog", {})
+usb = outputs.get("QEMU USB Audio — USB Audio", {})
+vt.check("devices-kinds", hda.get("kind") == "analog" and usb.get("kind") == "USB", f"HDA {hda.get('kind')}, USB {usb.get('kind')}")
+vt.check("devices-opens", hda.get("opens") == "dmix:CARD=Intel,DEV=0" and usb.get("opens") == "dmix:CARD=Audio,DEV=0",
+         f"HDA opens {hda.get('opens')}, USB opens {usb.get('opens')}")
+vt.check("devices-picks", hda.get("pickedBy") == ["--all", "--analog"] and usb.get("pickedBy") == ["--all", "--analog"]
+         and "digital" in hda.get("notPickedBecause", {}).get("--digital", "") and "digital" in usb.get("notPickedBecause", {}).get("--digital", ""),
+         f"HDA {hda.get('pickedBy')} {hda.get('notPickedBecause')}, USB {usb.get('pickedBy')} {usb.get('notPickedBecause')}")
+vt.check("devices-no-plugins-by-default", listing.get("pcms") is None and listing.get("configured") == [],
+         f"pcms {listing.get('pcms') is not None}, configured {listing.get('configured')}")
+human = vt.run([K, "devices", "--socket", SOCKET], timeout=30).stdout
+vt.check("devices-human", human.count("kind: ") == 2 and "iec958" not in human and "surround" not in human,
+         " | ".join(human.strip().splitlines()[:6]))
+verbose = json.loads(vt.run([K, "devices", "--json", "--verbose", "--socket", SOCKET], timeout=30).stdout)
+roles = {p["name"]: p["role"] for p in verbose.get("pcms") or []}
+vt.check("devices-verbose", roles.get("null") == "plug-in" and roles.get("iec958:CARD=Audio,DEV=0") == "card"
+         and roles.get("dmix:CARD=Intel,DEV=0") == "card", f"{len(roles)} PCMs; null {roles.get('null')}, iec958 {roles.get('iec958:CARD=Audio,DEV=0')}")
+
+# --all plays to both cards' dmix forms; `devices` shows it.
+log = open("/tmp/keepalived-all.log", "w")
+daemon = subprocess.Popen([K, "run", "--all", "--socket", SOCKET], stdout=log, stderr=subprocess.STDOUT)
+w = vt.wait_until(lambda: (s := status()) and len(s["outputs"]) == 2 and all(o["state"] == "playing" for o in s["outputs"]), 30, 0.2)
+s = status() or {"outputs": []}
+vt.check("all-plays-both", w and sorted(o["device"] for o in s["outputs"]) == ["dmix:CARD=Audio,DEV=0", "dmix:CARD=Intel,DEV=0"],
+         f"{[(o['device'], o['state'], o.get('mode')) for o in s['outputs']]} after {w.seconds:.1f} s")
+now = json.loads(vt.run([K, "devices", "--json", "--socket", SOCKET], timeout=30).stdout)
+playing = {o["title"]: o.get("playing") for o in now["outputs"]}
+vt.check("devices-shows-playing", all(p and p.startswith("playing") for p in playing.values()), f"{playing}")
+vt.run([K, "stop", "--socket", SOCKET], timeout=20)
+daemon.wait(timeout=10)
+
+# --analog: the same two; --digital: none, and it waits rather than exits.
+for selection, expected in (("--analog", 2), ("--digital", 0)):
+    log = open(f"/tmp/keepalived{selection}.log", "w")
+    daemon = subprocess.Popen([K, "run", selection, "--socket", SOCKET], stdout=log, stderr=subprocess.STDOUT)
+    if expected:
+        w = vt.wait_until(lambda: (s := status()) and len(s["outputs"]) == expected and all(o["state"] == "playing" for o in s["outputs"]), 30, 0.2)
+    else:
+        w = vt.wait_until(lambda: (s := status()) and s["state"] == "waiting", 30, 0.2)
+    s = status() or {"outputs": [], "state": None}
+    vt.check(f"{selection[2:]}-selection", w and daemon.poll() is None,
+             f"state {s['state']} ({s.get('reason')}), outputs {[o['device'] for o in s['outputs']]}, running {daemon.poll() is None}")
+    vt.run([K, "stop", "--socket", SOCKET], timeout=20)
+    daemon.wait(timeout=10)
+vt.finish()
