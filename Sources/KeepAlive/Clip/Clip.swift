@@ -98,18 +98,18 @@ public struct Clip: Sendable, Equatable {
         return bytes.withUnsafeBufferPointer { raw in
             switch encoding {
             case .integer(8):
-                return Double(Int(raw[at]) - 128) / 128
+                return Double(Int(raw[at]) - 128) / fullScale(bits: 8)
             case .integer(16):
                 let value = Int16(bitPattern: UInt16(raw[at]) | UInt16(raw[at + 1]) << 8)
-                return Double(value) / 32768
+                return Double(value) / fullScale(bits: 16)
             case .integer(24):
                 let unsigned = UInt32(raw[at]) | UInt32(raw[at + 1]) << 8 | UInt32(raw[at + 2]) << 16
                 let value = Int32(bitPattern: unsigned << 8) >> 8
-                return Double(value) / 8_388_608
+                return Double(value) / fullScale(bits: 24)
             case .integer:
                 var unsigned: UInt32 = 0
                 for i in 0..<4 { unsigned |= UInt32(raw[at + i]) << (8 * UInt32(i)) }
-                return Double(Int32(bitPattern: unsigned)) / 2_147_483_648
+                return Double(Int32(bitPattern: unsigned)) / fullScale(bits: 32)
             case .float(32):
                 var unsigned: UInt32 = 0
                 for i in 0..<4 { unsigned |= UInt32(raw[at + i]) << (8 * UInt32(i)) }

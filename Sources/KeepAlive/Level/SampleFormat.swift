@@ -30,11 +30,18 @@ public enum SampleFormat: String, Sendable, CaseIterable, CustomStringConvertibl
     /// The value of one least significant bit as a fraction of full scale. For float, the step of
     /// a 24-bit converter: the quietest value a DAC behind a float stream reliably reproduces.
     public var leastSignificantBit: Double {
+        // Float's step is a 24-bit one: the resolution a float device converts to at best.
+        self == .float32 ? 1 / KeepAlive.fullScale(bits: 24) : 1 / fullScale
+    }
+
+    /// The value a sample of full scale has in this format's integer steps (1 for float).
+    var fullScale: Double {
         switch self {
-        case .s16: 1.0 / 32768
-        case .s24, .float32: 1.0 / 8_388_608
-        case .s32: 1.0 / 2_147_483_648
-        case .u8: 1.0 / 128
+        case .u8: KeepAlive.fullScale(bits: 8)
+        case .s16: KeepAlive.fullScale(bits: 16)
+        case .s24: KeepAlive.fullScale(bits: 24)
+        case .s32: KeepAlive.fullScale(bits: 32)
+        case .float32: 1
         }
     }
 
@@ -66,4 +73,10 @@ public enum SampleFormat: String, Sendable, CaseIterable, CustomStringConvertibl
         case .float: self = .float32
         }
     }
+}
+
+/// Full scale of a signed integer sample of `bits` bits: 2^(bits - 1) steps (128 for 8-bit,
+/// 32768 for 16-bit, …), the one definition every conversion divides or multiplies by.
+func fullScale(bits: Int) -> Double {
+    Double(1 << (bits - 1))
 }

@@ -14,13 +14,7 @@ struct SampleQuantizer {
     init(format: SampleFormat, gain: Level, ceiling: Level) {
         self.format = format
         self.gain = gain.linear
-        switch format {
-        case .s16: fullScale = 32768
-        case .s24: fullScale = 8_388_608
-        case .s32: fullScale = 2_147_483_648
-        case .u8: fullScale = 128
-        case .float32: fullScale = 1
-        }
+        fullScale = format.fullScale
         ceilingSteps = format == .float32 ? ceiling.linear : (ceiling.linear * fullScale).rounded(.down)
     }
 
@@ -96,11 +90,10 @@ struct SampleQuantizer {
     /// Reads a stored sample back as a fraction of full scale (for tests and peak reporting).
     static func load(_ format: SampleFormat, at pointer: UnsafeRawPointer) -> Double {
         switch format {
-        case .s16: Double(Int16(littleEndian: pointer.loadUnaligned(as: Int16.self))) / 32768
-        case .s24: Double(Int32(littleEndian: pointer.loadUnaligned(as: Int32.self))) / 8_388_608
-        case .s32: Double(Int32(littleEndian: pointer.loadUnaligned(as: Int32.self))) / 2_147_483_648
+        case .s16: Double(Int16(littleEndian: pointer.loadUnaligned(as: Int16.self))) / format.fullScale
+        case .s24, .s32: Double(Int32(littleEndian: pointer.loadUnaligned(as: Int32.self))) / format.fullScale
         case .float32: Double(Float(bitPattern: UInt32(littleEndian: pointer.loadUnaligned(as: UInt32.self))))
-        case .u8: Double(Int(pointer.load(as: UInt8.self)) - 128) / 128
+        case .u8: Double(Int(pointer.load(as: UInt8.self)) - 128) / format.fullScale
         }
     }
 }

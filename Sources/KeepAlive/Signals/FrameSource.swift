@@ -33,8 +33,8 @@ protocol FrameSource: AnyObject {
     func restart()
 
     /// Whether `frames` frames from `pointer` lie inside a buffer this source (or the source it
-    /// wraps) allocated when it was made: what tests and debug assertions use to show that
-    /// playing allocates nothing.
+    /// wraps) allocated when it was made: what the tests use to show that playing allocates
+    /// nothing.
     func holds(_ pointer: UnsafeRawPointer, frames: Int) -> Bool
 
     /// Which ring lengths the signal can fill and loop in without a seam.

@@ -180,8 +180,12 @@ struct PinkNoise: SampleGenerator {
     private var b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0, b4 = 0.0, b5 = 0.0, b6 = 0.0
     private let scale: Double
 
-    static let poles = [0.99886, 0.99332, 0.96900, 0.86650, 0.55000, -0.7616]
-    static let gains = [0.0555179, 0.0750759, 0.1538520, 0.3104856, 0.5329522, -0.0168980]
+    // Kellet's coefficients, named once: the filter below uses them tap by tap (unrolled, the
+    // per-sample path), the deviation computes with them as arrays.
+    static let (p0, p1, p2, p3, p4, p5) = (0.99886, 0.99332, 0.96900, 0.86650, 0.55000, -0.7616)
+    static let (g0, g1, g2, g3, g4, g5) = (0.0555179, 0.0750759, 0.1538520, 0.3104856, 0.5329522, -0.0168980)
+    static let poles = [p0, p1, p2, p3, p4, p5]
+    static let gains = [g0, g1, g2, g3, g4, g5]
     static let direct = 0.5362
     static let delayed = 0.115926
 
@@ -205,14 +209,14 @@ struct PinkNoise: SampleGenerator {
 
     mutating func next() -> Double {
         let white = random.nextBipolar()
-        b0 = 0.99886 * b0 + white * 0.0555179
-        b1 = 0.99332 * b1 + white * 0.0750759
-        b2 = 0.96900 * b2 + white * 0.1538520
-        b3 = 0.86650 * b3 + white * 0.3104856
-        b4 = 0.55000 * b4 + white * 0.5329522
-        b5 = -0.7616 * b5 - white * 0.0168980
-        let pink = b0 + b1 + b2 + b3 + b4 + b5 + b6 + white * 0.5362
-        b6 = white * 0.115926
+        b0 = Self.p0 * b0 + white * Self.g0
+        b1 = Self.p1 * b1 + white * Self.g1
+        b2 = Self.p2 * b2 + white * Self.g2
+        b3 = Self.p3 * b3 + white * Self.g3
+        b4 = Self.p4 * b4 + white * Self.g4
+        b5 = Self.p5 * b5 + white * Self.g5
+        let pink = b0 + b1 + b2 + b3 + b4 + b5 + b6 + white * Self.direct
+        b6 = white * Self.delayed
         return min(max(pink * scale, -1), 1)
     }
 }
