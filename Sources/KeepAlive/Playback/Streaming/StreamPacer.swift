@@ -81,7 +81,10 @@ struct StreamPacer {
             let due = Double(written + threshold - bufferFrames) / rate
             return epoch + .seconds(max(due, 0)) + margin
         }
-        let missing = max(threshold - threshold / 16 - available, 0)
+        // When the whole threshold is due, not the 15/16 that ``writable(available:at:)`` accepts:
+        // a sound server grants room in whole periods, and a look a little early would find
+        // none and cost a second wakeup. The slack is for a device found slightly slow then.
+        let missing = max(threshold - available, 0)
         return now + .seconds(Double(missing) / rate) + margin
     }
 
