@@ -117,6 +117,9 @@ struct RunCommand: ParsableCommand {
             manager: manager, control: control, reloader: reloader,
             notifier: SystemdNotifier(manager: manager, logger: logger), scanner: scanner, signals: signals, logger: logger)
         stopRequest.arm(runtime)
+        // The control socket's handlers hold the request, the request the runtime, the runtime
+        // the control socket: let go once it ran, so nothing outlives the command unreachable.
+        defer { stopRequest.disarm() }
         do { try runtime.run() } catch {
             printError("keepalived: error: \(error)")
             throw error is ControlSocketError ? SysExit.cannotCreate : SysExit.osError
@@ -129,6 +132,8 @@ final class StopRequest: Sendable {
     private let runtime = Mutex<DaemonRuntime?>(nil)
 
     func arm(_ runtime: DaemonRuntime) { self.runtime.withLock { $0 = runtime } }
+
+    func disarm() { runtime.withLock { $0 = nil } }
 
     func trigger() { runtime.withLock { $0 }?.requestStop() }
 }
