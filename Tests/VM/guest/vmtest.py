@@ -14,6 +14,7 @@ device_add, system_wakeup, ...) and returns (rc, text) once it has; see HOST VER
 Tests/VM/README.md.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -198,3 +199,14 @@ def run(cmd, timeout=60, **kw):
         cmd = ["/bin/sh", "-c", cmd]
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout, **kw)
+
+
+# -- keepalived ------------------------------------------------------------------------------
+
+def keepalived_status(keepalived, socket):
+    """`keepalived status --json` of the daemon on `socket` as a dict, or None when none answers."""
+    r = run([keepalived, "status", "--json", "--socket", socket], timeout=10)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return None

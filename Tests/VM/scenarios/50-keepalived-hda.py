@@ -9,7 +9,6 @@ that what reached the codec is exactly the rendered signal.
 
 KEEPALIVED_VM_SECONDS shortens each run (default 120 s) for a quick look."""
 
-import json
 import os
 import subprocess
 import time
@@ -23,11 +22,7 @@ card = int(os.environ.get("VM_CARD_HDA", "0"))
 
 
 def status():
-    r = vt.run([K, "status", "--json", "--socket", SOCKET], timeout=10)
-    try:
-        return json.loads(r.stdout)
-    except ValueError:
-        return None
+    return vt.keepalived_status(K, SOCKET)
 
 
 def output_state():

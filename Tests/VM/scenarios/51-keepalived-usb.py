@@ -6,7 +6,6 @@ output says `unplugged`, and replugged it plays again within 2 s of the card's r
 once; after `stop` the device autosuspends again."""
 
 import glob
-import json
 import os
 import subprocess
 import time
@@ -18,11 +17,7 @@ SOCKET = "/run/keepalived-test/control.sock"
 
 
 def status():
-    r = vt.run([K, "status", "--json", "--socket", SOCKET], timeout=10)
-    try:
-        return json.loads(r.stdout)
-    except ValueError:
-        return None
+    return vt.keepalived_status(K, SOCKET)
 
 
 def output():

@@ -17,11 +17,7 @@ SOCKET = "/run/keepalived-test/control.sock"
 
 
 def status():
-    r = vt.run([K, "status", "--json", "--socket", SOCKET], timeout=10)
-    try:
-        return json.loads(r.stdout)
-    except ValueError:
-        return None
+    return vt.keepalived_status(K, SOCKET)
 
 
 r = vt.run([K, "devices", "--json", "--socket", SOCKET], timeout=30)
