@@ -8,11 +8,10 @@ struct Keepalived: ParsableCommand {
         discussion: """
             HDMI and S/PDIF receivers, soundbars, USB DACs and codecs power down after a while of \
             silence and clip the next sound. keepalived plays a near-silent loop through ALSA and \
-            keeps it going through underruns, suspends, sound-server restarts and unplugging.
-
+            keeps it going through underruns, suspends, sound-server restarts and unplugging. \
             Not related to the VRRP daemon of the same name: system-wide files use 'keepalived-audio'.
             """,
-        version: "0.1.0",
+        version: Keepalived.version,
         subcommands: [RunCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, DevicesCommand.self],
         defaultSubcommand: nil
     )
