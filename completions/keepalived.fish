@@ -1,0 +1,154 @@
+function __keepalived_should_offer_completions_for_flags_or_options -a expected_commands
+    set -l non_repeating_flags_or_options $argv[2..]
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __keepalived_parse_tokens
+    test "$commands" = "$expected_commands"; and return $non_repeating_flags_or_options_absent
+end
+
+function __keepalived_should_offer_completions_for_positional -a expected_commands positional_index_comparison expected_positional_index
+    set -l non_repeating_flags_or_options
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __keepalived_parse_tokens
+    test "$commands" = "$expected_commands" -a \( "$positional_index" "$positional_index_comparison" "$expected_positional_index" \)
+end
+
+function __keepalived_parse_tokens -S
+    set -l unparsed_tokens (__keepalived_tokens -pc)
+    switch $unparsed_tokens[1]
+    case 'keepalived'
+        __keepalived_parse_subcommand 0 'version' 'h/help'
+        switch $unparsed_tokens[1]
+        case 'run'
+            __keepalived_parse_subcommand 0 'd/device=+' 'all' 'digital' 'analog' 'exclusive' 'signal=' 'frequency=' 'play-for=' 'pause-for=' 'fade=' 'volume=' 'max-level=' 'clip=' 'clip-base64=' 'retry-max=' 'buffer=' 'no-ring-loop' 'v/verbose' 'socket=' 'config=' 'version' 'h/help'
+        case 'start'
+            __keepalived_parse_subcommand 0 'd/device=+' 'all' 'digital' 'analog' 'exclusive' 'signal=' 'frequency=' 'play-for=' 'pause-for=' 'fade=' 'volume=' 'max-level=' 'clip=' 'clip-base64=' 'retry-max=' 'buffer=' 'no-ring-loop' 'v/verbose' 'socket=' 'version' 'h/help'
+        case 'stop'
+            __keepalived_parse_subcommand 0 'socket=' 'version' 'h/help'
+        case 'status'
+            __keepalived_parse_subcommand 0 'socket=' 'json' 'version' 'h/help'
+        case 'devices'
+            __keepalived_parse_subcommand 0 'socket=' 'json' 'exclusive' 'v/verbose' 'version' 'h/help'
+        case 'help'
+            __keepalived_parse_subcommand -r 1 'version'
+        end
+    end
+end
+
+function __keepalived_tokens
+    if test (string split -m 1 -f 1 -- . "$FISH_VERSION") -gt 3
+        commandline --tokens-raw $argv
+    else
+        commandline -o $argv
+    end
+end
+
+function __keepalived_parse_subcommand -S -a positional_count
+    argparse -s r -- $argv
+    set -l option_specs $argv[2..]
+    set -l is_repeating_positional $_flag_r
+    set -el _flag_r
+    set -a commands $unparsed_tokens[1]
+    set positional_index 0
+    while true
+        set -e unparsed_tokens[1]
+        argparse -sn "$commands" $option_specs -- $unparsed_tokens 2> /dev/null
+        set unparsed_tokens $argv
+        set positional_index (math $positional_index + 1)
+        for non_repeating_flag_or_option in $non_repeating_flags_or_options
+            if set -ql "_flag_$(string replace -a - _ -- $non_repeating_flag_or_option)"
+                set non_repeating_flags_or_options_absent 1
+                break
+            end
+        end
+        test (count $unparsed_tokens) -eq 0 -o \( -z "$is_repeating_positional" -a "$positional_index" -gt "$positional_count" \) && break
+    end
+end
+
+function __keepalived_complete_directories
+    set -l token (commandline -t)
+    string match -- '*/' $token
+    set -l subdirs $token*/
+    printf %s\n $subdirs
+end
+
+function __keepalived_custom_completion
+    set -x SAP_SHELL fish
+    set -x SAP_SHELL_VERSION $FISH_VERSION
+    set -l tokens (__keepalived_tokens -p)
+    if test -z "$(__keepalived_tokens -t)"
+        set -l index (count (__keepalived_tokens -pc))
+        set tokens $tokens[..$index] \'\' $tokens[(math $index + 1)..]
+    end
+    command $tokens[1] $argv $tokens
+end
+
+complete -c 'keepalived' -f
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived" version' -l 'version' -d 'Show the version.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_positional "keepalived" -eq 1' -fa 'run' -d 'Play the keep-alive stream in the foreground until SIGINT or SIGTERM.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_positional "keepalived" -eq 1' -fa 'start' -d 'Start a background daemon with run\'s options; return once it plays or waits for its device.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_positional "keepalived" -eq 1' -fa 'stop' -d 'Stop the running daemon and wait until it has exited.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_positional "keepalived" -eq 1' -fa 'status' -d 'Show whether keepalived runs and how each output is doing.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_positional "keepalived" -eq 1' -fa 'devices' -d 'List the sound cards\' outputs: what keepalived opens for each and which selections pick it.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_positional "keepalived" -eq 1' -fa 'help' -d 'Show subcommand help information.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run"' -s 'd' -l 'device' -d 'ALSA PCM to keep awake (repeat for several).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" all' -l 'all' -d 'Keep every output awake (see \'keepalived devices\'); outputs that appear or vanish are picked up or dropped within about a second.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" digital' -l 'digital' -d 'Keep the digital outputs awake (HDMI, DisplayPort, S/PDIF, IEC958), picked up and dropped as they come and go.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" analog' -l 'analog' -d 'Keep the analog outputs awake, picked up and dropped as they come and go.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" exclusive' -l 'exclusive' -d 'With --all/--digital/--analog, take a card device without a shared (dmix) form through plughw, locking other programs out of it.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" signal' -l 'signal' -d 'What to play: clip, zero, fluctuate, sine, white, pink, brown or open-only (sine:440 and fluctuate:25 set the frequency).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" frequency' -l 'frequency' -d 'Frequency of sine (Hz, default 1) or pulses per second of fluctuate (default 50).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" play-for' -l 'play-for' -d 'Play in bursts: seconds of sound…' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" pause-for' -l 'pause-for' -d '…then seconds of digital silence (the device stays open).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" fade' -l 'fade' -d 'Fade in and out of each burst, in seconds.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" volume' -l 'volume' -d 'Level of the clip: a fraction of full scale (0.01) or decibels (-40dB).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" max-level' -l 'max-level' -d 'Ceiling no output sample may exceed (fraction or dB).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" clip' -l 'clip' -d 'WAV file to loop instead of the embedded clip.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" clip-base64' -l 'clip-base64' -d 'WAV file to loop, as base64 text.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" retry-max' -l 'retry-max' -d 'Longest wait between two attempts to reopen a lost device, in seconds.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" buffer' -l 'buffer' -d 'Device buffer to ask for, in seconds.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" no-ring-loop' -l 'no-ring-loop' -d 'Stream to every output, even where the hardware could loop its ring buffer on its own (hw:, plughw:, hdmi: over a card): the device is then not held by the ring loop\'s settings, at the cost of a wakeup about once a second.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" v verbose' -l 'verbose' -s 'v' -d 'Log debug detail.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" socket' -l 'socket' -d 'Control socket (default: $KEEPALIVED_SOCKET, else $XDG_RUNTIME_DIR/keepalived/control.sock, else /run/keepalived-audio/control.sock for root).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" config' -l 'config' -d 'Options file (KEEPALIVED_OPTIONS="…" in EnvironmentFile syntax) read at start and on reload; its options add to the command line\'s.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" version' -l 'version' -d 'Show the version.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start"' -s 'd' -l 'device' -d 'ALSA PCM to keep awake (repeat for several).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" all' -l 'all' -d 'Keep every output awake (see \'keepalived devices\'); outputs that appear or vanish are picked up or dropped within about a second.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" digital' -l 'digital' -d 'Keep the digital outputs awake (HDMI, DisplayPort, S/PDIF, IEC958), picked up and dropped as they come and go.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" analog' -l 'analog' -d 'Keep the analog outputs awake, picked up and dropped as they come and go.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" exclusive' -l 'exclusive' -d 'With --all/--digital/--analog, take a card device without a shared (dmix) form through plughw, locking other programs out of it.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" signal' -l 'signal' -d 'What to play: clip, zero, fluctuate, sine, white, pink, brown or open-only (sine:440 and fluctuate:25 set the frequency).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" frequency' -l 'frequency' -d 'Frequency of sine (Hz, default 1) or pulses per second of fluctuate (default 50).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" play-for' -l 'play-for' -d 'Play in bursts: seconds of sound…' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" pause-for' -l 'pause-for' -d '…then seconds of digital silence (the device stays open).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" fade' -l 'fade' -d 'Fade in and out of each burst, in seconds.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" volume' -l 'volume' -d 'Level of the clip: a fraction of full scale (0.01) or decibels (-40dB).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" max-level' -l 'max-level' -d 'Ceiling no output sample may exceed (fraction or dB).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" clip' -l 'clip' -d 'WAV file to loop instead of the embedded clip.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" clip-base64' -l 'clip-base64' -d 'WAV file to loop, as base64 text.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" retry-max' -l 'retry-max' -d 'Longest wait between two attempts to reopen a lost device, in seconds.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" buffer' -l 'buffer' -d 'Device buffer to ask for, in seconds.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" no-ring-loop' -l 'no-ring-loop' -d 'Stream to every output, even where the hardware could loop its ring buffer on its own (hw:, plughw:, hdmi: over a card): the device is then not held by the ring loop\'s settings, at the cost of a wakeup about once a second.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" v verbose' -l 'verbose' -s 'v' -d 'Log debug detail.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" socket' -l 'socket' -d 'Control socket (default: $KEEPALIVED_SOCKET, else $XDG_RUNTIME_DIR/keepalived/control.sock, else /run/keepalived-audio/control.sock for root).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" version' -l 'version' -d 'Show the version.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived stop" socket' -l 'socket' -d 'Control socket (default: $KEEPALIVED_SOCKET, else $XDG_RUNTIME_DIR/keepalived/control.sock, else /run/keepalived-audio/control.sock for root).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived stop" version' -l 'version' -d 'Show the version.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived stop" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived status" socket' -l 'socket' -d 'Control socket (default: $KEEPALIVED_SOCKET, else $XDG_RUNTIME_DIR/keepalived/control.sock, else /run/keepalived-audio/control.sock for root).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived status" json' -l 'json' -d 'Print one JSON object.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived status" version' -l 'version' -d 'Show the version.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived status" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived devices" socket' -l 'socket' -d 'Control socket (default: $KEEPALIVED_SOCKET, else $XDG_RUNTIME_DIR/keepalived/control.sock, else /run/keepalived-audio/control.sock for root).' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived devices" json' -l 'json' -d 'Print one JSON object with the same structure.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived devices" exclusive' -l 'exclusive' -d 'Show what --all/--digital/--analog would pick with --exclusive.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived devices" all-pcms v verbose' -s 'v' -l 'verbose' -l 'all-pcms' -d 'Also list every PCM name ALSA knows, aliases and plug-ins included.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived devices" version' -l 'version' -d 'Show the version.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived devices" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived help" version' -l 'version' -d 'Show the version.'
