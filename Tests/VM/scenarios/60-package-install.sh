@@ -1,0 +1,56 @@
+#!/bin/sh
+# vm: devices=hda mode=systemd timeout=300
+# The Debian package's maintainer scripts under a real systemd (PID 1): `dpkg -i` installs the
+# command, the man page, the completions and both units, and neither enables nor starts the
+# system unit; `systemctl enable --now` is what starts it; `dpkg -r` stops it and keeps the
+# conffile; `dpkg -P` removes the conffile, its directory and the unit's enablement.
+. "$VM_GUEST/vmlib.sh"
+UNIT=keepalived-audio.service
+CONF=/etc/keepalived-audio/keepalived-audio.conf
+deb=$(ls -t "$VM_REPO"/dist/keepalived-audio_*.deb 2>/dev/null | head -1)
+if [ -z "$deb" ]; then vm_fail package-built "no dist/keepalived-audio_*.deb: run scripts/package first"; vm_finish; fi
+# The host's policy-rc.d (a container's "never start services") would hide what the package's
+# scripts do; a real box has none. mandb over 9p under TCG takes minutes: the index is not tested.
+rm -f /usr/sbin/policy-rc.d /var/lib/man-db/auto-update
+version=$(dpkg-deb -f "$deb" Version)
+
+out=$(dpkg -i "$deb" 2>&1); rc=$?
+vm_check install "dpkg -i $(basename "$deb"): exit $rc" [ $rc -eq 0 ]
+v=$(keepalived --version 2>&1)
+vm_check version "keepalived --version: $v (package $version), $(command -v keepalived)" [ "$v" = "$version" -a "$(command -v keepalived)" = /usr/bin/keepalived ]
+page=$(man -w keepalived 2>&1)
+vm_check man-page "man -w keepalived: $page" [ "$page" = /usr/share/man/man1/keepalived.1.gz ]
+vm_check completions "bash, zsh and fish completions installed" test -s /usr/share/bash-completion/completions/keepalived \
+    -a -s /usr/share/zsh/vendor-completions/_keepalived -a -s /usr/share/fish/vendor_completions.d/keepalived.fish
+# bash-completion loads the file on the first <TAB> after `keepalived`; this is what it runs.
+vm_check bash-completion-loads "complete -p keepalived after sourcing: $(bash -c '. /usr/share/bash-completion/completions/keepalived && complete -p keepalived' 2>&1)" \
+    bash -c '. /usr/share/bash-completion/completions/keepalived && complete -p keepalived'
+vm_check conffile "dpkg lists $CONF as a conffile" sh -c "dpkg-query -W -f='\${Conffiles}' keepalived-audio | grep -q ' $CONF '"
+exec_start=$(systemctl show -p ExecStart --value $UNIT | grep -o 'path=[^ ;]*')
+state="$(systemctl is-enabled $UNIT) / $(systemctl is-active $UNIT)"
+vm_check system-unit-not-enabled "$UNIT: $state, $exec_start (dpkg said: $(echo "$out" | grep -i 'not starting' | tr -s ' '))" \
+    [ "$state" = "disabled / inactive" -a "$exec_start" = path=/usr/bin/keepalived ]
+user_state=$(systemctl --global is-enabled keepalived.service 2>&1)
+vm_check user-unit-installed "/usr/lib/systemd/user/keepalived.service, globally $user_state" \
+    [ -f /usr/lib/systemd/user/keepalived.service -a "$user_state" = disabled ]
+
+systemctl enable --now keepalived-audio >/dev/null 2>&1
+active() { [ "$(systemctl is-active $UNIT)" = active ]; }
+vm_wait 20 active
+pid=$(systemctl show -p MainPID --value $UNIT)
+state="$(systemctl is-enabled $UNIT) / $(systemctl is-active $UNIT)"
+vm_check enable-now "$state, pid $pid, $(systemctl show -p StatusText $UNIT)" [ "$state" = "enabled / active" ]
+
+dpkg -r keepalived-audio >/dev/null 2>&1; rc=$?
+gone() { [ ! -d /proc/$pid ]; }
+vm_wait 15 gone
+vm_check remove-stops "dpkg -r: exit $rc; pid $pid $( [ -d /proc/$pid ] && echo still runs || echo gone), unit $(systemctl is-active $UNIT 2>&1)" \
+    [ $rc -eq 0 -a ! -d /proc/$pid -a ! -e /usr/bin/keepalived -a ! -e /lib/systemd/system/$UNIT ]
+vm_check remove-keeps-conffile "$CONF $( [ -f $CONF ] && echo kept || echo gone), status $(dpkg-query -W -f='${Status}' keepalived-audio)" \
+    sh -c "[ -f $CONF ] && dpkg-query -W -f='\${Status}' keepalived-audio | grep -q config-files"
+
+dpkg -P keepalived-audio >/dev/null 2>&1; rc=$?
+links=$(find /etc/systemd/system -name $UNIT 2>/dev/null | tr '\n' ' ')
+vm_check purge "dpkg -P: exit $rc; /etc/keepalived-audio $( [ -e /etc/keepalived-audio ] && echo left || echo gone), enablement links: ${links:-none}" \
+    sh -c "[ $rc -eq 0 ] && [ ! -e /etc/keepalived-audio ] && [ -z '$links' ] && ! dpkg-query -W keepalived-audio >/dev/null 2>&1"
+vm_finish

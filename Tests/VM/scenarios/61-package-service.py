@@ -1,0 +1,273 @@
+#!/usr/bin/python3
+# vm: devices=hda power_save=1 mode=systemd timeout=480
+"""The Debian package's system unit under a real systemd (PID 1), on the kernel's HDA driver with
+the codec allowed to sleep. The .deb (dist/, from scripts/package) is installed in the guest; the
+options file names the HDA card. Then:
+
+- `systemctl start keepalived-audio`: active (running), StatusText names the output it plays, the
+  codec stays powered, the process is a dynamic user in the audio group;
+- inside the service's own cgroup and mount namespace, its credentials open /dev/snd and nothing
+  else under /dev, and even root there gets EPERM from the device policy;
+- from a root shell without XDG_RUNTIME_DIR, `keepalived status` finds the service's socket by
+  default and over the documented path (exit 0);
+- `systemctl reload` with a new level: the same process, the PCM never closed nor reopened, the
+  codec never slept, no recovery, the new level in status;
+- the journal has the daemon's lines with their syslog priorities;
+- `systemctl stop` is quick and leaves no process, no runtime directory, no open PCM;
+- with the nodes `root:root 0600` (a box without udev's rules), status says `permission-denied`
+  naming the node; `keepalived stop` over the socket ends the service cleanly (exit codes checked).
+"""
+
+import glob
+import json
+import os
+import threading
+import time
+
+import vmtest as vt
+
+UNIT = "keepalived-audio"
+K = "/usr/bin/keepalived"
+SOCK = "/run/keepalived-audio/control.sock"
+CONF = "/etc/keepalived-audio/keepalived-audio.conf"
+card = int(os.environ.get("VM_CARD_HDA", "0"))
+PCM_NODE = f"/dev/snd/pcmC{card}D0p"
+CTL_NODE = f"/dev/snd/controlC{card}"
+# A root shell as `sudo -i` gives it: no XDG_RUNTIME_DIR, no KEEPALIVED_SOCKET.
+ROOT_ENV = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "KEEPALIVED_SOCKET")}
+
+
+def show(*props):
+    r = vt.run(["systemctl", "show", UNIT, "-p", ",".join(props)])
+    return dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+
+
+def keepalived(*args, env=ROOT_ENV):
+    return vt.run([K, *args], timeout=15, env=env)
+
+
+def status_json():
+    r = keepalived("status", "--json")
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return None
+
+
+def output():
+    s = status_json()
+    return s["outputs"][0] if s and s.get("outputs") else None
+
+
+def off_ms():
+    return vt.codec_power(card)[1]
+
+
+def write_options(options):
+    with open(CONF, "w") as f:
+        f.write(f'KEEPALIVED_OPTIONS="{options}"\n')
+
+
+def one_line(text, limit=300):
+    return " ".join(text.split())[:limit]
+
+
+# -- the package --------------------------------------------------------------------------------
+debs = sorted(glob.glob(os.path.join(os.environ["VM_REPO"], "dist", "keepalived-audio_*.deb")), key=os.path.getmtime)
+if not vt.check("package-built", bool(debs), debs[-1] if debs else "no dist/keepalived-audio_*.deb: run scripts/package first"):
+    vt.finish()
+# The host's policy-rc.d (a container's "never start services") would hide what the package's
+# scripts do; a real box has none. mandb over 9p under TCG takes minutes: the index is not tested.
+for path in ("/usr/sbin/policy-rc.d", "/var/lib/man-db/auto-update"):
+    if os.path.exists(path):
+        os.remove(path)
+r = vt.run(["dpkg", "-i", debs[-1]], timeout=120)
+if not vt.check("dpkg-install", r.returncode == 0, one_line(r.stdout[-300:])):
+    vt.finish()
+vt.check("not-started-on-install", show("ActiveState")["ActiveState"] == "inactive"
+         and vt.run(["systemctl", "is-enabled", UNIT]).stdout.strip() == "disabled",
+         f"{show('ActiveState', 'UnitFileState')}")
+
+# -- udev's /dev/snd, the codec without keepalived ------------------------------------------------
+vt.run(["udevadm", "settle", "--timeout=60"], timeout=90)
+group = vt.wait_until(lambda: os.stat(PCM_NODE).st_gid == 29 and os.stat(CTL_NODE).st_gid == 29, 30)
+vt.check("udev-audio-group", group, f"{PCM_NODE} gid {os.stat(PCM_NODE).st_gid}, {CTL_NODE} gid {os.stat(CTL_NODE).st_gid} "
+         f"({group.seconds:.1f} s after udevadm settle)")
+if not group:  # what udev's rules do, so that the rest still tests the unit
+    for node in glob.glob("/dev/snd/*"):
+        os.chown(node, 0, 29)
+        os.chmod(node, 0o660)
+
+off0 = off_ms()
+w = vt.wait_until(lambda: off_ms() >= off0 + 500, 10)
+vt.check("codec-sleeps-without-keepalived", w, f"power_off_acct {off0} -> {off_ms()} ms in {w.seconds:.1f} s")
+
+# -- start ----------------------------------------------------------------------------------------
+card_id = vt.read(f"/proc/asound/card{card}/id", "").strip()
+device = f"hw:CARD={card_id},DEV=0"
+write_options(f"--device {device} --volume 0.01")
+t0 = time.monotonic()
+r = vt.run(["systemctl", "start", UNIT], timeout=60)
+started = time.monotonic() - t0
+st = show("ActiveState", "SubState", "StatusText", "MainPID", "NRestarts")
+vt.check("start-active-running", r.returncode == 0 and st["ActiveState"] == "active" and st["SubState"] == "running",
+         f"systemctl start: exit {r.returncode} after {started:.1f} s; {st}")
+text = vt.run(["systemctl", "status", "--no-pager", UNIT]).stdout
+vt.check("systemctl-status-text", "active (running)" in text,
+         one_line(next((l for l in text.splitlines() if "Active:" in l), text)))
+w = vt.wait_until(lambda: show("StatusText")["StatusText"] == f"playing on {device}", 20)
+vt.check("status-text-names-output", w, f"StatusText={show('StatusText')['StatusText']!r} after {w.seconds:.1f} s")
+
+pid = int(show("MainPID")["MainPID"])
+off1 = off_ms()
+# The codec sleeps within a second when idle (above); five seconds of playing must not let it.
+slept = vt.wait_until(lambda: off_ms() > off1, 5)
+vt.check("codec-stays-powered", not slept and vt.pcm_state(card) == "RUNNING",
+         f"power_off_acct {off1} -> {off_ms()} ms over {slept.seconds:.1f} s, PCM {vt.pcm_state(card)}")
+
+# -- identity and devices -------------------------------------------------------------------------
+proc = dict(line.split(":", 1) for line in vt.read(f"/proc/{pid}/status", "").splitlines() if ":" in line)
+uids = proc.get("Uid", "").split()
+gids = proc.get("Gid", "").split()
+groups = proc.get("Groups", "").split()
+uid = int(uids[0]) if uids else 0
+# systemd's dynamic users are allocated from 61184-65519 (systemd.exec(5), DynamicUser=).
+vt.check("dynamic-user", len(set(uids)) == 1 and 61184 <= uid <= 65519 and "29" in groups,
+         f"Uid {uids}, Gid {gids}, Groups {groups} (audio is 29)")
+held = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+vt.check("holds-the-pcm", PCM_NODE in held, f"open /dev nodes: {sorted(p for p in held if p.startswith('/dev/'))}")
+
+cgroup = vt.read(f"/proc/{pid}/cgroup", "").strip().split("::", 1)[-1]
+PROBE = ("import errno, os, sys\n"
+         "for p in sys.argv[1:]:\n"
+         "    try:\n"
+         "        os.close(os.open(p, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY)); print(p, 'ok')\n"
+         "    except OSError as e:\n"
+         "        print(p, errno.errorcode[e.errno])\n")
+nodes = [CTL_NODE, "/dev/snd/timer", "/dev/null", "/dev/mem", "/dev/kmsg", "/dev/port", "/dev/rtc0", "/dev/tty0", "/dev/loop0"]
+
+
+def probe(credentials):
+    """Opens `nodes` for reading and writing from a process in the service's cgroup (its device policy) and mount
+    namespace, with `credentials` (setpriv arguments, or none for root)."""
+    argv = ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && exec "$@"', f"/sys/fs/cgroup{cgroup}",
+            "nsenter", "-t", str(pid), "-m", "--"]
+    if credentials:
+        argv += ["setpriv", *credentials, "--"]
+    r = vt.run(argv + ["python3", "-c", PROBE, *nodes], timeout=30)
+    return dict(line.rsplit(" ", 1) for line in r.stdout.splitlines() if line.startswith("/dev/")), r
+
+
+as_service, r1 = probe(["--reuid", str(uid), "--regid", gids[0] if gids else "0", "--groups", ",".join(groups),
+                        "--inh-caps=-all"])
+allowed = {n for n, res in as_service.items() if res == "ok"}
+vt.check("service-opens-only-snd", allowed == {CTL_NODE, "/dev/snd/timer", "/dev/null"},
+         f"as uid {uid}: {as_service or one_line(r1.stdout)}")
+as_root, r2 = probe([])
+# EPERM is the device cgroup's answer (root passes every file permission). /dev/kmsg is covered
+# by ProtectKernelLogs= first (an inaccessible node: EACCES); /dev/rtc0 is refused for writing
+# only, since ProtectClock= lets the clock be read (systemd.exec(5)).
+denied = [n for n in nodes if not n.startswith(("/dev/snd/", "/dev/null", "/dev/kmsg"))]
+vt.check("device-policy-denies-root", all(as_root.get(n) == "EPERM" for n in denied)
+         and as_root.get("/dev/kmsg") in ("EPERM", "EACCES") and as_root.get(CTL_NODE) == "ok",
+         f"as root in {cgroup}: {as_root or one_line(r2.stdout)}")
+
+# -- the control socket from a root shell ---------------------------------------------------------
+r = keepalived("status")
+vt.check("status-default-socket", r.returncode == 0 and f"socket: {SOCK}" in r.stdout,
+         f"exit {r.returncode}: {one_line(r.stdout, 200)}")
+r = keepalived("status", "--socket", SOCK)
+vt.check("status-documented-socket", r.returncode == 0, f"keepalived status --socket {SOCK}: exit {r.returncode}")
+r = keepalived("status", env=dict(ROOT_ENV, KEEPALIVED_SOCKET=SOCK))
+vt.check("status-env-socket", r.returncode == 0, f"KEEPALIVED_SOCKET={SOCK} keepalived status: exit {r.returncode}")
+s = status_json()
+vt.check("status-json-is-the-service", s is not None and s.get("pid") == pid and s["outputs"][0]["state"] == "playing",
+         f"pid {s and s.get('pid')} (MainPID {pid}), output {s and s['outputs'][0].get('state')}")
+
+# -- reload with a new level ----------------------------------------------------------------------
+before = output()
+owner = vt.pcm_status(card).get("owner_pid")
+off2 = off_ms()
+seen = set()
+sampling = threading.Event()
+
+
+def sample():
+    while not sampling.is_set():
+        seen.add(vt.pcm_state(card))
+        time.sleep(0.01)
+
+
+sampler = threading.Thread(target=sample)
+sampler.start()
+write_options(f"--device {device} --volume 0.02")
+r = vt.run(["systemctl", "reload", UNIT], timeout=30)
+w = vt.wait_until(lambda: (o := output()) is not None and abs(o["volume"] - 0.02) < 1e-9, 15)
+sampling.set()
+sampler.join()
+after = output() or {}
+vt.check("reload-new-level", r.returncode == 0 and w,
+         f"systemctl reload: exit {r.returncode}; volume {before and before['volume']} -> {after.get('volume')} after {w.seconds:.1f} s")
+vt.check("reload-same-process", int(show("MainPID")["MainPID"]) == pid and vt.pcm_status(card).get("owner_pid") == owner,
+         f"MainPID {show('MainPID')['MainPID']} (was {pid}), PCM owner {vt.pcm_status(card).get('owner_pid')} (was {owner})")
+# The ring loop takes a new level by refilling its ring in place (a drop and a refill, about a
+# millisecond, so the sampler may see PREPARED): the PCM is never closed nor reopened, nothing
+# recovers, and the codec never notices.
+vt.check("reload-in-place", "CLOSED" not in seen and None not in seen and off_ms() == off2
+         and after.get("recoveries") == (before or {}).get("recoveries"),
+         f"PCM states during the reload {sorted(map(str, seen))}, power_off_acct {off2} -> {off_ms()} ms, "
+         f"recoveries {(before or {}).get('recoveries')} -> {after.get('recoveries')}")
+
+# -- the journal ----------------------------------------------------------------------------------
+r = vt.run(["journalctl", "-u", UNIT, "-o", "json", "--no-pager", "_PID=" + str(pid)], timeout=30)
+entries = []
+for line in r.stdout.splitlines():
+    try:
+        entries.append(json.loads(line))
+    except ValueError:
+        pass
+playing = [e for e in entries if "playing" in str(e.get("MESSAGE", ""))]
+starting = [e for e in entries if "starting" in str(e.get("MESSAGE", ""))]
+vt.check("journal-priorities", playing and playing[0].get("PRIORITY") == "6" and starting and starting[0].get("PRIORITY") == "6",
+         f"{len(entries)} lines from pid {pid}; " + "; ".join(f"<{e.get('PRIORITY')}> {str(e.get('MESSAGE'))[:70]}" for e in entries[:6]))
+reloaded = [e for e in entries if "reload" in str(e.get("MESSAGE", ""))]
+vt.check("journal-reload-line", bool(reloaded),
+         "; ".join(f"<{e.get('PRIORITY')}> {str(e.get('MESSAGE'))[:90]}" for e in reloaded[:2]) or "no line mentions the reload")
+
+# -- stop -----------------------------------------------------------------------------------------
+t0 = time.monotonic()
+r = vt.run(["systemctl", "stop", UNIT], timeout=30)
+took = time.monotonic() - t0
+st = show("ActiveState", "Result")
+vt.check("stop-quick", r.returncode == 0 and took < 3 and st["ActiveState"] == "inactive" and st["Result"] == "success",
+         f"systemctl stop: exit {r.returncode} in {took:.2f} s; {st}")
+left = [p for p in os.listdir("/proc") if p.isdigit()
+        and (vt.read(f"/proc/{p}/status", "") or "").count(f"Uid:\t{uid}\t") > 0]
+vt.check("stop-leaves-nothing", not left and not os.path.exists(f"/sys/fs/cgroup{cgroup}")
+         and not os.path.exists("/run/keepalived-audio") and vt.pcm_state(card) == "CLOSED",
+         f"processes of uid {uid}: {left}, cgroup {'left' if os.path.exists(f'/sys/fs/cgroup{cgroup}') else 'gone'}, "
+         f"/run/keepalived-audio {'left' if os.path.exists('/run/keepalived-audio') else 'gone'}, PCM {vt.pcm_state(card)}")
+r = keepalived("status")
+vt.check("status-after-stop", r.returncode == 3, f"keepalived status: exit {r.returncode} (3: not running)")
+
+# -- a node the service may not open --------------------------------------------------------------
+for node in (CTL_NODE, PCM_NODE):
+    os.chown(node, 0, 0)
+    os.chmod(node, 0o600)
+vt.run(["systemctl", "start", UNIT], timeout=60)
+w = vt.wait_until(lambda: (o := output()) is not None and o.get("reason") == "permission-denied", 20)
+o = output() or {}
+vt.check("permission-denied-reason", w and show("ActiveState")["ActiveState"] == "active",
+         f"state {o.get('state')}, reason {o.get('reason')} after {w.seconds:.1f} s; unit {show('ActiveState')['ActiveState']}")
+error = o.get("lastError") or ""
+vt.check("permission-denied-names-node", "/dev/snd/" in error and "audio" in error, one_line(error, 300))
+vt.check("permission-denied-status-text", "permission-denied" in show("StatusText")["StatusText"],
+         f"StatusText={show('StatusText')['StatusText']!r}")
+r = keepalived("stop")
+w = vt.wait_until(lambda: show("ActiveState")["ActiveState"] == "inactive", 10)
+vt.check("stop-over-default-socket", r.returncode == 0 and w and show("Result")["Result"] == "success"
+         and show("NRestarts")["NRestarts"] == "0",
+         f"keepalived stop: exit {r.returncode} ({one_line(r.stdout, 80)}); unit {show('ActiveState', 'Result', 'NRestarts')}")
+r = keepalived("stop")
+vt.check("stop-when-stopped", r.returncode == 0, f"second keepalived stop: exit {r.returncode} ({one_line(r.stdout, 80)})")
+vt.finish()
