@@ -15,8 +15,15 @@ import Musl
 /// without a runtime directory.
 struct RuntimePaths {
     let socket: String
+    /// Whether the socket's directory is keepalived's own default, whose owner and mode it
+    /// enforces. A directory named with `--socket`/`KEEPALIVED_SOCKET`, or made by systemd, is
+    /// someone else's choice: used as it is and never changed (`--socket /tmp/k.sock` run as
+    /// root once made /tmp 0700 for everybody).
+    let ownsDirectory: Bool
 
     init(socketOverride: String?) {
+        ownsDirectory = (socketOverride ?? "").isEmpty && Self.environment("KEEPALIVED_SOCKET") == nil
+            && Self.environment("RUNTIME_DIRECTORY") == nil
         if let socketOverride, !socketOverride.isEmpty {
             socket = socketOverride
         } else if let fromEnvironment = Self.environment("KEEPALIVED_SOCKET") {
@@ -43,13 +50,17 @@ struct RuntimePaths {
     /// The log file of a daemon that `keepalived start` detached.
     var logFile: String { directory + "/keepalived.log" }
 
-    /// Creates the socket's directory with mode 0700 if missing, and refuses one that another
-    /// user owns or that others can enter.
+    /// Creates the socket's directory with mode 0700 if missing. An existing default directory
+    /// (``ownsDirectory``) that another user owns is refused and one that others can enter is
+    /// closed; any other existing directory is left exactly as it is (the socket itself is 0600
+    /// and every peer's uid is checked).
     func prepareDirectory() throws(Errno) {
-        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw Errno(errno) }
+        if mkdir(directory, 0o700) == 0 { return }
+        guard errno == EEXIST else { throw Errno(errno) }
         var info = stat()
         guard stat(directory, &info) == 0 else { throw Errno(errno) }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw Errno(ENOTDIR) }
+        guard ownsDirectory else { return }
         guard info.st_uid == geteuid() else { throw Errno(EPERM) }
         if info.st_mode & 0o077 != 0, chmod(directory, 0o700) != 0 { throw Errno(errno) }
     }
