@@ -187,13 +187,16 @@ _keepalived() {
 _keepalived_run() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
-    repeating_options=(-d --device)
+    repeating_options=(-d --device --exclude)
     non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --retry-max --buffer --socket --config)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '-d'|'--device')
+        return
+        ;;
+    '--exclude')
         return
         ;;
     '--signal')
@@ -241,13 +244,16 @@ _keepalived_run() {
 _keepalived_start() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
-    repeating_options=(-d --device)
+    repeating_options=(-d --device --exclude)
     non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --retry-max --buffer --socket)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '-d'|'--device')
+        return
+        ;;
+    '--exclude')
         return
         ;;
     '--signal')
@@ -322,13 +328,16 @@ _keepalived_status() {
 _keepalived_devices() {
     repeating_flags=()
     non_repeating_flags=(--json --exclusive -v --verbose --all-pcms --version -h --help)
-    repeating_options=()
+    repeating_options=(--exclude)
     non_repeating_options=(--socket)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--socket')
+        return
+        ;;
+    '--exclude')
         return
         ;;
     esac

@@ -40,6 +40,25 @@ struct OutputSelectionTests {
                 == ["dmix:CARD=PCH,DEV=0", "dmix:CARD=PCH,DEV=3", "plughw:CARD=DAC,DEV=0", "my-receiver"])
     }
 
+    @Test("--exclude: a card device by any description or hw/plughw/dmix name, a configured PCM by its own")
+    func exclusions() throws {
+        let usb = try OutputExclusion("USB*")
+        #expect(OutputSelection.all.pick(from: Self.hints, allowExclusive: true, excluding: [usb])
+                == ["dmix:CARD=PCH,DEV=0", "dmix:CARD=PCH,DEV=3", "my-receiver"])
+        // The HDMI device through its dmix form's description; the analog device stays.
+        #expect(OutputSelection.all.pick(from: Self.hints, excluding: [try OutputExclusion("*HDMI 0*")]) == ["dmix:CARD=PCH,DEV=0", "my-receiver"])
+        // hdmi:CARD=PCH,DEV=0 is the first HDMI device, not PCM device 0: it must not exclude the analog one.
+        #expect(OutputSelection.all.pick(from: Self.hints, excluding: [try OutputExclusion("hdmi:*")])
+                == ["dmix:CARD=PCH,DEV=0", "dmix:CARD=PCH,DEV=3", "my-receiver"])
+        #expect(OutputSelection.analog.pick(from: Self.hints, excluding: [try OutputExclusion("hw:CARD=PCH,DEV=0")]).isEmpty)
+        #expect(OutputSelection.digital.pick(from: Self.hints, excluding: [try OutputExclusion("my-*")]) == ["dmix:CARD=PCH,DEV=3"])
+        // Case-sensitive as in the shell; line by line in a multi-line description.
+        #expect(OutputSelection.digital.pick(from: Self.hints, excluding: [try OutputExclusion("*hdmi*")]) == ["dmix:CARD=PCH,DEV=3", "my-receiver"])
+        #expect(try OutputExclusion("Front*").matches(ALSADevice(name: "x", description: "Test Card\nFront speakers")))
+        #expect(throws: OutputExclusionError.empty) { try OutputExclusion(" ") }
+        #expect(throws: OutputExclusionError.nulByte("a\u{0}b")) { try OutputExclusion("a\u{0}b") }
+    }
+
     @Test("a selection validates with no device yet; named-only configurations still need one")
     func emptyDevices() throws {
         var configuration = KeepAliveConfiguration(devices: [])

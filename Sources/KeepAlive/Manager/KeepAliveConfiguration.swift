@@ -13,6 +13,13 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     /// `--digital`, `--analog`). The caller rescans and calls ``KeepAliveManager/reconfigure(_:)``
     /// as outputs come and go; ``devices`` may be empty until one appears.
     public var selection: OutputSelection?
+    /// Patterns that keep outputs out of ``selection`` (keepalived's `--exclude`); the caller
+    /// passes them to ``OutputSelection/pick(from:allowExclusive:excluding:)`` at each rescan.
+    ///
+    /// ```swift
+    /// configuration.exclusions = [try OutputExclusion("*bluez*")]
+    /// ```
+    public var exclusions: [OutputExclusion] = []
     /// What to play: the clip (the default), zeros, LSB pulses, a sine, noise, or nothing.
     public var signal: KeepAliveSignal
     /// The clip to loop when ``signal`` is ``KeepAliveSignal/clip``.

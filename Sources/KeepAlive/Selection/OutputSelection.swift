@@ -3,6 +3,7 @@
 /// ```swift
 /// let hints = ALSADevice.playbackDevices()
 /// let outputs = OutputSelection.digital.pick(from: hints)  // e.g. ["dmix:CARD=PCH,DEV=3"]
+/// let noBluetooth = OutputSelection.all.pick(from: hints, excluding: [try OutputExclusion("*bluez*")])
 /// ```
 public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvertible {
     /// Every hardware output and every hinted PCM of the user's configuration.
@@ -34,8 +35,10 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
     /// For each card device the shared `dmix:CARD=…,DEV=…` form is used, so other programs keep
     /// playing to the same hardware. A card device without one is skipped unless
     /// `allowExclusive`, which takes its `plughw:` form instead. PCMs of the user's own
-    /// configuration (no `CARD=`) are taken as named.
-    public func pick(from devices: [ALSADevice], allowExclusive: Bool = false) -> [String] {
+    /// configuration (no `CARD=`) are taken as named. An output that one of `exclusions` matches
+    /// is left out (a card device when any of its names or descriptions matches).
+    public func pick(from devices: [ALSADevice], allowExclusive: Bool = false, excluding exclusions: [OutputExclusion] = []) -> [String] {
+        let excluded = Self.excluded(devices, by: exclusions)
         var picked: [String] = []
         var sharedCardDevices = Set<String>()
         for device in devices {
@@ -43,9 +46,10 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
             if prefix == "dmix", let card { sharedCardDevices.insert(card) }
         }
         var exclusiveTaken = Set<String>()
-        for device in devices where matches(device) {
+        for device in devices where matches(device) && excluded.names[device.name] == nil {
             let (prefix, card) = Self.split(device.name)
             if let card {
+                guard excluded.cards[card] == nil else { continue }
                 if prefix == "dmix" {
                     picked.append(device.name)
                 } else if allowExclusive, prefix == "plughw", !sharedCardDevices.contains(card), exclusiveTaken.insert(card).inserted {
@@ -56,6 +60,28 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
             }
         }
         return picked
+    }
+
+    /// The first exclusion matching each card device (by its `CARD,DEV` key) and each other PCM.
+    /// A card device is matched through the forms numbered by its PCM device (`hw:`, `plughw:`,
+    /// `dmix:`): other aliases count their own way (`hdmi:CARD=PCH,DEV=0` is the first HDMI
+    /// device, PCM device 3), so they would exclude the wrong one.
+    package static func excluded(_ devices: [ALSADevice], by exclusions: [OutputExclusion])
+        -> (cards: [String: OutputExclusion], names: [String: OutputExclusion])
+    {
+        var cards: [String: OutputExclusion] = [:]
+        var names: [String: OutputExclusion] = [:]
+        guard !exclusions.isEmpty else { return (cards, names) }
+        for device in devices {
+            guard let exclusion = exclusions.first(where: { $0.matches(device) }) else { continue }
+            let (prefix, card) = split(device.name)
+            if let card {
+                if ["hw", "plughw", "dmix"].contains(prefix), cards[card] == nil { cards[card] = exclusion }
+            } else if names[device.name] == nil {
+                names[device.name] = exclusion
+            }
+        }
+        return (cards, names)
     }
 
     func matches(_ device: ALSADevice) -> Bool {

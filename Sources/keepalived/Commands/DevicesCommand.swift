@@ -28,6 +28,11 @@ struct DevicesCommand: ParsableCommand {
     @Flag(help: "Show what --all/--digital/--analog would pick with --exclusive.")
     var exclusive = false
 
+    @Option(name: .customLong("exclude"), help: ArgumentHelp(
+        "Show what --all/--digital/--analog would pick with this --exclude pattern (repeat for several); a running daemon's own patterns are shown too.",
+        valueName: "pattern"))
+    var excludePatterns: [String] = []
+
     @Flag(name: [.customShort("v"), .long, .customLong("all-pcms")], help: "Also list every PCM name ALSA knows, aliases and plug-ins included.")
     var verbose = false
 
@@ -47,6 +52,8 @@ struct DevicesCommand: ParsableCommand {
         var notPickedBecause: [String: String]
         /// What a running keepalived does there now.
         var playing: String?
+        /// The `--exclude` pattern that leaves it out of every selection.
+        var excludedBy: String?
     }
 
     /// A PCM of the user's own configuration with a hint (taken as named by the selections).
@@ -55,6 +62,7 @@ struct DevicesCommand: ParsableCommand {
         var description: String
         var digital: Bool
         var pickedBy: [String]
+        var excludedBy: String?
     }
 
     /// Any PCM ALSA lists (`--verbose`).
@@ -72,6 +80,12 @@ struct DevicesCommand: ParsableCommand {
         var pcms: [PCM]?
     }
 
+    func validate() throws {
+        for pattern in excludePatterns {
+            do { _ = try OutputExclusion(pattern) } catch { throw ValidationError("--exclude '\(pattern)': \(error)") }
+        }
+    }
+
     func run() throws {
         calsa_silence_library_errors()
         let listing = makeListing()
@@ -85,9 +99,14 @@ struct DevicesCommand: ParsableCommand {
     func makeListing() -> Listing {
         let hints = ALSADevice.playbackDevices()
         let names = Set(hints.map(\.name))
-        let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: exclusive))) }
-        let exclusivePicks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: true))) }
         let status: DaemonStatus? = if case .success(let reply) = ControlClient.send("status", to: socket.paths, timeout: .milliseconds(500)) { reply.status } else { nil }
+        // The patterns given here, then the running daemon's: what it leaves out is shown too.
+        var patterns = excludePatterns
+        for pattern in status?.exclude ?? [] where !patterns.contains(pattern) { patterns.append(pattern) }
+        let exclusions = patterns.compactMap { try? OutputExclusion($0) }
+        let excluded = OutputSelection.excluded(hints, by: exclusions)
+        let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: exclusive, excluding: exclusions))) }
+        let exclusivePicks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: true))) }
 
         var outputs: [Output] = []
         for device in CardDevice.playbackDevices() {
@@ -97,6 +116,7 @@ struct DevicesCommand: ParsableCommand {
             let opens: String? = hasShared ? shared : (exclusive ? exclusiveForm : nil)
             var pickedBy: [String] = []
             var reasons: [String: String] = [:]
+            let exclusion = excluded.cards["\(device.cardID),\(device.device)"]
             for (selection, picked) in picks {
                 if let opens, picked.contains(opens) {
                     pickedBy.append("--\(selection)")
@@ -104,6 +124,8 @@ struct DevicesCommand: ParsableCommand {
                     reasons["--\(selection)"] = "not a digital output"
                 } else if selection == .analog, device.kind.isDigital {
                     reasons["--\(selection)"] = "a digital output"
+                } else if let exclusion {
+                    reasons["--\(selection)"] = "excluded by --exclude '\(exclusion)'"
                 } else if !hasShared, exclusivePicks.first(where: { $0.0 == selection })?.1.contains(exclusiveForm) == true {
                     reasons["--\(selection)"] = "no shared (dmix) form: only with --exclusive, as \(exclusiveForm)"
                 } else {
@@ -115,7 +137,8 @@ struct DevicesCommand: ParsableCommand {
             }
             outputs.append(Output(
                 title: device.title, card: device.card, cardID: device.cardID, device: device.device, kind: device.kind.rawValue,
-                opens: opens, shared: hasShared, pickedBy: pickedBy, notPickedBecause: reasons, playing: playing))
+                opens: opens, shared: hasShared, pickedBy: pickedBy, notPickedBecause: reasons, playing: playing,
+                excludedBy: exclusion?.pattern))
         }
 
         var configured: [Configured] = []
@@ -126,7 +149,7 @@ struct DevicesCommand: ParsableCommand {
             guard role == "configured" else { continue }
             configured.append(Configured(
                 name: hint.name, description: hint.description, digital: hint.isDigital,
-                pickedBy: picks.filter { $0.1.contains(hint.name) }.map { "--\($0.0)" }))
+                pickedBy: picks.filter { $0.1.contains(hint.name) }.map { "--\($0.0)" }, excludedBy: excluded.names[hint.name]?.pattern))
         }
         return Listing(outputs: outputs, configured: configured, pcms: verbose ? pcms : nil)
     }
@@ -177,7 +200,8 @@ struct DevicesCommand: ParsableCommand {
             lines.append("")
             lines.append("Outputs of your ALSA configuration:")
             for entry in listing.configured {
-                let picked = entry.pickedBy.isEmpty ? "" : "   [\(entry.pickedBy.joined(separator: ", "))]"
+                let picked = entry.excludedBy.map { "   [excluded by --exclude '\($0)']" }
+                    ?? (entry.pickedBy.isEmpty ? "" : "   [\(entry.pickedBy.joined(separator: ", "))]")
                 lines.append("  \(entry.digital ? "digital" : "analog ")  \(entry.name)\(picked)")
                 lines.append("           \(entry.description)")
             }

@@ -18,6 +18,11 @@ struct PlaybackOptions: ParsableArguments {
     @Flag(help: ArgumentHelp("With --all/--digital/--analog, take a card device without a shared (dmix) form through plughw, locking other programs out of it."))
     var exclusive = false
 
+    @Option(name: .customLong("exclude"), help: ArgumentHelp(
+        "With --all/--digital/--analog, leave out the outputs whose PCM name or description matches this shell-style pattern ('*bluez*', 'USB*'; repeat for several). See 'keepalived devices --exclude'.",
+        valueName: "pattern"))
+    var excludePatterns: [String] = []
+
     @Option(help: ArgumentHelp(
         "What to play: clip, zero, fluctuate, sine, white, pink, brown or open-only (sine:440 and fluctuate:25 set the frequency).",
         valueName: "kind"))
@@ -66,10 +71,23 @@ struct PlaybackOptions: ParsableArguments {
         all ? .all : digital ? .digital : analog ? .analog : nil
     }
 
+    /// The `--exclude` patterns, checked.
+    var exclusions: [OutputExclusion] {
+        get throws {
+            try excludePatterns.map { pattern in
+                do { return try OutputExclusion(pattern) } catch { throw ValidationError("--exclude '\(pattern)': \(error)") }
+            }
+        }
+    }
+
     mutating func validate() throws {
         guard [all, digital, analog].filter({ $0 }).count <= 1 else {
             throw ValidationError("--all, --digital and --analog are mutually exclusive")
         }
+        if !excludePatterns.isEmpty, selection == nil {
+            throw ValidationError("--exclude applies to --all, --digital and --analog; a device named with --device is always played")
+        }
+        _ = try exclusions
         guard retryMax.isFinite, retryMax >= 0.05, retryMax <= 3600 else {
             throw ValidationError("--retry-max must be between 0.05 and 3600 seconds, not \(retryMax)")
         }
@@ -90,11 +108,12 @@ struct PlaybackOptions: ParsableArguments {
     func makeConfiguration() throws -> KeepAliveConfiguration {
         var configuration = KeepAliveConfiguration()
         configuration.selection = selection
+        configuration.exclusions = (try? exclusions) ?? []
         configuration.allowsRingLoop = !noRingLoop
         if let selection {
             // Named devices stay; the selection adds what the device hints offer now, and the
             // daemon rescans for outputs that come and go.
-            let picked = selection.pick(from: ALSADevice.playbackDevices(), allowExclusive: exclusive)
+            let picked = selection.pick(from: ALSADevice.playbackDevices(), allowExclusive: exclusive, excluding: configuration.exclusions)
             configuration.devices = devices + picked.filter { !devices.contains($0) }
         } else {
             configuration.devices = devices.isEmpty ? ["default"] : devices

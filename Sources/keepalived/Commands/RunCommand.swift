@@ -146,7 +146,8 @@ extension DaemonStatus {
         self.init(
             state: state.name, reason: state.reason?.rawValue, pid: getpid(),
             uptimeSeconds: started.duration(to: .now).seconds, socket: paths.socket, logFile: logFile,
-            outputs: snapshot.outputs.map { OutputReport($0, ceiling: snapshot.configuration.ceiling) })
+            outputs: snapshot.outputs.map { OutputReport($0, ceiling: snapshot.configuration.ceiling) },
+            exclude: snapshot.configuration.exclusions.isEmpty ? nil : snapshot.configuration.exclusions.map(\.pattern))
     }
 }
 

@@ -80,10 +80,12 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
     public var logFile: String?
     /// One report per output, in configuration order.
     public var outputs: [OutputReport]
+    /// The `--exclude` patterns the daemon's selection leaves out (absent when none).
+    public var exclude: [String]?
 
     /// A status as the daemon reports it.
     public init(state: String, reason: String? = nil, pid: Int32, uptimeSeconds: Double, socket: String,
-                logFile: String? = nil, outputs: [OutputReport]) {
+                logFile: String? = nil, outputs: [OutputReport], exclude: [String]? = nil) {
         self.state = state
         self.reason = reason
         self.pid = pid
@@ -91,6 +93,7 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         self.socket = socket
         self.logFile = logFile
         self.outputs = outputs
+        self.exclude = exclude
     }
 }
 

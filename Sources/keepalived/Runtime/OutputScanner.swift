@@ -19,7 +19,6 @@ final class OutputScanner {
     let named: [String]
     let allowExclusive: Bool
     let logger: Logger
-    private var previous: Set<String>
 
     init(manager: KeepAliveManager, selection: OutputSelection, named: [String], allowExclusive: Bool, logger: Logger) {
         self.manager = manager
@@ -27,15 +26,17 @@ final class OutputScanner {
         self.named = named
         self.allowExclusive = allowExclusive
         self.logger = logger
-        previous = Set(manager.configuration.devices).subtracting(named)
     }
 
-    /// Reads the hints and applies what changed; true when the outputs changed.
+    /// Reads the hints and applies what changed; true when the outputs changed. The exclusions
+    /// are the running configuration's, so a reload that changes `--exclude` holds from then on.
     @discardableResult
     func rescan() -> Bool {
-        let picked = selection.pick(from: ALSADevice.playbackDevices(), allowExclusive: allowExclusive)
+        let exclusions = manager.configuration.exclusions
+        let picked = selection.pick(from: ALSADevice.playbackDevices(), allowExclusive: allowExclusive, excluding: exclusions)
         let current = Set(picked).subtracting(named)
-        guard current != previous else { return false }
+        // Compared with what runs now, which a reload may have changed since the last scan.
+        guard current != Set(manager.configuration.devices).subtracting(named) else { return false }
         // New PCMs may come from an edited configuration file, which opens would not see.
         ALSADevice.reloadConfiguration()
         var configuration = manager.configuration
@@ -43,7 +44,6 @@ final class OutputScanner {
         do {
             let outcome = try manager.reconfigure(configuration)
             logger.info("outputs changed", metadata: ["selection": "\(selection)", "outcome": "\(outcome)"])
-            previous = current
             return true
         } catch {
             logger.error("cannot apply the new outputs", metadata: ["error": "\(error)"])

@@ -4,7 +4,8 @@
 snd-usb-audio's speaker): one block per card device named as the kernel names it, with its kind,
 the PCM keepalived opens and the selections that pick it; --all and --analog play to both cards'
 shared dmix form, --digital finds nothing and waits (no HDMI or S/PDIF here) without exiting;
-`devices` then shows what the running daemon does on each card."""
+`devices` then shows what the running daemon does on each card. --all --exclude 'USB*' plays to
+the HDA card only, and `devices` shows the USB card left out by the daemon's pattern."""
 
 import json
 import os
@@ -53,6 +54,21 @@ vt.check("all-plays-both", w and sorted(o["device"] for o in s["outputs"]) == ["
 now = json.loads(vt.run([K, "devices", "--json", "--socket", SOCKET], timeout=30).stdout)
 playing = {o["title"]: o.get("playing") for o in now["outputs"]}
 vt.check("devices-shows-playing", all(p and p.startswith("playing") for p in playing.values()), f"{playing}")
+vt.run([K, "stop", "--socket", SOCKET], timeout=20)
+daemon.wait(timeout=10)
+
+# --exclude: the USB speaker by its card's description; the HDA card plays alone.
+log = open("/tmp/keepalived-exclude.log", "w")
+daemon = subprocess.Popen([K, "run", "--all", "--exclude", "USB*", "--socket", SOCKET], stdout=log, stderr=subprocess.STDOUT)
+w = vt.wait_until(lambda: (s := status()) and s["outputs"] and all(o["state"] == "playing" for o in s["outputs"]), 30, 0.2)
+s = status() or {"outputs": []}
+vt.check("exclude-plays-the-rest", w and [o["device"] for o in s["outputs"]] == ["dmix:CARD=Intel,DEV=0"] and s.get("exclude") == ["USB*"],
+         f"{[(o['device'], o['state']) for o in s['outputs']]}, exclude {s.get('exclude')}")
+now = {o["title"]: o for o in json.loads(vt.run([K, "devices", "--json", "--socket", SOCKET], timeout=30).stdout)["outputs"]}
+usb_now = now.get("QEMU USB Audio — USB Audio", {})
+vt.check("exclude-shown-by-devices", usb_now.get("excludedBy") == "USB*" and usb_now.get("pickedBy") == []
+         and usb_now.get("notPickedBecause", {}).get("--all") == "excluded by --exclude 'USB*'" and not usb_now.get("playing"),
+         f"USB {usb_now.get('pickedBy')} {usb_now.get('notPickedBecause')} playing {usb_now.get('playing')}")
 vt.run([K, "stop", "--socket", SOCKET], timeout=20)
 daemon.wait(timeout=10)
 
