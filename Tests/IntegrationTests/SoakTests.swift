@@ -46,6 +46,9 @@ extension Integration {
             var expected: [String: Int] = [:]
             var spent: [Int: Duration] = [:]
             var seen: [String: Int] = [:]
+            // Underruns the device saw on its own (25 ms periods run dry when another process
+            // takes both cores): each adds one underrun recovery, which is right, not a miscount.
+            var realUnderruns = 0
             for index in 0..<total {
                 let began = ContinuousClock.now
                 if index == warmUp { baseline = try ProcessFootprint(pid: daemon.pid) }
@@ -57,6 +60,7 @@ extension Integration {
                 try await waitUntil("fault \(index) (\(fault.commands)) to hit and audio to resume", timeout: .seconds(5), every: .milliseconds(2)) {
                     for event in tail.read() {
                         seen["\(event.name) \(event.arguments.first ?? "")", default: 0] += 1
+                        if event.name == "xrun", event.arguments.first != "injected" { realUnderruns += 1 }
                         if !hit, fault.sign(event) {
                             hit = true
                             if fault.vanishes { device.appear() }
@@ -71,7 +75,8 @@ extension Integration {
                 }
                 // Exactly one recovery per fault: none merged into the next, none extra.
                 if Sanitizer.active == nil {
-                    #expect(log.recoveries() == index + 1, "fault \(index) (\(fault.commands)): \(log.recoveries()) recoveries")
+                    #expect((index + 1...index + 1 + realUnderruns).contains(log.recoveries()),
+                            "fault \(index) (\(fault.commands)): \(log.recoveries()) recoveries, \(realUnderruns) underruns of the device's own")
                 } else {
                     // Slowed 2–15×, the 25 ms periods can also run dry on their own: extra
                     // recoveries may appear, and must then be underruns (checked below).
@@ -92,13 +97,14 @@ extension Integration {
             let before = try #require(baseline)
 
             let lines = recoveryLines(daemon.stderr)
-            #expect(Sanitizer.active == nil ? lines.count == total : lines.count >= total, "\(lines.count) recoveries for \(total) faults")
+            #expect(Sanitizer.active == nil ? (total...total + realUnderruns).contains(lines.count) : lines.count >= total,
+                    "\(lines.count) recoveries for \(total) faults and \(realUnderruns) underruns of the device's own")
             // Every path was taken: refused while busy and while gone, stalled, suspended.
             for sign in ["open-refused EBUSY", "open-refused ENOENT", "stalled ", "suspend ", "xrun injected"] {
                 #expect(seen[sign, default: 0] > 0, "no '\(sign)' in the device's events: \(seen)")
             }
             let counted = Dictionary(grouping: lines, by: \.reason).mapValues(\.count)
-            if Sanitizer.active == nil {
+            if Sanitizer.active == nil, realUnderruns == 0 {
                 #expect(counted == expected, "recovered \(counted), injected \(expected)")
             } else {
                 // Slowed 2–15×, the 25 ms periods can run dry for real, on their own or while a
@@ -110,6 +116,9 @@ extension Integration {
                 let moved = expected.reduce(0) { $0 + max(0, $1.value - (counted[$1.key] ?? 0)) }
                 let extra = lines.count - total
                 #expect((counted["underrun"] ?? 0) == (expected["underrun"] ?? 0) + moved + extra, "recovered \(counted), injected \(expected)")
+                if Sanitizer.active == nil {
+                    #expect(moved + extra <= realUnderruns, "\(moved + extra) recoveries more or renamed, \(realUnderruns) underruns of the device's own")
+                }
             }
             // The manager's own count, as each reason's last line states it.
             for (reason, count) in counted {
