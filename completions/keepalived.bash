@@ -187,7 +187,7 @@ _keepalived() {
 _keepalived_run() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
-    repeating_options=(-d --device --exclude)
+    repeating_options=(-d --device --exclude --output)
     non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --retry-max --buffer --socket --config)
     __keepalived_offer_flags_options 0
 
@@ -226,6 +226,9 @@ _keepalived_run() {
     '--clip-base64')
         return
         ;;
+    '--output')
+        return
+        ;;
     '--retry-max')
         return
         ;;
@@ -244,7 +247,7 @@ _keepalived_run() {
 _keepalived_start() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
-    repeating_options=(-d --device --exclude)
+    repeating_options=(-d --device --exclude --output)
     non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --retry-max --buffer --socket)
     __keepalived_offer_flags_options 0
 
@@ -281,6 +284,9 @@ _keepalived_start() {
         return
         ;;
     '--clip-base64')
+        return
+        ;;
+    '--output')
         return
         ;;
     '--retry-max')

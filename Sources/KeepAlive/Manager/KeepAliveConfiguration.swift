@@ -47,6 +47,36 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     /// configuration.allowsRingLoop = false   // keepalived --no-ring-loop
     /// ```
     public var allowsRingLoop = true
+    /// Settings of single outputs that differ from this configuration's, by PCM name. An entry
+    /// applies whenever that output plays (named in ``devices`` or picked by ``selection``).
+    ///
+    /// ```swift
+    /// configuration.outputSettings["hdmi:CARD=PCH,DEV=0"] = OutputSettings(signal: .fluctuate(perSecond: 50))
+    /// ```
+    public var outputSettings: [String: OutputSettings] = [:]
+
+    /// What `device` plays: this configuration with that output's own settings applied, and
+    /// nothing about the other outputs (``devices`` is `[device]`, no selection, no settings of
+    /// other outputs), so two outputs' configurations compare equal when they play the same.
+    ///
+    /// ```swift
+    /// let dac = configuration.configuration(for: "plughw:CARD=DAC")
+    /// print(dac.signal, dac.volume)
+    /// ```
+    public func configuration(for device: String) -> KeepAliveConfiguration {
+        var own = self
+        own.devices = [device]
+        own.selection = nil
+        own.exclusions = []
+        own.outputSettings = [:]
+        guard let settings = outputSettings[device] else { return own }
+        if let signal = settings.signal { own.signal = signal }
+        if let clip = settings.clip { own.clip = clip }
+        if let volume = settings.volume { own.volume = volume }
+        if let ceiling = settings.ceiling { own.ceiling = ceiling }
+        if let schedule = settings.schedule { own.schedule = schedule }
+        return own
+    }
 
     /// A configuration; every argument has the daemon's default.
     ///
@@ -93,6 +123,20 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
         if let schedule {
             do { try schedule.validate() } catch { throw .schedule(error) }
         }
+        for (device, settings) in outputSettings.sorted(by: { $0.key < $1.key }) {
+            guard !device.isEmpty else { throw .emptyDeviceName }
+            if let own = settings.ceiling, own > ceiling {
+                throw .outputCeilingAboveCeiling(device: device, ceiling: own, limit: ceiling)
+            }
+            let effective = configuration(for: device)
+            guard effective.volume <= effective.ceiling else {
+                throw .outputVolumeAboveCeiling(device: device, volume: effective.volume, ceiling: effective.ceiling)
+            }
+            do { try effective.signal.validate() } catch { throw .signal(error) }
+            if let schedule = effective.schedule {
+                do { try schedule.validate() } catch { throw .schedule(error) }
+            }
+        }
     }
 
     var bufferMicroseconds: Int {
@@ -121,6 +165,10 @@ public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStrin
     case signal(KeepAliveSignalError)
     /// The play/pause schedule is out of range.
     case schedule(PlayScheduleError)
+    /// An output's own ceiling is above the configuration's: the global ceiling stays a ceiling.
+    case outputCeilingAboveCeiling(device: String, ceiling: Level, limit: Level)
+    /// An output's volume is above its ceiling.
+    case outputVolumeAboveCeiling(device: String, volume: Level, ceiling: Level)
 
     /// The broken rule, in words a command-line tool can print as is.
     public var description: String {
@@ -135,6 +183,10 @@ public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStrin
         case .invalidRetryPolicy: "retry delays must be positive with the maximum not below the first, and jitter within 0 to 1"
         case .signal(let error): "\(error)"
         case .schedule(let error): "\(error)"
+        case .outputCeilingAboveCeiling(let device, let ceiling, let limit):
+            "output '\(device)': its max level \(ceiling.linear) is above the global max level \(limit.linear); an output may only lower it"
+        case .outputVolumeAboveCeiling(let device, let volume, let ceiling):
+            "output '\(device)': volume \(volume.linear) is above its ceiling (max level) \(ceiling.linear)"
         }
     }
 }

@@ -45,7 +45,7 @@ public final class KeepAliveManager: Sendable {
     public init(configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger) throws(KeepAliveConfigurationError) {
         try configuration.validate()
         self.logger = logger
-        let records = configuration.devices.map { OutputRecord(device: $0, volume: configuration.volume, state: .stopped) }
+        let records = configuration.devices.map { OutputRecord(device: $0, volume: configuration.configuration(for: $0).volume, state: .stopped) }
         shared = Locked(Shared(isOn: isOn, configuration: configuration, records: records))
     }
 
@@ -141,7 +141,7 @@ public final class KeepAliveManager: Sendable {
                 guard shared.isOn, !shared.running else { return nil }
                 shared.running = true
                 shared.records = shared.configuration.devices.map {
-                    OutputRecord(device: $0, volume: shared.configuration.volume, state: .starting)
+                    OutputRecord(device: $0, volume: shared.configuration.configuration(for: $0).volume, state: .starting)
                 }
                 return (shared.configuration, shared.records)
             }
@@ -197,10 +197,10 @@ public final class KeepAliveManager: Sendable {
             let newDevices = Set(configuration.devices)
             outcome.removed = old.devices.filter { !newDevices.contains($0) }
             outcome.added = configuration.devices.filter { !oldDevices.contains($0) }
-            var signalChanged = old
-            signalChanged.devices = configuration.devices
-            let kept = configuration.devices.filter { oldDevices.contains($0) }
-            if signalChanged != configuration { outcome.updatedInPlace = kept }
+            // Each output compares what it plays itself: another output's settings leave it alone.
+            outcome.updatedInPlace = configuration.devices.filter {
+                oldDevices.contains($0) && old.configuration(for: $0) != configuration.configuration(for: $0)
+            }
 
             for device in outcome.removed {
                 loops.removeValue(forKey: device)?.stopAndJoin()
@@ -210,10 +210,10 @@ public final class KeepAliveManager: Sendable {
             var fresh: [OutputRecord] = []
             for device in configuration.devices {
                 if let existing = previous.first(where: { $0.device == device }) {
-                    existing.fields.withLock { $0.status.volume = configuration.volume }
+                    existing.fields.withLock { $0.status.volume = configuration.configuration(for: device).volume }
                     records.append(existing)
                 } else {
-                    let record = OutputRecord(device: device, volume: configuration.volume, state: running ? .starting : .stopped)
+                    let record = OutputRecord(device: device, volume: configuration.configuration(for: device).volume, state: running ? .starting : .stopped)
                     records.append(record)
                     fresh.append(record)
                 }
@@ -223,7 +223,7 @@ public final class KeepAliveManager: Sendable {
                 $0.records = records
             }
             guard running else { return outcome }
-            for device in outcome.updatedInPlace { loops[device]?.apply(configuration) }
+            for device in outcome.updatedInPlace { loops[device]?.apply(configuration.configuration(for: device)) }
             for record in fresh {
                 let loop = makeLoop(record, configuration)
                 loops[record.device] = loop
@@ -238,7 +238,7 @@ public final class KeepAliveManager: Sendable {
     /// reported whenever the manager outlived its loops), and nothing to load atomically per
     /// period. The manager's `deinit` joins every loop before these go away.
     private func makeLoop(_ record: OutputRecord, _ configuration: KeepAliveConfiguration) -> PlaybackLoop {
-        PlaybackLoop(device: record.device, configuration: configuration) { [logger, broadcaster, record] report in
+        PlaybackLoop(device: record.device, configuration: configuration.configuration(for: record.device)) { [logger, broadcaster, record] report in
             Self.handle(report, record: record, logger: logger, broadcaster: broadcaster)
         }
     }

@@ -23,35 +23,17 @@ struct PlaybackOptions: ParsableArguments {
         valueName: "pattern"))
     var excludePatterns: [String] = []
 
-    @Option(help: ArgumentHelp(
-        "What to play: clip, zero, fluctuate, sine, white, pink, brown or open-only (sine:440 and fluctuate:25 set the frequency).",
-        valueName: "kind"))
-    var signal: String = "clip"
+    @OptionGroup var sound: SoundOptions
 
-    @Option(help: ArgumentHelp("Frequency of sine (Hz, default 1) or pulses per second of fluctuate (default 50).", valueName: "hz"))
-    var frequency: Double?
-
-    @Option(name: .customLong("play-for"), help: ArgumentHelp("Play in bursts: seconds of sound…", valueName: "seconds"))
-    var playFor: Double?
-
-    @Option(name: .customLong("pause-for"), help: ArgumentHelp("…then seconds of digital silence (the device stays open).", valueName: "seconds"))
-    var pauseFor: Double?
-
-    @Option(help: ArgumentHelp("Fade in and out of each burst, in seconds.", valueName: "seconds"))
-    var fade: Double = 0.1
+    // Unconditional: the value is a whole option line of its own, and a forgotten NAME (a value
+    // starting with "--") is answered by the check below, not as a missing value.
+    @Option(name: .customLong("output"), parsing: .unconditionalSingleValue, help: ArgumentHelp(
+        "Play to NAME with settings of its own: 'NAME OPTIONS…' in one word, OPTIONS spelled like the options above (--signal, --frequency, --volume, --max-level, --clip, --clip-base64, --play-for, --pause-for, --fade), e.g. --output 'plughw:CARD=DAC --signal sine --frequency 30 --volume -50dB'. Repeat for several; NAME is played like a --device. No output may exceed the global --max-level.",
+        valueName: "name options"))
+    var outputSpecs: [String] = []
 
     @Option(help: .hidden)
     var seed: UInt64?
-
-    // Unconditional: a level in decibels starts with a minus sign ("--volume -40dB"), which
-    // would otherwise be read as an unknown option.
-    @Option(parsing: .unconditional, help: ArgumentHelp("Level of the clip: a fraction of full scale (0.01) or decibels (-40dB).", valueName: "level"))
-    var volume: String = "0.01"
-
-    @Option(name: .customLong("max-level"), parsing: .unconditional, help: ArgumentHelp("Ceiling no output sample may exceed (fraction or dB).", valueName: "level"))
-    var maxLevel: String = "0.05"
-
-    @OptionGroup var clipSource: ClipOptions
 
     @Option(name: .customLong("retry-max"), help: ArgumentHelp("Longest wait between two attempts to reopen a lost device, in seconds.", valueName: "seconds"))
     var retryMax: Double = 2
@@ -94,13 +76,30 @@ struct PlaybackOptions: ParsableArguments {
         guard bufferSeconds.isFinite, bufferSeconds >= 0.02, bufferSeconds <= 10 else {
             throw ValidationError("--buffer must be between 0.02 and 10 seconds, not \(bufferSeconds)")
         }
-        for (option, text) in [("--volume", volume), ("--max-level", maxLevel)] {
-            do { _ = try Level(parsing: text) } catch { throw ValidationError("\(option): \(error)") }
-        }
     }
 
-    private func level(_ option: String, _ text: String) throws -> Level {
-        do { return try Level(parsing: text) } catch { throw CleanExit.failure("\(option): \(error)", code: SysExit.usage) }
+    /// The outputs named one by one: `--device`s, then `--output`s' names (played like a device).
+    var namedDevices: [String] {
+        let outputNames = outputSpecs.compactMap { OptionsFile.split($0)?.first }
+        return devices + outputNames.filter { !devices.contains($0) }
+    }
+
+    /// One `--output 'NAME OPTIONS…'`: the name, and the settings its options give over `base`.
+    static func output(_ spec: String, over base: KeepAliveConfiguration) throws -> (String, OutputSettings) {
+        guard let words = OptionsFile.split(spec), let name = words.first, !name.hasPrefix("-") else {
+            throw CleanExit.failure("--output '\(spec)': give the output's PCM name first, then its options (--output 'hw:CARD=DAC --volume -50dB')", code: SysExit.usage)
+        }
+        let options: SoundOptions
+        do {
+            options = try SoundOptions.parse(Array(words.dropFirst()))
+        } catch {
+            throw CleanExit.failure("--output '\(name)': \(SoundOptions.message(for: error))", code: SysExit.usage)
+        }
+        do {
+            return (name, try options.settings(over: base))
+        } catch let exit as CleanExit {
+            throw CleanExit.failure("--output '\(name)': \(exit.description)", code: exit.code)
+        }
     }
 
     /// Builds the engine configuration. Exits with the sysexits code that fits a bad clip or bad
@@ -110,46 +109,31 @@ struct PlaybackOptions: ParsableArguments {
         configuration.selection = selection
         configuration.exclusions = (try? exclusions) ?? []
         configuration.allowsRingLoop = !noRingLoop
+        let named = namedDevices
         if let selection {
             // Named devices stay; the selection adds what the device hints offer now, and the
             // daemon rescans for outputs that come and go.
             let picked = selection.pick(from: ALSADevice.playbackDevices(), allowExclusive: exclusive, excluding: configuration.exclusions)
-            configuration.devices = devices + picked.filter { !devices.contains($0) }
+            configuration.devices = named + picked.filter { !named.contains($0) }
         } else {
-            configuration.devices = devices.isEmpty ? ["default"] : devices
+            configuration.devices = named.isEmpty ? ["default"] : named
         }
-        configuration.volume = try level("--volume", volume)
-        configuration.ceiling = try level("--max-level", maxLevel)
         configuration.retry.maximumDelay = .milliseconds(Int64(retryMax * 1000))
         configuration.bufferDuration = .milliseconds(Int64(bufferSeconds * 1000))
-        do {
-            var parsed = try KeepAliveSignal(parsing: signal)
-            if let frequency {
-                switch parsed {
-                case .sine: parsed = .sine(frequency: frequency)
-                case .fluctuate: parsed = .fluctuate(perSecond: frequency)
-                default: throw CleanExit.failure("--frequency applies to sine and fluctuate, not \(parsed.name)", code: SysExit.usage)
-                }
-            }
-            configuration.signal = parsed
-        } catch let error as KeepAliveSignalError {
-            throw CleanExit.failure("--signal: \(error)", code: SysExit.usage)
-        }
-        switch (playFor, pauseFor) {
-        case (nil, nil):
-            break
-        case (let play?, let pause?):
-            guard play.isFinite, pause.isFinite, fade.isFinite, play > 0, pause >= 0, fade >= 0, play <= 86400, pause <= 86400 else {
-                throw CleanExit.failure("--play-for, --pause-for and --fade must be finite, positive seconds (at most a day)", code: SysExit.usage)
-            }
-            configuration.schedule = PlaySchedule(
-                playFor: .milliseconds(Int64(play * 1000)), pauseFor: .milliseconds(Int64(pause * 1000)),
-                fade: .milliseconds(Int64(fade * 1000)))
-        default:
-            throw CleanExit.failure("--play-for and --pause-for go together", code: SysExit.usage)
-        }
         if let seed { configuration.seed = seed }
-        if let clip = try clipSource.load() { configuration.clip = clip }
+        let global = try sound.settings(over: configuration)
+        configuration.signal = global.signal ?? configuration.signal
+        configuration.clip = global.clip ?? configuration.clip
+        configuration.volume = global.volume ?? configuration.volume
+        configuration.ceiling = global.ceiling ?? configuration.ceiling
+        configuration.schedule = global.schedule
+        for spec in outputSpecs {
+            let (name, settings) = try Self.output(spec, over: configuration)
+            guard configuration.outputSettings[name] == nil else {
+                throw CleanExit.failure("--output '\(name)' is given twice", code: SysExit.usage)
+            }
+            configuration.outputSettings[name] = settings
+        }
         do {
             try configuration.validate()
         } catch {

@@ -111,7 +111,7 @@ struct RunCommand: ParsableCommand {
             throw SysExit.cannotCreate
         }
         let scanner = options.selection.map {
-            OutputScanner(manager: manager, selection: $0, named: options.devices, allowExclusive: options.exclusive, logger: logger)
+            OutputScanner(manager: manager, selection: $0, named: options.namedDevices, allowExclusive: options.exclusive, logger: logger)
         }
         let runtime = DaemonRuntime(
             manager: manager, control: control, reloader: reloader,
@@ -146,7 +146,10 @@ extension DaemonStatus {
         self.init(
             state: state.name, reason: state.reason?.rawValue, pid: getpid(),
             uptimeSeconds: started.duration(to: .now).seconds, socket: paths.socket, logFile: logFile,
-            outputs: snapshot.outputs.map { OutputReport($0, ceiling: snapshot.configuration.ceiling) },
+            outputs: snapshot.outputs.map { output in
+                let own = snapshot.configuration.configuration(for: output.device)
+                return OutputReport(output, ceiling: own.ceiling, signal: own.signal.description)
+            },
             exclude: snapshot.configuration.exclusions.isEmpty ? nil : snapshot.configuration.exclusions.map(\.pattern))
     }
 }

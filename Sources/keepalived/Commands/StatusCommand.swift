@@ -1,5 +1,10 @@
 import ArgumentParser
 import ControlProtocol
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// `keepalived status`: whether a daemon runs, and how each output is doing.
 struct StatusCommand: ParsableCommand {
@@ -38,7 +43,8 @@ struct StatusCommand: ParsableCommand {
                 lines.append("  format: \(format) \(rate) Hz \(channels) ch, buffer \(output.bufferFrames ?? 0) frames, period \(output.periodFrames ?? 0) frames")
             }
             if let mode = output.mode { lines.append("  mode: \(Self.describe(mode: mode))") }
-            lines.append("  level: \(output.volume) (ceiling \(output.ceiling)), frames played: \(output.framesPlayed)")
+            let signal = output.signal.map { "signal: \($0), " } ?? ""
+            lines.append("  \(signal)level: \(Self.level(output.volume)) (ceiling \(Self.level(output.ceiling))), frames played: \(output.framesPlayed)")
             let reasons = output.recoveriesByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             lines.append("  recoveries: \(output.recoveries)\(reasons.isEmpty ? "" : " (\(reasons))")")
             if let error = output.lastError { lines.append("  last error: \(error)") }
@@ -53,6 +59,13 @@ struct StatusCommand: ParsableCommand {
         case "open-only": "open-only (held open, nothing written)"
         default: mode
         }
+    }
+
+    /// A linear level as a person reads it: `0.01 (-40.0 dBFS)`, not `0.009999999999999995`.
+    static func level(_ linear: Double) -> String {
+        let rounded = (linear * 1e6).rounded() / 1e6
+        guard linear > 0, linear.isFinite else { return "\(rounded)" }
+        return "\(rounded) (\((20 * log10(linear) * 10).rounded() / 10) dBFS)"
     }
 
     static func formatDuration(_ seconds: Double) -> String {

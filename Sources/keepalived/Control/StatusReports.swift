@@ -3,7 +3,7 @@ import KeepAlive
 
 extension OutputReport {
     /// The wire form of one output's status.
-    init(_ output: OutputStatus, ceiling: Level) {
+    init(_ output: OutputStatus, ceiling: Level, signal: String? = nil) {
         self.init(
             device: output.device, state: output.state.name, reason: output.state.reason?.rawValue, mode: output.mode?.rawValue,
             format: output.format?.sampleFormat.rawValue, rate: output.format?.sampleRate,
@@ -11,6 +11,6 @@ extension OutputReport {
             periodFrames: output.format?.periodFrames, volume: output.volume.linear, ceiling: ceiling.linear,
             framesPlayed: output.framesPlayed, recoveries: output.totalRecoveries,
             recoveriesByReason: Dictionary(uniqueKeysWithValues: output.recoveries.map { ($0.key.rawValue, $0.value) }),
-            lastError: output.lastError)
+            lastError: output.lastError, signal: signal)
     }
 }

@@ -121,6 +121,8 @@ public struct OutputReport: Codable, Equatable, Sendable {
     public var bufferFrames: Int?
     /// The device period, in frames.
     public var periodFrames: Int?
+    /// What the output plays: `clip`, `sine:30`, `fluctuate:50`, … (its own, with `--output`).
+    public var signal: String?
     /// The output's volume, linear.
     public var volume: Double
     /// The ceiling no sample exceeds, linear.
@@ -138,7 +140,7 @@ public struct OutputReport: Codable, Equatable, Sendable {
     public init(device: String, state: String, reason: String? = nil, mode: String? = nil, format: String? = nil,
                 rate: Int? = nil, channels: Int? = nil, bufferFrames: Int? = nil, periodFrames: Int? = nil,
                 volume: Double, ceiling: Double, framesPlayed: Int, recoveries: Int,
-                recoveriesByReason: [String: Int], lastError: String? = nil) {
+                recoveriesByReason: [String: Int], lastError: String? = nil, signal: String? = nil) {
         self.device = device
         self.state = state
         self.reason = reason
@@ -154,6 +156,7 @@ public struct OutputReport: Codable, Equatable, Sendable {
         self.recoveries = recoveries
         self.recoveriesByReason = recoveriesByReason
         self.lastError = lastError
+        self.signal = signal
     }
 }
 
