@@ -42,8 +42,14 @@ public enum KeepAliveEvent: Sendable, Equatable, CustomStringConvertible {
     /// An output hit a fault; it recovers on its own. Sent for every failed attempt, so a device
     /// that stays missing sends one per retry.
     case error(device: String, reason: InterruptionReason, message: String)
+    /// ``KeepAliveManager/pause(_:)`` (`device` `nil`) or ``KeepAliveManager/pause(_:output:)``
+    /// took effect; each output it closed also sends ``stateChanged(device:state:)``.
+    case paused(device: String?, reason: PauseReason)
+    /// The matching resume; outputs no other reason holds open again.
+    case resumed(device: String?, reason: PauseReason)
 
-    /// The output the event is about, or `nil` for ``started`` and ``stopped``.
+    /// The output the event is about, or `nil` for ``started``, ``stopped`` and a pause or
+    /// resume of the whole manager.
     ///
     /// ```swift
     /// let hdmiEvents = manager.events.filter { $0.device == "hdmi:CARD=PCH,DEV=0" }
@@ -52,6 +58,7 @@ public enum KeepAliveEvent: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .started, .stopped: nil
         case .stateChanged(let device, _), .opened(let device, _), .recovered(let device, _, _), .error(let device, _, _): device
+        case .paused(let device, _), .resumed(let device, _): device
         }
     }
 
@@ -69,6 +76,8 @@ public enum KeepAliveEvent: Sendable, Equatable, CustomStringConvertible {
         case .opened(let device, let format): "opened device=\(device) format=\(format)"
         case .recovered(let device, let reason, let downtime): "recovered device=\(device) reason=\(reason) downtime=\(downtime)"
         case .error(let device, let reason, let message): "error device=\(device) reason=\(reason) message=\(message)"
+        case .paused(let device, let reason): "paused\(device.map { " device=\($0)" } ?? "") reason=\(reason)"
+        case .resumed(let device, let reason): "resumed\(device.map { " device=\($0)" } ?? "") reason=\(reason)"
         }
     }
 }

@@ -28,6 +28,20 @@ public final class KeepAliveManager: Sendable {
         var configuration: KeepAliveConfiguration
         /// One per configured device, in configuration order.
         var records: [OutputRecord]
+        /// Reasons that hold every output closed (``pause(_:)``).
+        var pauses: Set<PauseReason> = []
+        /// Reasons that hold one output closed (``pause(_:output:)``), by device.
+        var outputPauses: [String: Set<PauseReason>] = [:]
+
+        /// The strongest reason that holds `device` closed, `nil` when it may play.
+        func hold(on device: String) -> PauseReason? {
+            pauses.union(outputPauses[device] ?? []).min()
+        }
+
+        /// The state a (re)started output begins in.
+        func initialState(of device: String) -> KeepAliveState {
+            hold(on: device).map { .paused($0) } ?? .starting
+        }
     }
 
     let shared: Locked<Shared>
@@ -100,6 +114,8 @@ public final class KeepAliveManager: Sendable {
         let now = ContinuousClock.now
         return records.allSatisfy { record in
             record.fields.withLock { fields in
+                // A paused output has no thread to report.
+                if fields.status.state.pauseReason != nil { return true }
                 // A ring loop reports at its health checks only: that is its pulse.
                 let allowed = fields.status.mode == .ringLoop && fields.status.state == .playing
                     ? interval + PlaybackLoop.healthCheckInterval : interval
@@ -141,14 +157,15 @@ public final class KeepAliveManager: Sendable {
                 guard shared.isOn, !shared.running else { return nil }
                 shared.running = true
                 shared.records = shared.configuration.devices.map {
-                    OutputRecord(device: $0, volume: shared.configuration.configuration(for: $0).volume, state: .starting)
+                    OutputRecord(device: $0, volume: shared.configuration.configuration(for: $0).volume, state: shared.initialState(of: $0))
                 }
                 return (shared.configuration, shared.records)
             }
             guard let (configuration, records) = started else { return }
             logger.info("starting", metadata: ["devices": "\(configuration.devices.joined(separator: ","))", "volume": "\(configuration.volume)", "ceiling": "\(configuration.ceiling)"])
             broadcaster.publish(.started)
-            for record in records {
+            // A paused output starts held: it opens when the last reason holding it is resumed.
+            for record in records where record.snapshot.state == .starting {
                 let loop = makeLoop(record, configuration)
                 loops[record.device] = loop
                 loop.start()
@@ -160,7 +177,8 @@ public final class KeepAliveManager: Sendable {
     /// ended (well under 100 ms).
     public func stop() {
         loops.withLock { loops in
-            guard !loops.isEmpty else { return }
+            // Running with no loop is possible: every output paused, or a selection found none.
+            guard isRunning else { return }
             for loop in loops.values { loop.stopAndJoin() }
             loops = [:]
             let records = shared.withLock { shared -> [OutputRecord] in
@@ -213,7 +231,8 @@ public final class KeepAliveManager: Sendable {
                     existing.fields.withLock { $0.status.volume = configuration.configuration(for: device).volume }
                     records.append(existing)
                 } else {
-                    let record = OutputRecord(device: device, volume: configuration.configuration(for: device).volume, state: running ? .starting : .stopped)
+                    let state = running ? shared.withLock { $0.initialState(of: device) } : .stopped
+                    let record = OutputRecord(device: device, volume: configuration.configuration(for: device).volume, state: state)
                     records.append(record)
                     fresh.append(record)
                 }
@@ -224,12 +243,98 @@ public final class KeepAliveManager: Sendable {
             }
             guard running else { return outcome }
             for device in outcome.updatedInPlace { loops[device]?.apply(configuration.configuration(for: device)) }
-            for record in fresh {
+            for record in fresh where record.snapshot.state == .starting {
                 let loop = makeLoop(record, configuration)
                 loops[record.device] = loop
                 loop.start()
             }
             return outcome
+        }
+    }
+
+    /// Holds every output closed for `reason` until ``resume(_:)`` with the same reason: each
+    /// stream is dropped (never drained) and its thread joined before this returns, so a device
+    /// about to suspend is no longer written. Outputs found later start held too. Idempotent;
+    /// reasons add up, and the state shows the strongest (``PauseReason``).
+    ///
+    /// ```swift
+    /// manager.pause(.sleep)     // before the system sleeps; returns once every output is closed
+    /// manager.resume(.sleep)    // after resume: outputs open again, unless another reason holds
+    /// ```
+    public func pause(_ reason: PauseReason) {
+        setPause(reason, on: nil, holding: true)
+    }
+
+    /// Ends a ``pause(_:)`` for `reason`; outputs that nothing else holds open again at once.
+    /// Idempotent.
+    ///
+    /// ```swift
+    /// manager.resume(.locked)
+    /// ```
+    public func resume(_ reason: PauseReason) {
+        setPause(reason, on: nil, holding: false)
+    }
+
+    /// Holds one output closed for `reason` until ``resume(_:output:)``: the other outputs play
+    /// on. The hold belongs to the device name: it lasts across ``stop()``/``start()`` and a
+    /// reconfiguration that drops and re-adds the output.
+    ///
+    /// ```swift
+    /// manager.pause(.linger, output: "pulse")   // nothing else played there: let the sink sleep
+    /// manager.resume(.linger, output: "pulse")  // another stream plays: keep it awake again
+    /// ```
+    public func pause(_ reason: PauseReason, output device: String) {
+        setPause(reason, on: device, holding: true)
+    }
+
+    /// Ends a ``pause(_:output:)`` for `reason` on `device`. Idempotent.
+    ///
+    /// ```swift
+    /// manager.resume(.linger, output: "pulse")
+    /// ```
+    public func resume(_ reason: PauseReason, output device: String) {
+        setPause(reason, on: device, holding: false)
+    }
+
+    /// The reasons that hold every output closed, from ``pause(_:)``.
+    ///
+    /// ```swift
+    /// if manager.pauses.contains(.sleep) { print("sleeping") }
+    /// ```
+    public var pauses: Set<PauseReason> { shared.withLock { $0.pauses } }
+
+    private func setPause(_ reason: PauseReason, on device: String?, holding: Bool) {
+        loops.withLock { loops in
+            let change = shared.withLock { shared -> (running: Bool, configuration: KeepAliveConfiguration, records: [(OutputRecord, PauseReason?)])? in
+                let changed: Bool
+                if let device {
+                    var reasons = shared.outputPauses[device] ?? []
+                    changed = holding ? reasons.insert(reason).inserted : reasons.remove(reason) != nil
+                    shared.outputPauses[device] = reasons.isEmpty ? nil : reasons
+                } else {
+                    changed = holding ? shared.pauses.insert(reason).inserted : shared.pauses.remove(reason) != nil
+                }
+                guard changed else { return nil }
+                let affected = shared.records.filter { device == nil || $0.device == device }
+                return (shared.running, shared.configuration, affected.map { ($0, shared.hold(on: $0.device)) })
+            }
+            guard let change else { return }
+            var metadata: Logger.Metadata = ["reason": "\(reason)"]
+            if let device { metadata["device"] = "\(device)" }
+            logger.notice(holding ? "paused" : "resumed", metadata: metadata)
+            broadcaster.publish(holding ? .paused(device: device, reason: reason) : .resumed(device: device, reason: reason))
+            guard change.running else { return }
+            for (record, hold) in change.records {
+                if let hold {
+                    loops.removeValue(forKey: record.device)?.stopAndJoin()
+                    Self.handle(.state(.paused(hold)), record: record, logger: logger, broadcaster: broadcaster)
+                } else if loops[record.device] == nil {
+                    Self.handle(.state(.starting), record: record, logger: logger, broadcaster: broadcaster)
+                    let loop = makeLoop(record, change.configuration)
+                    loops[record.device] = loop
+                    loop.start()
+                }
+            }
         }
     }
 
@@ -271,6 +376,8 @@ public final class KeepAliveManager: Sendable {
             guard changed else { return }
             switch state {
             case .playing, .starting, .stopped:
+                logger.info("\(state)", metadata: metadata)
+            case .paused:
                 logger.info("\(state)", metadata: metadata)
             case .waitingForDevice, .recovering:
                 logger.warning("\(state)", metadata: metadata.merging(lastError.map { ["error": "\($0)"] } ?? [:]) { $1 })

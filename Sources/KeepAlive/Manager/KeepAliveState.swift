@@ -24,8 +24,13 @@ public enum KeepAliveState: Sendable, Hashable, CustomStringConvertible {
     case waitingForDevice(InterruptionReason)
     /// The stream was interrupted and is being brought back.
     case recovering(InterruptionReason)
+    /// Held closed on purpose (``KeepAliveManager/pause(_:)``) until resumed; the strongest
+    /// reason that holds the output. Named `sleeping` for ``PauseReason/sleep``, `paused`
+    /// otherwise.
+    case paused(PauseReason)
 
-    /// A short machine-readable name: `stopped`, `starting`, `playing`, `waiting`, `recovering`.
+    /// A short machine-readable name: `stopped`, `starting`, `playing`, `waiting`, `recovering`,
+    /// `sleeping`, `paused`.
     public var name: String {
         switch self {
         case .stopped: "stopped"
@@ -33,6 +38,8 @@ public enum KeepAliveState: Sendable, Hashable, CustomStringConvertible {
         case .playing: "playing"
         case .waitingForDevice: "waiting"
         case .recovering: "recovering"
+        case .paused(.sleep): "sleeping"
+        case .paused: "paused"
         }
     }
 
@@ -44,12 +51,20 @@ public enum KeepAliveState: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The name, with the reason in parentheses for a waiting or recovering state:
-    /// `playing`, `waiting for device (no-device)`, `recovering (underrun)`.
+    /// Why a paused output is held, `nil` otherwise.
+    public var pauseReason: PauseReason? {
+        if case .paused(let reason) = self { reason } else { nil }
+    }
+
+    /// The name, with the reason in parentheses for a waiting, recovering or paused state:
+    /// `playing`, `waiting for device (no-device)`, `recovering (underrun)`, `paused (locked)`,
+    /// `sleeping`.
     public var description: String {
         switch self {
         case .waitingForDevice(let reason): "waiting for device (\(reason))"
         case .recovering(let reason): "recovering (\(reason))"
+        case .paused(.sleep): name
+        case .paused(let reason): "paused (\(reason))"
         default: name
         }
     }

@@ -144,7 +144,7 @@ extension DaemonStatus {
         let snapshot = manager.snapshot
         let state = snapshot.state
         self.init(
-            state: state.name, reason: state.reason?.rawValue, pid: getpid(),
+            state: state.name, reason: state.wireReason, pid: getpid(),
             uptimeSeconds: started.duration(to: .now).seconds, socket: paths.socket, logFile: logFile,
             outputs: snapshot.outputs.map { output in
                 let own = snapshot.configuration.configuration(for: output.device)

@@ -66,9 +66,10 @@ public struct ControlReply: Codable, Sendable {
 /// if let status = reply.status { print(status.state, status.outputs.map(\.device)) }
 /// ```
 public struct DaemonStatus: Codable, Equatable, Sendable {
-    /// The overall state: `playing`, `starting`, `recovering`, `waiting`, `stopped`.
+    /// The overall state: `playing`, `starting`, `recovering`, `waiting`, `sleeping`, `paused`,
+    /// `stopped`.
     public var state: String
-    /// Why the daemon is not playing, when it is not.
+    /// Why the daemon is not playing, when it is not (`underrun`, `locked`, `linger`, …).
     public var reason: String?
     /// The daemon's process id.
     public var pid: Int32
@@ -105,7 +106,7 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
 public struct OutputReport: Codable, Equatable, Sendable {
     /// The ALSA PCM name.
     public var device: String
-    /// `playing`, `starting`, `recovering`, `waiting`, `stopped`.
+    /// `playing`, `starting`, `recovering`, `waiting`, `sleeping`, `paused`, `stopped`.
     public var state: String
     /// Why the output is not playing, when it is not.
     public var reason: String?
