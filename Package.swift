@@ -40,16 +40,24 @@ let package = Package(
             name: "CSystem",
             path: "Sources/keepalived/CSystem"
         ),
+        // sd-bus from libsystemd, through which the daemon follows logind (sleep, lock, idle):
+        // wrappers for its varargs calls.
+        .target(
+            name: "CSDBus",
+            path: "Sources/keepalived/CSDBus",
+            linkerSettings: [.linkedLibrary("systemd")]
+        ),
         .executableTarget(
             name: "keepalived",
             dependencies: [
                 "KeepAlive",
                 "ControlProtocol",
                 "CSystem",
+                "CSDBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["ControlProtocol", "CSystem"],
+            exclude: ["ControlProtocol", "CSystem", "CSDBus"],
             linkerSettings: [
                 // A release daemon is linked at a fixed address: a position-independent binary has
                 // ~43,000 pointers relocated at every start, which turns 0.45 MB of its read-only

@@ -17,7 +17,8 @@ import Musl
 ///   control socket's `stop`;
 /// - the watchdog timer, when systemd asked for one;
 /// - with a selection, the hint watcher (cards and ALSA's configuration), and a one-shot timer
-///   that lets a burst of changes settle before the rescan.
+///   that lets a burst of changes settle before the rescan;
+/// - logind on the system bus, when there is one (``LogindWatcher``): outputs close before sleep.
 ///
 /// ```swift
 /// let runtime = DaemonRuntime(manager: manager, control: control, reloader: reloader, logger: logger)
@@ -83,14 +84,20 @@ final class DaemonRuntime: @unchecked Sendable {
             pollfd(fd: watchdog.descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: rescan.descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: hints?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: -1, events: 0, revents: 0),
         ]
+        let logind = LogindWatcher.open(logger: logger)
         if scanner != nil, (hints?.descriptor ?? -1) < 0 {
             // No inotify: fall back to looking every second.
             rescan.arm(after: Self.rescanFollowUp, every: Self.rescanFollowUp)
         }
         loop: while true {
             for index in fds.indices { fds[index].revents = 0 }
-            if poll(&fds, nfds_t(fds.count), -1) < 0 {
+            // sd-bus asks for POLLOUT only while it has something queued, and keeps its own
+            // timeouts (method calls): both change between polls.
+            fds[5].fd = logind?.descriptor ?? -1
+            fds[5].events = logind?.events ?? 0
+            if poll(&fds, nfds_t(fds.count), logind?.pollTimeout ?? -1) < 0 {
                 if errno == EINTR { continue }
                 throw Errno(errno)
             }
@@ -121,9 +128,27 @@ final class DaemonRuntime: @unchecked Sendable {
                 if scanner?.rescan() == true { rescan.arm(after: Self.rescanFollowUp) }
                 notifier?.update()
             }
+            if let logind {
+                for event in logind.process() { follow(event, logind: logind) }
+            }
         }
         notifier?.stopping()
         control.stop()
         manager.stop()
+    }
+
+    /// Closes every output before the system sleeps, then lets sleep go on; reopens on resume.
+    private func follow(_ event: LogindWatcher.Event, logind: LogindWatcher) {
+        switch event {
+        case .prepareForSleep(true):
+            logger.info("system going to sleep: closing the outputs")
+            manager.stop()
+            logind.releaseSleepLock()
+        case .prepareForSleep(false):
+            logger.info("system resumed: reopening the outputs")
+            logind.takeSleepLock()
+            manager.start()
+        }
+        notifier?.update()
     }
 }

@@ -1,0 +1,66 @@
+#include "CSDBus.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const login1 = "org.freedesktop.login1";
+static const char *const manager_path = "/org/freedesktop/login1";
+static const char *const manager_interface = "org.freedesktop.login1.Manager";
+static const char *const session_interface = "org.freedesktop.login1.Session";
+
+int ka_bus_open_system(sd_bus **bus) {
+    return sd_bus_open_system(bus);
+}
+
+int ka_bus_inhibit(sd_bus *bus, const char *what, const char *who, const char *why, const char *mode, int *fd) {
+    sd_bus_message *reply = NULL;
+    int r = sd_bus_call_method(bus, login1, manager_path, manager_interface, "Inhibit", NULL, &reply,
+                               "ssss", what, who, why, mode);
+    if (r < 0) return r;
+    int lock = -1;
+    r = sd_bus_message_read(reply, "h", &lock);
+    // The fd belongs to the message; the lock must outlive it.
+    if (r >= 0) {
+        *fd = fcntl(lock, F_DUPFD_CLOEXEC, 3);
+        r = *fd < 0 ? -errno : 0;
+    }
+    sd_bus_message_unref(reply);
+    return r;
+}
+
+int ka_bus_match_prepare_for_sleep(sd_bus *bus, sd_bus_slot **slot, sd_bus_message_handler_t handler, void *userdata) {
+    return sd_bus_match_signal(bus, slot, login1, manager_path, manager_interface, "PrepareForSleep", handler, userdata);
+}
+
+int ka_bus_read_bool(sd_bus_message *message, int *value) {
+    return sd_bus_message_read(message, "b", value);
+}
+
+int ka_bus_session_by_pid(sd_bus *bus, uint32_t pid, char **path) {
+    sd_bus_message *reply = NULL;
+    int r = sd_bus_call_method(bus, login1, manager_path, manager_interface, "GetSessionByPID", NULL, &reply, "u", pid);
+    if (r < 0) return r;
+    const char *object = NULL;
+    r = sd_bus_message_read(reply, "o", &object);
+    if (r >= 0) {
+        *path = strdup(object);
+        r = *path ? 0 : -ENOMEM;
+    }
+    sd_bus_message_unref(reply);
+    return r;
+}
+
+int ka_bus_session_bool(sd_bus *bus, const char *path, const char *property, int *value) {
+    return sd_bus_get_property_trivial(bus, login1, path, session_interface, property, NULL, 'b', value);
+}
+
+int ka_bus_session_u64(sd_bus *bus, const char *path, const char *property, uint64_t *value) {
+    return sd_bus_get_property_trivial(bus, login1, path, session_interface, property, NULL, 't', value);
+}
+
+int ka_bus_match_properties_changed(sd_bus *bus, const char *path, sd_bus_slot **slot, sd_bus_message_handler_t handler, void *userdata) {
+    return sd_bus_match_signal(bus, slot, login1, path, "org.freedesktop.DBus.Properties", "PropertiesChanged", handler, userdata);
+}

@@ -1,0 +1,32 @@
+// sd-bus calls the daemon makes to follow logind. sd-bus's method calls, signal matches and
+// message readers are varargs, which Swift cannot call; these wrappers give each use one plain
+// signature. Every function returns 0 or a negative errno, as sd-bus does.
+#ifndef CSDBUS_H
+#define CSDBUS_H
+
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+/// Opens the system bus (DBUS_SYSTEM_BUS_ADDRESS when set, as sd-bus reads it).
+int ka_bus_open_system(sd_bus **bus);
+
+/// logind's Manager.Inhibit(what, who, why, mode); `*fd` receives an owned duplicate of the lock.
+int ka_bus_inhibit(sd_bus *bus, const char *what, const char *who, const char *why, const char *mode, int *fd);
+
+/// Calls `handler` for every Manager.PrepareForSleep(b) signal.
+int ka_bus_match_prepare_for_sleep(sd_bus *bus, sd_bus_slot **slot, sd_bus_message_handler_t handler, void *userdata);
+
+/// Reads the one boolean argument of a PrepareForSleep signal.
+int ka_bus_read_bool(sd_bus_message *message, int *value);
+
+/// The object path of the session of `pid` (Manager.GetSessionByPID), malloc'ed into `*path`.
+int ka_bus_session_by_pid(sd_bus *bus, uint32_t pid, char **path);
+
+/// Reads a boolean or uint64 property of a login1 Session object.
+int ka_bus_session_bool(sd_bus *bus, const char *path, const char *property, int *value);
+int ka_bus_session_u64(sd_bus *bus, const char *path, const char *property, uint64_t *value);
+
+/// Calls `handler` for every PropertiesChanged of the object at `path`.
+int ka_bus_match_properties_changed(sd_bus *bus, const char *path, sd_bus_slot **slot, sd_bus_message_handler_t handler, void *userdata);
+
+#endif
