@@ -53,6 +53,30 @@ int ka_bus_session_by_pid(sd_bus *bus, uint32_t pid, char **path) {
     return r;
 }
 
+int ka_bus_user_display(sd_bus *bus, uint32_t uid, char **path) {
+    sd_bus_message *reply = NULL;
+    int r = sd_bus_call_method(bus, login1, manager_path, manager_interface, "GetUser", NULL, &reply, "u", uid);
+    if (r < 0) return r;
+    const char *user = NULL;
+    r = sd_bus_message_read(reply, "o", &user);
+    char *user_path = r >= 0 ? strdup(user) : NULL;
+    sd_bus_message_unref(reply);
+    reply = NULL;
+    if (r < 0) return r;
+    if (!user_path) return -ENOMEM;
+    r = sd_bus_get_property(bus, login1, user_path, "org.freedesktop.login1.User", "Display", NULL, &reply, "(so)");
+    free(user_path);
+    if (r < 0) return r;
+    const char *id = NULL, *object = NULL;
+    r = sd_bus_message_read(reply, "(so)", &id, &object);
+    if (r >= 0) {
+        *path = strdup(object);
+        r = *path ? 0 : -ENOMEM;
+    }
+    sd_bus_message_unref(reply);
+    return r;
+}
+
 int ka_bus_session_bool(sd_bus *bus, const char *path, const char *property, int *value) {
     return sd_bus_get_property_trivial(bus, login1, path, session_interface, property, NULL, 'b', value);
 }

@@ -32,6 +32,8 @@ struct PlaybackOptions: ParsableArguments {
         valueName: "name options"))
     var outputSpecs: [String] = []
 
+    @OptionGroup var session: SessionOptions
+
     @Option(help: .hidden)
     var seed: UInt64?
 

@@ -97,7 +97,12 @@ struct RunCommand: ParsableCommand {
         let started = ContinuousClock.now
         let paths = socket.paths
         let stopRequest = StopRequest()
-        let reloader = Reloader(manager: manager, logger: logger) { try currentOptions().makeConfiguration() }
+        let logind: LogindFollower
+        do { logind = try LogindFollower(manager: manager, policy: options.session.policy, logger: logger) } catch {
+            printError("keepalived: error: cannot create a timer: \(error)")
+            throw SysExit.osError
+        }
+        let reloader = Reloader(manager: manager, logger: logger, load: { try currentOptions() }, applied: { logind.policyChanged($0.session.policy) })
 
         let control: ControlServer
         do {
@@ -115,7 +120,7 @@ struct RunCommand: ParsableCommand {
         }
         let runtime = DaemonRuntime(
             manager: manager, control: control, reloader: reloader,
-            notifier: SystemdNotifier(manager: manager, logger: logger), scanner: scanner, signals: signals, logger: logger)
+            notifier: SystemdNotifier(manager: manager, logger: logger), scanner: scanner, logind: logind, signals: signals, logger: logger)
         stopRequest.arm(runtime)
         // The control socket's handlers hold the request, the request the runtime, the runtime
         // the control socket: let go once it ran, so nothing outlives the command unreachable.

@@ -30,6 +30,7 @@ final class DaemonRuntime: @unchecked Sendable {
     let reloader: Reloader
     let notifier: SystemdNotifier?
     let scanner: OutputScanner?
+    let logind: LogindFollower
     let logger: Logger
     private let signals: SignalDescriptor
     /// Rung by playback threads on every event, raised by a `stop` request. Thread-safe.
@@ -46,12 +47,13 @@ final class DaemonRuntime: @unchecked Sendable {
     }
 
     init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, notifier: SystemdNotifier?,
-         scanner: OutputScanner?, signals: SignalDescriptor, logger: Logger) {
+         scanner: OutputScanner?, logind: LogindFollower, signals: SignalDescriptor, logger: Logger) {
         self.manager = manager
         self.control = control
         self.reloader = reloader
         self.notifier = notifier
         self.scanner = scanner
+        self.logind = logind
         self.signals = signals
         self.logger = logger
     }
@@ -85,8 +87,8 @@ final class DaemonRuntime: @unchecked Sendable {
             pollfd(fd: rescan.descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: hints?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
             pollfd(fd: -1, events: 0, revents: 0),
+            pollfd(fd: logind.idleTimer.descriptor, events: Int16(POLLIN), revents: 0),
         ]
-        let logind = LogindWatcher.open(logger: logger)
         if scanner != nil, (hints?.descriptor ?? -1) < 0 {
             // No inotify: fall back to looking every second.
             rescan.arm(after: Self.rescanFollowUp, every: Self.rescanFollowUp)
@@ -95,9 +97,9 @@ final class DaemonRuntime: @unchecked Sendable {
             for index in fds.indices { fds[index].revents = 0 }
             // sd-bus asks for POLLOUT only while it has something queued, and keeps its own
             // timeouts (method calls): both change between polls.
-            fds[5].fd = logind?.descriptor ?? -1
-            fds[5].events = logind?.events ?? 0
-            if poll(&fds, nfds_t(fds.count), logind?.pollTimeout ?? -1) < 0 {
+            fds[5].fd = logind.busDescriptor
+            fds[5].events = logind.busEvents
+            if poll(&fds, nfds_t(fds.count), logind.pollTimeout) < 0 {
                 if errno == EINTR { continue }
                 throw Errno(errno)
             }
@@ -128,27 +130,10 @@ final class DaemonRuntime: @unchecked Sendable {
                 if scanner?.rescan() == true { rescan.arm(after: Self.rescanFollowUp) }
                 notifier?.update()
             }
-            if let logind {
-                for event in logind.process() { follow(event, logind: logind) }
-            }
+            logind.process(idleTimerFired: fds[6].revents != 0)
         }
         notifier?.stopping()
         control.stop()
         manager.stop()
-    }
-
-    /// Closes every output before the system sleeps, then lets sleep go on; reopens on resume.
-    private func follow(_ event: LogindWatcher.Event, logind: LogindWatcher) {
-        switch event {
-        case .prepareForSleep(true):
-            logger.info("system going to sleep: closing the outputs")
-            manager.stop()
-            logind.releaseSleepLock()
-        case .prepareForSleep(false):
-            logger.info("system resumed: reopening the outputs")
-            logind.takeSleepLock()
-            manager.start()
-        }
-        notifier?.update()
     }
 }

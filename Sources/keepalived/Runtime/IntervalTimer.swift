@@ -28,6 +28,13 @@ final class IntervalTimer {
         timerfd_settime(descriptor, 0, &spec, nil)
     }
 
+    /// Stops a pending or periodic timer.
+    func disarm() {
+        var spec = itimerspec()
+        timerfd_settime(descriptor, 0, &spec, nil)
+        acknowledge()
+    }
+
     /// Clears what fired; returns how many times it did.
     @discardableResult
     func acknowledge() -> UInt64 {

@@ -12,7 +12,9 @@ import Musl
 ///
 /// Holds a delay inhibitor lock for sleep, so the outputs can close before the system sleeps;
 /// ``releaseSleepLock()`` lets sleep go on, ``takeSleepLock()`` takes a new one after resume.
-/// Without a system bus (containers, CI) ``open(logger:)`` returns `nil` and nothing changes.
+/// Follows the hints of the login session the daemon runs in (or, for a `systemd --user`
+/// service, which belongs to no session, its user's display session). Without a system bus
+/// (containers, CI) ``open(logger:)`` returns `nil` and nothing changes.
 ///
 /// ```swift
 /// if let logind = LogindWatcher.open(logger: logger) {
@@ -22,11 +24,27 @@ import Musl
 final class LogindWatcher {
     enum Event: Equatable {
         case prepareForSleep(Bool)
+        /// The session's hints, read whenever they changed (and once at start).
+        case session(SessionHints)
+        /// The bus went away; nothing more will come.
+        case lost
+    }
+
+    struct SessionHints: Equatable {
+        var locked: Bool
+        var idle: Bool
+        /// `IdleSinceHintMonotonic`: CLOCK_MONOTONIC when the session became idle, 0 if unknown.
+        var idleSince: Duration
     }
 
     private var bus: OpaquePointer?
     private var sleepSlot: OpaquePointer?
+    private var sessionSlot: OpaquePointer?
     private var sleepLock: Int32 = -1
+    /// The followed session's object path, `nil` without one.
+    private(set) var session: String?
+    private var sessionChanged = false
+    private var warnedNoLock = false
     private var pending: [Event] = []
     let logger: Logger
 
@@ -56,7 +74,10 @@ final class LogindWatcher {
             logger.debug("not following logind: cannot subscribe", metadata: ["error": "\(Errno(-matched))"])
             return nil
         }
-        guard watcher.takeSleepLock() else { return nil }
+        // Without a lock (polkit may refuse one to a service user) sleep is still followed:
+        // the outputs close as sleep begins, only without holding it up until they have.
+        watcher.takeSleepLock()
+        watcher.attachSession()
         return watcher
     }
 
@@ -73,24 +94,29 @@ final class LogindWatcher {
         guard let bus else { return -1 }
         var deadline: UInt64 = 0
         guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return -1 }
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-        guard deadline > nowMicroseconds else { return 0 }
-        return Int32(min((deadline - nowMicroseconds + 999) / 1000, UInt64(Int32.max)))
+        let now = Self.monotonicNow()
+        let deadlineInstant = Duration.microseconds(Int64(clamping: deadline))
+        guard deadlineInstant > now else { return 0 }
+        let (seconds, attoseconds) = (deadlineInstant - now).components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
     }
 
-    /// Reads what arrived; the events in order. A bus that went away is closed after one warning
-    /// and the daemon plays on as if there were no logind.
+    /// Reads what arrived; the events in order. A bus that went away is closed after one
+    /// warning and reported as ``Event/lost``: the daemon plays on as if there were no logind.
     func process() -> [Event] {
         while let bus {
             let result = sd_bus_process(bus, nil)
             if result < 0 {
                 logger.warning("lost the system bus; no longer following logind", metadata: ["error": "\(Errno(-result))"])
                 close()
+                pending.append(.lost)
                 break
             }
             if result == 0 { break }
+        }
+        if sessionChanged {
+            sessionChanged = false
+            if let hints = readSession() { pending.append(.session(hints)) }
         }
         defer { pending.removeAll(keepingCapacity: true) }
         return pending
@@ -100,9 +126,14 @@ final class LogindWatcher {
     @discardableResult
     func takeSleepLock() -> Bool {
         guard let bus, sleepLock < 0 else { return sleepLock >= 0 }
-        let result = ka_bus_inhibit(bus, "sleep", "keepalived", "close outputs before sleep", "delay", &sleepLock)
+        let result = ka_bus_inhibit(bus, "sleep", "keepalived", "close the audio outputs before sleep", "delay", &sleepLock)
         if result < 0 {
-            logger.debug("not following logind: no sleep inhibitor", metadata: ["error": "\(Errno(-result))"])
+            if result != -EACCES, result != -EPERM {
+                logger.debug("no logind to take a sleep delay lock from", metadata: ["error": "\(Errno(-result))"])
+            } else if !warnedNoLock {
+                warnedNoLock = true
+                logger.notice("logind refused a sleep delay lock; the outputs close as sleep begins, without holding it up", metadata: ["error": "\(Errno(-result))"])
+            }
             sleepLock = -1
             return false
         }
@@ -115,9 +146,63 @@ final class LogindWatcher {
         sleepLock = -1
     }
 
+    /// CLOCK_MONOTONIC now, the clock of logind's `…Monotonic` hints and sd-bus's timeouts.
+    static func monotonicNow() -> Duration {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
+    }
+
+    /// Finds the session to follow and subscribes to its property changes; the first hints
+    /// come with the next ``process()``.
+    private func attachSession() {
+        guard let bus else { return }
+        var path: UnsafeMutablePointer<CChar>?
+        var result = ka_bus_session_by_pid(bus, UInt32(getpid()), &path)
+        if result < 0 {
+            // A `systemd --user` service runs outside any session: follow the user's display.
+            result = ka_bus_user_display(bus, getuid(), &path)
+        }
+        defer { free(path) }
+        guard result >= 0, let path, String(cString: path) != "/" else {
+            logger.debug("no login session to follow", metadata: ["error": "\(Errno(-result))"])
+            return
+        }
+        let matched = ka_bus_match_properties_changed(bus, path, &sessionSlot, { _, userdata, _ in
+            guard let userdata else { return 0 }
+            Unmanaged<LogindWatcher>.fromOpaque(userdata).takeUnretainedValue().sessionChanged = true
+            return 0
+        }, Unmanaged.passUnretained(self).toOpaque())
+        guard matched >= 0 else {
+            logger.debug("cannot follow the login session", metadata: ["error": "\(Errno(-matched))"])
+            return
+        }
+        session = String(cString: path)
+        sessionChanged = true
+        logger.debug("following the login session", metadata: ["session": "\(String(cString: path))"])
+    }
+
+    private func readSession() -> SessionHints? {
+        guard let bus, let session else { return nil }
+        var locked: Int32 = 0
+        var idle: Int32 = 0
+        var since: UInt64 = 0
+        let results = [
+            ka_bus_session_bool(bus, session, "LockedHint", &locked),
+            ka_bus_session_bool(bus, session, "IdleHint", &idle),
+            ka_bus_session_u64(bus, session, "IdleSinceHintMonotonic", &since),
+        ]
+        if let failed = results.first(where: { $0 < 0 }) {
+            logger.debug("cannot read the login session's hints", metadata: ["session": "\(session)", "error": "\(Errno(-failed))"])
+            return nil
+        }
+        return SessionHints(locked: locked != 0, idle: idle != 0, idleSince: .microseconds(Int64(clamping: since)))
+    }
+
     private func close() {
         releaseSleepLock()
         sleepSlot = sleepSlot.flatMap { sd_bus_slot_unref($0) }
+        sessionSlot = sessionSlot.flatMap { sd_bus_slot_unref($0) }
         bus = bus.flatMap { sd_bus_flush_close_unref($0) }
     }
 }

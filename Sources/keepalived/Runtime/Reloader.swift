@@ -9,12 +9,16 @@ import Logging
 struct Reloader: Sendable {
     let manager: KeepAliveManager
     let logger: Logger
-    let load: @Sendable () throws -> KeepAliveConfiguration
+    let load: @Sendable () throws -> PlaybackOptions
+    /// Takes the daemon's own settings from options the manager accepted (`--pause-when`, …).
+    let applied: @Sendable (PlaybackOptions) -> Void
 
     func reload(trigger: String) -> ControlReply {
         let configuration: KeepAliveConfiguration
+        let options: PlaybackOptions
         do {
-            configuration = try load()
+            options = try load()
+            configuration = try options.makeConfiguration()
         } catch {
             let message = (error as? CleanExit)?.description ?? "\(error)"
             logger.error("reload refused; keeping the running configuration", metadata: ["trigger": "\(trigger)", "error": "\(message)"])
@@ -22,6 +26,7 @@ struct Reloader: Sendable {
         }
         do {
             let outcome = try manager.reconfigure(configuration)
+            applied(options)
             logger.info("reloaded", metadata: ["trigger": "\(trigger)", "outcome": "\(outcome)"])
             return ControlReply(ok: true, changed: outcome != .unchanged)
         } catch {

@@ -22,6 +22,10 @@ int ka_bus_read_bool(sd_bus_message *message, int *value);
 /// The object path of the session of `pid` (Manager.GetSessionByPID), malloc'ed into `*path`.
 int ka_bus_session_by_pid(sd_bus *bus, uint32_t pid, char **path);
 
+/// The object path of `uid`'s display session (User.Display), for a process outside any
+/// session (a `systemd --user` service); "/" when the user has none. malloc'ed into `*path`.
+int ka_bus_user_display(sd_bus *bus, uint32_t uid, char **path);
+
 /// Reads a boolean or uint64 property of a login1 Session object.
 int ka_bus_session_bool(sd_bus *bus, const char *path, const char *property, int *value);
 int ka_bus_session_u64(sd_bus *bus, const char *path, const char *property, uint64_t *value);
