@@ -187,8 +187,8 @@ _keepalived() {
 _keepalived_run() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
-    repeating_options=(-d --device --exclude --output)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --retry-max --buffer --socket --config)
+    repeating_options=(-d --device --exclude --output --pause-when)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --socket --config)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -227,6 +227,13 @@ _keepalived_run() {
         return
         ;;
     '--output')
+        return
+        ;;
+    '--pause-when')
+        __keepalived_add_completions -W 'locked'$'\n''idle'
+        return
+        ;;
+    '--idle-after')
         return
         ;;
     '--retry-max')
@@ -247,8 +254,8 @@ _keepalived_run() {
 _keepalived_start() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
-    repeating_options=(-d --device --exclude --output)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --retry-max --buffer --socket)
+    repeating_options=(-d --device --exclude --output --pause-when)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --socket)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -287,6 +294,13 @@ _keepalived_start() {
         return
         ;;
     '--output')
+        return
+        ;;
+    '--pause-when')
+        __keepalived_add_completions -W 'locked'$'\n''idle'
+        return
+        ;;
+    '--idle-after')
         return
         ;;
     '--retry-max')
