@@ -39,7 +39,10 @@ struct Announcer: Service {
                 logger.warning("output lost; announcements wait", metadata: ["device": "\(device)", "reason": "\(reason)"])
             case .recovered(let device, let reason, let downtime):
                 logger.notice("output recovered", metadata: ["device": "\(device)", "reason": "\(reason)", "downtime": "\(downtime)"])
-            case .started, .stopped, .stateChanged, .error:
+            case .paused(_, let reason):
+                logger.notice("keep-alive paused; announcements wait", metadata: ["reason": "\(reason)"])
+            default:
+                // KeepAliveEvent grows in minor releases: a default keeps this compiling.
                 break
             }
         }
