@@ -98,11 +98,11 @@ struct RunCommand: ParsableCommand {
         let paths = socket.paths
         let stopRequest = StopRequest()
         let logind: LogindFollower
-        do { logind = try LogindFollower(manager: manager, policy: options.session.policy, logger: logger) } catch {
+        do { logind = try LogindFollower(manager: manager, policy: (try? options.session.policy) ?? PauseStateMachine.Policy(), logger: logger) } catch {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
-        let reloader = Reloader(manager: manager, logger: logger, load: { try currentOptions() }, applied: { logind.policyChanged($0.session.policy) })
+        let reloader = Reloader(manager: manager, logger: logger, load: { try currentOptions() }, applied: { logind.policyChanged((try? $0.session.policy) ?? PauseStateMachine.Policy()) })
 
         let control: ControlServer
         do {
