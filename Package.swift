@@ -47,6 +47,12 @@ let package = Package(
             path: "Sources/keepalived/CSDBus",
             linkerSettings: [.linkedLibrary("systemd")]
         ),
+        // libpulse for --linger, loaded with dlopen only when asked for (never linked: a headless
+        // box needs no libpulse0). Its headers come from libpulse-dev at build time.
+        .target(
+            name: "CPulse",
+            path: "Sources/keepalived/CPulse"
+        ),
         .executableTarget(
             name: "keepalived",
             dependencies: [
@@ -54,10 +60,11 @@ let package = Package(
                 "ControlProtocol",
                 "CSystem",
                 "CSDBus",
+                "CPulse",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["ControlProtocol", "CSystem", "CSDBus"],
+            exclude: ["ControlProtocol", "CSystem", "CSDBus", "CPulse"],
             linkerSettings: [
                 // A release daemon is linked at a fixed address: a position-independent binary has
                 // ~43,000 pointers relocated at every start, which turns 0.45 MB of its read-only

@@ -47,6 +47,11 @@ struct PlaybackOptions: ParsableArguments {
         "Stream to every output, even where the hardware could loop its ring buffer on its own (hw:, plughw:, hdmi: over a card): the device is then not held by the ring loop's settings, at the cost of a wakeup about once a second."))
     var noRingLoop = false
 
+    @Option(name: .customLong("linger"), help: ArgumentHelp(
+        "On sound-server outputs (pulse, pipewire, a default that goes to PulseAudio or PipeWire): keep the output awake only until this long after any other stream last played on its sink, then let it sleep; keep it awake again as soon as another stream plays. Seconds, or 90s, 10min, 1h. Not supported on hardware outputs.",
+        valueName: "duration"))
+    var linger: String?
+
     @Flag(name: .shortAndLong, help: "Log debug detail.")
     var verbose = false
 
@@ -54,6 +59,9 @@ struct PlaybackOptions: ParsableArguments {
     var selection: OutputSelection? {
         all ? .all : digital ? .digital : analog ? .analog : nil
     }
+
+    /// `--linger`'s duration, checked by ``validate()``.
+    var lingerDuration: Duration? { linger.flatMap { try? LingerDuration.parse($0) } }
 
     /// The `--exclude` patterns, checked.
     var exclusions: [OutputExclusion] {
@@ -77,6 +85,9 @@ struct PlaybackOptions: ParsableArguments {
         }
         guard bufferSeconds.isFinite, bufferSeconds >= 0.02, bufferSeconds <= 10 else {
             throw ValidationError("--buffer must be between 0.02 and 10 seconds, not \(bufferSeconds)")
+        }
+        if let linger {
+            do { _ = try LingerDuration.parse(linger) } catch { throw ValidationError("--linger: \(error)") }
         }
     }
 

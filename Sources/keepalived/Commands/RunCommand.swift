@@ -77,9 +77,13 @@ struct RunCommand: ParsableCommand {
         calsa_silence_library_errors()
         let options: PlaybackOptions
         let configuration: KeepAliveConfiguration
+        let lingerPlan: LingerPlan?
         do {
             options = try currentOptions()
             configuration = try options.makeConfiguration()
+            lingerPlan = try options.lingerDuration.map {
+                try LingerPlan(duration: $0, devices: configuration.devices, hasSelection: options.selection != nil)
+            }
         } catch let exit as CleanExit {
             printError("keepalived: error: \(exit.description)")
             throw exit.code
@@ -94,6 +98,7 @@ struct RunCommand: ParsableCommand {
             throw SysExit.osError
         }
         let manager = try KeepAliveManager(configuration: configuration, logger: logger)
+        let linger = lingerPlan.flatMap { Self.lingerWatcher($0, manager: manager, logger: logger) }
         let started = ContinuousClock.now
         let paths = socket.paths
         let stopRequest = StopRequest()
@@ -107,7 +112,7 @@ struct RunCommand: ParsableCommand {
         let control: ControlServer
         do {
             control = try ControlServer(paths: paths, logger: logger, handlers: .init(
-                status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile) },
+                status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, linger: lingerPlan, watcher: linger) },
                 stop: { stopRequest.trigger() },
                 reload: { reloader.reload(trigger: "control socket") }))
         } catch {
@@ -120,7 +125,7 @@ struct RunCommand: ParsableCommand {
         }
         let runtime = DaemonRuntime(
             manager: manager, control: control, reloader: reloader,
-            notifier: SystemdNotifier(manager: manager, logger: logger), scanner: scanner, logind: logind, signals: signals, logger: logger)
+            notifier: SystemdNotifier(manager: manager, logger: logger), scanner: scanner, logind: logind, linger: linger, signals: signals, logger: logger)
         stopRequest.arm(runtime)
         // The control socket's handlers hold the request, the request the runtime, the runtime
         // the control socket: let go once it ran, so nothing outlives the command unreachable.
@@ -128,6 +133,21 @@ struct RunCommand: ParsableCommand {
         do { try runtime.run() } catch {
             printError("keepalived: error: \(error)")
             throw error is ControlSocketError ? SysExit.cannotCreate : SysExit.osError
+        }
+    }
+
+    /// The watcher `--linger` needs, after warning once about each output it does not apply to;
+    /// nil when nothing can linger. Without libpulse every output is kept awake (fail safe).
+    static func lingerWatcher(_ plan: LingerPlan, manager: KeepAliveManager, logger: Logger) -> LingerWatcher? {
+        for why in plan.unsupported {
+            logger.warning("--linger is not supported here: \(why); it is kept awake all the time")
+        }
+        guard !plan.outputs.isEmpty else { return nil }
+        do {
+            return try LingerWatcher(duration: plan.duration, outputs: plan.outputs, manager: manager, logger: logger)
+        } catch {
+            logger.warning("--linger disabled: \(error); keeping \(plan.outputs.joined(separator: ", ")) awake all the time")
+            return nil
         }
     }
 }
@@ -144,7 +164,8 @@ final class StopRequest: Sendable {
 }
 
 extension DaemonStatus {
-    init(manager: KeepAliveManager, started: ContinuousClock.Instant, paths: RuntimePaths, logFile: String?) {
+    init(manager: KeepAliveManager, started: ContinuousClock.Instant, paths: RuntimePaths, logFile: String?,
+         linger: LingerPlan? = nil, watcher: LingerWatcher? = nil) {
         // One snapshot: the state is the outputs' own, the ceiling the configuration's they play.
         let snapshot = manager.snapshot
         let state = snapshot.state
@@ -153,7 +174,9 @@ extension DaemonStatus {
             uptimeSeconds: started.duration(to: .now).seconds, socket: paths.socket, logFile: logFile,
             outputs: snapshot.outputs.map { output in
                 let own = snapshot.configuration.configuration(for: output.device)
-                return OutputReport(output, ceiling: own.ceiling, signal: own.signal.description)
+                var report = OutputReport(output, ceiling: own.ceiling, signal: own.signal.description)
+                if let linger { report.linger = LingerReport(device: output.device, plan: linger, watcher: watcher) }
+                return report
             },
             exclude: snapshot.configuration.exclusions.isEmpty ? nil : snapshot.configuration.exclusions.map(\.pattern))
     }

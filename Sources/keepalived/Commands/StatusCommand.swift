@@ -48,8 +48,19 @@ struct StatusCommand: ParsableCommand {
             let reasons = output.recoveriesByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             lines.append("  recoveries: \(output.recoveries)\(reasons.isEmpty ? "" : " (\(reasons))")")
             if let error = output.lastError { lines.append("  last error: \(error)") }
+            if let linger = output.linger { lines.append("  linger: \(Self.describe(linger: linger))") }
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `10 min on sink keep: another stream plays`, `… nothing else plays, sleeps in 4 min 10 s`.
+    static func describe(linger: LingerReport) -> String {
+        let length = formatDuration(linger.seconds)
+        if let note = linger.note { return "\(length): \(note)" }
+        let sink = linger.sink.map { " on sink \($0)" } ?? ""
+        if linger.othersPlaying == true { return "\(length)\(sink): another stream plays, kept awake" }
+        if let left = linger.sleepsInSeconds { return "\(length)\(sink): nothing else plays, sleeps in \(formatDuration(left))" }
+        return "\(length)\(sink): nothing else played for \(length), let sleep"
     }
 
     static func describe(mode: String) -> String {

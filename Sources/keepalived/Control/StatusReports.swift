@@ -24,3 +24,26 @@ extension KeepAliveState {
         return nil
     }
 }
+
+extension LingerReport {
+    /// What `--linger` does on `device`, from the plan made at start and the watcher's state.
+    init(device: String, plan: LingerPlan, watcher: LingerWatcher?) {
+        let seconds = plan.duration.seconds
+        if let why = plan.keptAwake[device] {
+            self.init(seconds: seconds, active: false, note: "not supported: \(why); kept awake all the time")
+            return
+        }
+        guard let watcher else {
+            self.init(seconds: seconds, active: false, note: "libpulse cannot be loaded; kept awake all the time")
+            return
+        }
+        let status = watcher.status
+        guard status.connected else {
+            self.init(seconds: seconds, active: true, note: "the sound server does not answer; kept awake until it does")
+            return
+        }
+        let left = status.deadline.map { max(0, ContinuousClock.now.duration(to: $0).seconds) }
+        self.init(seconds: seconds, active: true, sink: status.sink, othersPlaying: status.othersPlaying,
+                  sleepsInSeconds: left.map { ($0 * 10).rounded() / 10 })
+    }
+}

@@ -136,6 +136,8 @@ public struct OutputReport: Codable, Equatable, Sendable {
     public var recoveriesByReason: [String: Int]
     /// The last fault's text.
     public var lastError: String?
+    /// `--linger` on this output, when given.
+    public var linger: LingerReport?
 
     /// A report with every field given.
     public init(device: String, state: String, reason: String? = nil, mode: String? = nil, format: String? = nil,
@@ -158,6 +160,39 @@ public struct OutputReport: Codable, Equatable, Sendable {
         self.recoveriesByReason = recoveriesByReason
         self.lastError = lastError
         self.signal = signal
+    }
+}
+
+/// `--linger` on one output, in ``OutputReport``: whether it lingers there and, if so, what it
+/// waits for.
+///
+/// ```swift
+/// if let linger = output.linger, let left = linger.sleepsInSeconds { print("sleeps in \(left) s") }
+/// ```
+public struct LingerReport: Codable, Equatable, Sendable {
+    /// The linger time, in seconds.
+    public var seconds: Double
+    /// Whether the output lingers: false on a hardware output, or without libpulse (then
+    /// ``note`` says why and the output is kept awake all the time).
+    public var active: Bool
+    /// The sound server's sink the output plays on (or last played on).
+    public var sink: String?
+    /// Whether another stream plays on that sink now.
+    public var othersPlaying: Bool?
+    /// Seconds until the output is let sleep, unless another stream plays first.
+    public var sleepsInSeconds: Double?
+    /// Why the output does not linger, or cannot now (the server does not answer).
+    public var note: String?
+
+    /// A report; only the fields that apply are set.
+    public init(seconds: Double, active: Bool, sink: String? = nil, othersPlaying: Bool? = nil,
+                sleepsInSeconds: Double? = nil, note: String? = nil) {
+        self.seconds = seconds
+        self.active = active
+        self.sink = sink
+        self.othersPlaying = othersPlaying
+        self.sleepsInSeconds = sleepsInSeconds
+        self.note = note
     }
 }
 

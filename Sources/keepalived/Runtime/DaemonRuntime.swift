@@ -31,6 +31,9 @@ final class DaemonRuntime: @unchecked Sendable {
     let notifier: SystemdNotifier?
     let scanner: OutputScanner?
     let logind: LogindFollower
+    /// `--linger`'s watcher: runs on libpulse's own thread, started after the outputs, stopped
+    /// before them.
+    let linger: LingerWatcher?
     let logger: Logger
     private let signals: SignalDescriptor
     /// Rung by playback threads on every event, raised by a `stop` request. Thread-safe.
@@ -47,13 +50,14 @@ final class DaemonRuntime: @unchecked Sendable {
     }
 
     init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, notifier: SystemdNotifier?,
-         scanner: OutputScanner?, logind: LogindFollower, signals: SignalDescriptor, logger: Logger) {
+         scanner: OutputScanner?, logind: LogindFollower, linger: LingerWatcher? = nil, signals: SignalDescriptor, logger: Logger) {
         self.manager = manager
         self.control = control
         self.reloader = reloader
         self.notifier = notifier
         self.scanner = scanner
         self.logind = logind
+        self.linger = linger
         self.signals = signals
         self.logger = logger
     }
@@ -77,6 +81,7 @@ final class DaemonRuntime: @unchecked Sendable {
         }
         if let interval = notifier?.watchdogInterval { watchdog.arm(after: interval, every: interval) }
         manager.start()
+        linger?.start()
         // Outputs a selection found before the first change: the scanner looked once at start.
         notifier?.update()
 
@@ -134,6 +139,7 @@ final class DaemonRuntime: @unchecked Sendable {
         }
         notifier?.stopping()
         control.stop()
+        linger?.stop()
         manager.stop()
     }
 }

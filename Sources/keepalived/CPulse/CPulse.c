@@ -1,0 +1,288 @@
+// See CPulse.h. The pulse headers give the types and signatures; no pa_* symbol is linked: each
+// call goes through the table dlsym fills, so the binary's dependencies stay libasound and glibc.
+#include "CPulse.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <pulse/pulseaudio.h>
+
+// The functions keepalived uses: (return type, name, parameters).
+#define CPULSE_FUNCTIONS(X)                                                                              \
+    X(pa_threaded_mainloop *, pa_threaded_mainloop_new, (void))                                          \
+    X(void, pa_threaded_mainloop_free, (pa_threaded_mainloop *))                                         \
+    X(int, pa_threaded_mainloop_start, (pa_threaded_mainloop *))                                         \
+    X(void, pa_threaded_mainloop_stop, (pa_threaded_mainloop *))                                         \
+    X(void, pa_threaded_mainloop_lock, (pa_threaded_mainloop *))                                         \
+    X(void, pa_threaded_mainloop_unlock, (pa_threaded_mainloop *))                                       \
+    X(pa_mainloop_api *, pa_threaded_mainloop_get_api, (pa_threaded_mainloop *))                         \
+    X(pa_usec_t, pa_rtclock_now, (void))                                                                 \
+    X(struct timeval *, pa_timeval_rtstore, (struct timeval *, pa_usec_t, int))                          \
+    X(pa_context *, pa_context_new, (pa_mainloop_api *, const char *))                                   \
+    X(void, pa_context_unref, (pa_context *))                                                            \
+    X(int, pa_context_connect, (pa_context *, const char *, pa_context_flags_t, const pa_spawn_api *))  \
+    X(void, pa_context_disconnect, (pa_context *))                                                       \
+    X(void, pa_context_set_state_callback, (pa_context *, pa_context_notify_cb_t, void *))               \
+    X(pa_context_state_t, pa_context_get_state, (const pa_context *))                                   \
+    X(int, pa_context_errno, (const pa_context *))                                                       \
+    X(const char *, pa_strerror, (int))                                                                  \
+    X(void, pa_context_set_subscribe_callback, (pa_context *, pa_context_subscribe_cb_t, void *))        \
+    X(pa_operation *, pa_context_subscribe, (pa_context *, pa_subscription_mask_t, pa_context_success_cb_t, void *)) \
+    X(pa_operation *, pa_context_get_sink_input_info_list, (pa_context *, pa_sink_input_info_cb_t, void *)) \
+    X(pa_operation *, pa_context_get_sink_info_list, (pa_context *, pa_sink_info_cb_t, void *))         \
+    X(pa_operation *, pa_context_get_server_info, (pa_context *, pa_server_info_cb_t, void *))          \
+    X(void, pa_operation_unref, (pa_operation *))                                                        \
+    X(const char *, pa_proplist_gets, (const pa_proplist *, const char *))
+
+static struct {
+#define CPULSE_FIELD(type, name, parameters) type(*name) parameters;
+    CPULSE_FUNCTIONS(CPULSE_FIELD)
+#undef CPULSE_FIELD
+} fn;
+
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static int loaded;
+
+const char *cpulse_load(void) {
+    const char *failure = NULL;
+    pthread_mutex_lock(&load_lock);
+    if (!loaded) {
+        // Never closed: libpulse registers atexit handlers and thread-local state.
+        void *library = dlopen("libpulse.so.0", RTLD_NOW | RTLD_LOCAL);
+        if (!library) {
+            failure = dlerror();
+        } else {
+#define CPULSE_RESOLVE(type, name, parameters)                       \
+    if (!failure && !(fn.name = (type(*) parameters)dlsym(library, #name))) failure = dlerror();
+            CPULSE_FUNCTIONS(CPULSE_RESOLVE)
+#undef CPULSE_RESOLVE
+            loaded = failure == NULL;
+        }
+    }
+    pthread_mutex_unlock(&load_lock);
+    return failure;
+}
+
+struct cpulse_mainloop {
+    pa_threaded_mainloop *loop;
+    pa_mainloop_api *api;
+};
+
+cpulse_mainloop *cpulse_mainloop_new(void) {
+    cpulse_mainloop *result = calloc(1, sizeof *result);
+    if (!result) return NULL;
+    result->loop = fn.pa_threaded_mainloop_new();
+    if (!result->loop) {
+        free(result);
+        return NULL;
+    }
+    result->api = fn.pa_threaded_mainloop_get_api(result->loop);
+    return result;
+}
+
+int cpulse_mainloop_start(cpulse_mainloop *loop) { return fn.pa_threaded_mainloop_start(loop->loop); }
+void cpulse_mainloop_stop(cpulse_mainloop *loop) { fn.pa_threaded_mainloop_stop(loop->loop); }
+void cpulse_mainloop_lock(cpulse_mainloop *loop) { fn.pa_threaded_mainloop_lock(loop->loop); }
+void cpulse_mainloop_unlock(cpulse_mainloop *loop) { fn.pa_threaded_mainloop_unlock(loop->loop); }
+
+void cpulse_mainloop_free(cpulse_mainloop *loop) {
+    fn.pa_threaded_mainloop_free(loop->loop);
+    free(loop);
+}
+
+struct cpulse_timer {
+    pa_time_event *event;
+    void (*callback)(void *);
+    void *userdata;
+};
+
+static void timer_fired(pa_mainloop_api *api, pa_time_event *event, const struct timeval *tv, void *userdata) {
+    (void)tv;
+    cpulse_timer *timer = userdata;
+    // One-shot: disarmed before the callback, which may arm it again.
+    api->time_restart(event, NULL);
+    timer->callback(timer->userdata);
+}
+
+cpulse_timer *cpulse_timer_new(cpulse_mainloop *loop, void (*callback)(void *), void *userdata) {
+    cpulse_timer *timer = calloc(1, sizeof *timer);
+    if (!timer) return NULL;
+    timer->callback = callback;
+    timer->userdata = userdata;
+    struct timeval tv;
+    fn.pa_timeval_rtstore(&tv, fn.pa_rtclock_now() + 3600ULL * 1000000ULL, 1);
+    timer->event = loop->api->time_new(loop->api, &tv, timer_fired, timer);
+    if (!timer->event) {
+        free(timer);
+        return NULL;
+    }
+    loop->api->time_restart(timer->event, NULL);
+    return timer;
+}
+
+void cpulse_timer_arm(cpulse_mainloop *loop, cpulse_timer *timer, uint64_t microseconds) {
+    struct timeval tv;
+    // The monotonic clock: a wall-clock step never moves a deadline.
+    fn.pa_timeval_rtstore(&tv, fn.pa_rtclock_now() + microseconds, 1);
+    loop->api->time_restart(timer->event, &tv);
+}
+
+void cpulse_timer_disarm(cpulse_mainloop *loop, cpulse_timer *timer) { loop->api->time_restart(timer->event, NULL); }
+
+void cpulse_timer_free(cpulse_mainloop *loop, cpulse_timer *timer) {
+    loop->api->time_free(timer->event);
+    free(timer);
+}
+
+struct cpulse_context {
+    pa_context *context;
+    void (*state)(void *);
+    void (*changed)(void *);
+    void *userdata;
+};
+
+static void context_state(pa_context *context, void *userdata) {
+    (void)context;
+    cpulse_context *wrapper = userdata;
+    wrapper->state(wrapper->userdata);
+}
+
+static void context_event(pa_context *context, pa_subscription_event_type_t type, uint32_t index, void *userdata) {
+    (void)context, (void)type, (void)index;
+    cpulse_context *wrapper = userdata;
+    wrapper->changed(wrapper->userdata);
+}
+
+cpulse_context *cpulse_context_new(cpulse_mainloop *loop, const char *name, void (*state)(void *), void (*changed)(void *),
+                                   void *userdata) {
+    cpulse_context *wrapper = calloc(1, sizeof *wrapper);
+    if (!wrapper) return NULL;
+    wrapper->context = fn.pa_context_new(loop->api, name);
+    if (!wrapper->context) {
+        free(wrapper);
+        return NULL;
+    }
+    wrapper->state = state;
+    wrapper->changed = changed;
+    wrapper->userdata = userdata;
+    fn.pa_context_set_state_callback(wrapper->context, context_state, wrapper);
+    fn.pa_context_set_subscribe_callback(wrapper->context, context_event, wrapper);
+    return wrapper;
+}
+
+int cpulse_context_connect(cpulse_context *context) {
+    return fn.pa_context_connect(context->context, NULL, PA_CONTEXT_NOAUTOSPAWN, NULL);
+}
+
+int cpulse_context_state(cpulse_context *context) {
+    switch (fn.pa_context_get_state(context->context)) {
+    case PA_CONTEXT_READY: return CPULSE_READY;
+    case PA_CONTEXT_FAILED: return CPULSE_FAILED;
+    case PA_CONTEXT_TERMINATED: return CPULSE_TERMINATED;
+    default: return CPULSE_CONNECTING;
+    }
+}
+
+const char *cpulse_context_error(cpulse_context *context) { return fn.pa_strerror(fn.pa_context_errno(context->context)); }
+
+static void release_operation(pa_operation *operation) {
+    if (operation) fn.pa_operation_unref(operation);
+}
+
+void cpulse_context_subscribe(cpulse_context *context) {
+    pa_subscription_mask_t mask = PA_SUBSCRIPTION_MASK_SINK | PA_SUBSCRIPTION_MASK_SINK_INPUT | PA_SUBSCRIPTION_MASK_SERVER;
+    release_operation(fn.pa_context_subscribe(context->context, mask, NULL, NULL));
+}
+
+void cpulse_context_release(cpulse_context *context) {
+    fn.pa_context_set_state_callback(context->context, NULL, NULL);
+    fn.pa_context_set_subscribe_callback(context->context, NULL, NULL);
+    fn.pa_context_disconnect(context->context);
+    fn.pa_context_unref(context->context);
+    free(context);
+}
+
+// Queries: the caller's callback and its data travel in one small allocation per query.
+typedef struct query {
+    void (*each)(void *, const void *);
+    void *userdata;
+} query;
+
+static query *query_new(void (*each)(void *, const void *), void *userdata) {
+    query *result = malloc(sizeof *result);
+    if (result) {
+        result->each = each;
+        result->userdata = userdata;
+    }
+    return result;
+}
+
+static void sink_input_listed(pa_context *context, const pa_sink_input_info *info, int eol, void *userdata) {
+    (void)context;
+    query *q = userdata;
+    if (eol || !info) {
+        q->each(q->userdata, NULL);
+        free(q);
+        return;
+    }
+    cpulse_sink_input input = {
+        .index = info->index,
+        .sink = info->sink,
+        .corked = info->corked,
+        .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID),
+        .application = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_NAME),
+    };
+    q->each(q->userdata, &input);
+}
+
+void cpulse_query_sink_inputs(cpulse_context *context, void (*each)(void *, const cpulse_sink_input *), void *userdata) {
+    query *q = query_new((void (*)(void *, const void *))each, userdata);
+    pa_operation *operation = q ? fn.pa_context_get_sink_input_info_list(context->context, sink_input_listed, q) : NULL;
+    if (!operation) {
+        free(q);
+        each(userdata, NULL);
+        return;
+    }
+    fn.pa_operation_unref(operation);
+}
+
+static void sink_listed(pa_context *context, const pa_sink_info *info, int eol, void *userdata) {
+    (void)context;
+    query *q = userdata;
+    if (eol || !info) {
+        q->each(q->userdata, NULL);
+        free(q);
+        return;
+    }
+    cpulse_sink sink = {.index = info->index, .name = info->name};
+    q->each(q->userdata, &sink);
+}
+
+void cpulse_query_sinks(cpulse_context *context, void (*each)(void *, const cpulse_sink *), void *userdata) {
+    query *q = query_new((void (*)(void *, const void *))each, userdata);
+    pa_operation *operation = q ? fn.pa_context_get_sink_info_list(context->context, sink_listed, q) : NULL;
+    if (!operation) {
+        free(q);
+        each(userdata, NULL);
+        return;
+    }
+    fn.pa_operation_unref(operation);
+}
+
+static void server_listed(pa_context *context, const pa_server_info *info, void *userdata) {
+    (void)context;
+    query *q = userdata;
+    q->each(q->userdata, info ? info->default_sink_name : NULL);
+    free(q);
+}
+
+void cpulse_query_default_sink(cpulse_context *context, void (*done)(void *, const char *), void *userdata) {
+    query *q = query_new((void (*)(void *, const void *))done, userdata);
+    pa_operation *operation = q ? fn.pa_context_get_server_info(context->context, server_listed, q) : NULL;
+    if (!operation) {
+        free(q);
+        done(userdata, NULL);
+        return;
+    }
+    fn.pa_operation_unref(operation);
+}

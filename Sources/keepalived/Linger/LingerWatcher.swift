@@ -1,0 +1,269 @@
+import CPulse
+import KeepAlive
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `--linger DURATION`: watches the sound server's streams with libpulse (loaded only now; it
+/// speaks to PulseAudio and to PipeWire's pipewire-pulse alike) and pauses the sound-server
+/// outputs once nothing else played on their sink for DURATION, resuming them as soon as another
+/// stream plays. The decisions are ``LingerStateMachine``'s; this class only connects, lists
+/// streams and carries the actions out.
+///
+/// Everything runs on libpulse's threaded main loop: one thread blocked in poll while nothing
+/// changes, so an idle daemon gets no wakeup from it. It calls the manager directly: its pause
+/// and resume are thread-safe and return once the output is closed or reopening. When the server
+/// goes away the outputs play (fail safe) and the watcher reconnects with backoff.
+///
+/// ```swift
+/// let watcher = try LingerWatcher(duration: .seconds(600), outputs: ["pulse"], manager: manager, logger: logger)
+/// try watcher.start()
+/// // …
+/// watcher.stop()
+/// ```
+final class LingerWatcher: @unchecked Sendable {
+    let duration: Duration
+    /// The sound-server outputs it pauses and resumes, together.
+    let outputs: [String]
+    let manager: KeepAliveManager
+    let logger: Logger
+
+    // Touched only on the main loop's thread, or with its lock held.
+    private let loop: OpaquePointer
+    private var context: OpaquePointer?
+    private var lingerTimer: OpaquePointer?
+    private var reconnectTimer: OpaquePointer?
+    private var machine: LingerStateMachine
+    private var reconnectDelay = LingerWatcher.firstRetry
+    private var warnedUnreachable = false
+    /// The context whose loss was handled: libpulse may report a failed connect both ways.
+    private var lostContext: OpaquePointer?
+    private var querying = false
+    private var queryAgain = false
+    private var defaultSinkName: String?
+    private var sinkNames: [UInt32: String] = [:]
+    private var streams: [LingerView.Stream] = []
+    private let ownProcessID = String(getpid())
+
+    /// What `status` shows, updated after every decision.
+    private let published: Mutex<LingerStatus>
+
+    static let firstRetry: Duration = .milliseconds(500)
+    static let longestRetry: Duration = .seconds(10)
+
+    /// Loads libpulse. Throws its loader's message when it cannot.
+    init(duration: Duration, outputs: [String], manager: KeepAliveManager, logger: Logger) throws(LibraryMissing) {
+        if let failure = cpulse_load() { throw LibraryMissing(message: String(cString: failure)) }
+        guard let loop = cpulse_mainloop_new() else { throw LibraryMissing(message: "pa_threaded_mainloop_new failed") }
+        self.loop = loop
+        self.duration = duration
+        self.outputs = outputs
+        self.manager = manager
+        self.logger = logger
+        machine = LingerStateMachine(duration: duration)
+        published = Mutex(LingerStatus(seconds: duration.seconds))
+    }
+
+    deinit { cpulse_mainloop_free(loop) }
+
+    struct LibraryMissing: Error, CustomStringConvertible {
+        let message: String
+        var description: String { "cannot load libpulse.so.0 (\(message))" }
+    }
+
+    /// Starts the window (the outputs play for DURATION from now) and the main loop's thread.
+    func start() {
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        cpulse_mainloop_lock(loop)
+        lingerTimer = cpulse_timer_new(loop, { LingerWatcher.from($0).lingerTimerFired() }, userdata)
+        reconnectTimer = cpulse_timer_new(loop, { LingerWatcher.from($0).connect() }, userdata)
+        apply(machine.start(at: .now), because: "")
+        connect()
+        cpulse_mainloop_unlock(loop)
+        if cpulse_mainloop_start(loop) < 0 {
+            logger.warning("--linger: cannot start libpulse's main loop: keeping \(outputs.joined(separator: ", ")) awake")
+        }
+    }
+
+    /// Stops the thread and lets go of the server; the outputs stay as they are (the manager
+    /// stops them next).
+    func stop() {
+        cpulse_mainloop_stop(loop)
+        if let context { cpulse_context_release(context) }
+        context = nil
+        if let lingerTimer { cpulse_timer_free(loop, lingerTimer) }
+        if let reconnectTimer { cpulse_timer_free(loop, reconnectTimer) }
+        lingerTimer = nil
+        reconnectTimer = nil
+    }
+
+    /// For `status`.
+    var status: LingerStatus { published.withLock { $0 } }
+
+    private static func from(_ userdata: UnsafeMutableRawPointer?) -> LingerWatcher {
+        Unmanaged<LingerWatcher>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    // MARK: - The connection
+
+    private func connect() {
+        if let context { cpulse_context_release(context) }
+        querying = false
+        queryAgain = false
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        context = cpulse_context_new(loop, "keepalived --linger",
+                                     { LingerWatcher.from($0).stateChanged() },
+                                     { LingerWatcher.from($0).query() }, userdata)
+        guard let context else { return connectionLost("cannot create a libpulse context") }
+        if cpulse_context_connect(context) < 0 { connectionLost(String(cString: cpulse_context_error(context))) }
+    }
+
+    private func stateChanged() {
+        guard let context else { return }
+        switch Int(cpulse_context_state(context)) {
+        case Int(CPULSE_READY):
+            if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
+            warnedUnreachable = false
+            reconnectDelay = Self.firstRetry
+            cpulse_context_subscribe(context)
+            query()
+        case Int(CPULSE_FAILED), Int(CPULSE_TERMINATED):
+            connectionLost(String(cString: cpulse_context_error(context)))
+        default:
+            break
+        }
+    }
+
+    private func connectionLost(_ error: String) {
+        guard context == nil || lostContext != context else { return }
+        lostContext = context
+        let delay = reconnectDelay
+        reconnectDelay = min(reconnectDelay * 2, Self.longestRetry)
+        if !warnedUnreachable {
+            warnedUnreachable = true
+            logger.warning("--linger: cannot watch the sound server (\(error)): keeping \(outputs.joined(separator: ", ")) awake; retrying")
+        }
+        apply(machine.serverLost(), because: "the sound server cannot be watched")
+        // The context is released by the next attempt, outside its own callback.
+        if let reconnectTimer { cpulse_timer_arm(loop, reconnectTimer, delay.microseconds) }
+    }
+
+    // MARK: - What the server shows
+
+    /// Lists the default sink, the sinks and the streams, one query after the other; a change
+    /// that comes meanwhile runs the whole list once more.
+    private func query() {
+        guard let context else { return }
+        guard !querying else {
+            queryAgain = true
+            return
+        }
+        querying = true
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        cpulse_query_default_sink(context, { userdata, name in
+            let watcher = LingerWatcher.from(userdata)
+            watcher.defaultSinkName = name.map { String(cString: $0) }
+            watcher.sinkNames = [:]
+            guard let context = watcher.context else { return }
+            cpulse_query_sinks(context, { userdata, sink in
+                let watcher = LingerWatcher.from(userdata)
+                if let sink {
+                    watcher.sinkNames[sink.pointee.index] = String(cString: sink.pointee.name)
+                    return
+                }
+                watcher.streams = []
+                guard let context = watcher.context else { return }
+                cpulse_query_sink_inputs(context, { userdata, input in
+                    let watcher = LingerWatcher.from(userdata)
+                    if let input {
+                        let pid = input.pointee.process_id.map { String(cString: $0) }
+                        watcher.streams.append(LingerView.Stream(
+                            sink: input.pointee.sink, isCorked: input.pointee.corked != 0, isOwn: pid == watcher.ownProcessID))
+                        return
+                    }
+                    watcher.listed()
+                }, userdata)
+            }, userdata)
+        }, userdata)
+    }
+
+    private func listed() {
+        querying = false
+        let defaultSink = defaultSinkName.flatMap { name in sinkNames.first { $0.value == name }?.key }
+        let view = LingerView(streams: streams, sinks: Set(sinkNames.keys), defaultSink: defaultSink)
+        apply(machine.serverChanged(view, at: .now), because: "")
+        if queryAgain {
+            queryAgain = false
+            query()
+        }
+    }
+
+    private func lingerTimerFired() {
+        apply(machine.timerFired(at: .now), because: "")
+    }
+
+    // MARK: - Actions
+
+    private func apply(_ actions: [LingerStateMachine.Action], because reason: String) {
+        let sink = machine.sink.flatMap { sinkNames[$0] } ?? "?"
+        for action in actions {
+            switch action {
+            case .pause:
+                logger.notice("nothing else played on sink \(sink) for \(Self.describe(duration)): letting it sleep (--linger)")
+                for output in outputs { manager.pause(.linger, output: output) }
+            case .resume:
+                if reason.isEmpty {
+                    logger.notice("another stream plays on sink \(sink): keeping it awake (--linger)")
+                } else {
+                    logger.notice("\(reason): keeping \(outputs.joined(separator: ", ")) awake (--linger)")
+                }
+                for output in outputs { manager.resume(.linger, output: output) }
+            case .armTimer(let deadline):
+                let delay = max(ContinuousClock.now.duration(to: deadline), .milliseconds(1))
+                if let lingerTimer { cpulse_timer_arm(loop, lingerTimer, delay.microseconds) }
+            case .cancelTimer:
+                if let lingerTimer { cpulse_timer_disarm(loop, lingerTimer) }
+            }
+        }
+        let machine = machine
+        let connected = context != nil && machine.isConnected
+        published.withLock {
+            $0.sink = machine.sink.flatMap { sinkNames[$0] }
+            $0.othersPlaying = machine.othersPlaying
+            $0.connected = connected
+            $0.paused = machine.isPaused
+            $0.deadline = machine.deadline
+        }
+    }
+
+    /// `10 min`, `90 s`, `1 h 30 min`.
+    static func describe(_ duration: Duration) -> String {
+        let seconds = Int(duration.seconds.rounded())
+        switch seconds {
+        case ..<120 where seconds % 60 != 0 || seconds < 60: return "\(seconds) s"
+        case ..<3600: return seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds / 60) min \(seconds % 60) s"
+        default: return seconds % 3600 == 0 ? "\(seconds / 3600) h" : "\(seconds / 3600) h \(seconds / 60 % 60) min"
+        }
+    }
+}
+
+/// What `status` reports about `--linger` on a sound-server output.
+struct LingerStatus: Sendable {
+    var seconds: Double
+    var sink: String?
+    var othersPlaying = false
+    var connected = false
+    var paused = false
+    var deadline: ContinuousClock.Instant?
+}
+
+extension Duration {
+    var microseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        return UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds / 1_000_000_000_000))
+    }
+}
