@@ -76,11 +76,17 @@ package struct LingerStateMachine: Sendable {
                 isPaused = false
                 actions.append(.resume)
             }
-        } else if othersPlaying || (!wasConnected && !isPaused && deadline == nil) {
-            // The window starts when the last other stream stops, or when a server comes back.
+        } else if othersPlaying {
+            // The window starts when the last other stream stops.
             othersPlaying = false
             deadline = now + duration
             actions.append(.armTimer(now + duration))
+        } else if !wasConnected, !isPaused {
+            // A server that answers (again): the start's window if it still runs, else a new one,
+            // since what played while it could not be asked is unknown.
+            let next = deadline.flatMap { $0 > now ? $0 : nil } ?? now + duration
+            deadline = next
+            actions.append(.armTimer(next))
         }
         return actions
     }
