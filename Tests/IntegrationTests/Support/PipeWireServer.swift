@@ -14,6 +14,7 @@ final class PipeWireServer: @unchecked Sendable {
     private var busAddress = ""
     private var pipewire: ChildProcess?
     private var wireplumber: ChildProcess?
+    private var pulseServer: ChildProcess?
 
     static var isInstalled: Bool {
         ["pipewire", "wireplumber", "pw-cli", "pw-dump", "dbus-daemon"].allSatisfy {
@@ -49,7 +50,7 @@ final class PipeWireServer: @unchecked Sendable {
     }
 
     deinit {
-        for process in [wireplumber, pipewire, bus] { process?.signal(SIGKILL) }
+        for process in [pulseServer, wireplumber, pipewire, bus] { process?.signal(SIGKILL) }
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -111,10 +112,55 @@ final class PipeWireServer: @unchecked Sendable {
     }
 
     func stop() {
-        for process in [wireplumber, pipewire, bus] { process?.signal(SIGTERM) }
+        for process in [pulseServer, wireplumber, pipewire, bus] { process?.signal(SIGTERM) }
+        pulseServer = nil
         wireplumber = nil
         pipewire = nil
         bus = nil
+    }
+
+    // MARK: - Its PulseAudio protocol (what pipewire-pulse runs)
+
+    /// The environment of a libpulse client of this server (``startPulseServer()``).
+    var pulseEnvironment: [String: String] {
+        environment.merging(["PULSE_SERVER": "unix:\(directory.path)/pulse/native", "PULSE_RUNTIME_PATH": "\(directory.path)/pulse"]) { $1 }
+    }
+
+    /// Starts PipeWire's PulseAudio protocol server, as pipewire-pulse does (`pipewire -c
+    /// pipewire-pulse.conf`), from a private configuration: Debian 12's pipewire-pulse package
+    /// conflicts with pulseaudio, but the module it loads ships with libpipewire-0.3-modules.
+    /// Returns once a libpulse client sees the sink.
+    func startPulseServer() async throws {
+        let config = directory.appendingPathComponent("pipewire-pulse.conf")
+        try """
+            context.properties = { }
+            context.spa-libs = {
+                audio.convert.* = audioconvert/libspa-audioconvert
+                support.*       = support/libspa-support
+            }
+            context.modules = [
+                { name = libpipewire-module-rt flags = [ ifexists nofail ] }
+                { name = libpipewire-module-protocol-native }
+                { name = libpipewire-module-client-node }
+                { name = libpipewire-module-adapter }
+                { name = libpipewire-module-metadata }
+                { name = libpipewire-module-protocol-pulse args = { server.address = [ "unix:native" ] } }
+            ]
+            stream.properties = { }
+
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let server = try ChildProcess("pipewire", ["-c", config.path], environment: environment, directory: directory, label: "pipewire-pulse")
+        pulseServer = server
+        try await waitUntil("pipewire-pulse to show the sink", timeout: .seconds(10), every: .milliseconds(50)) {
+            guard server.isRunning else { throw Failed(what: "pipewire -c pipewire-pulse.conf", log: server.stderr) }
+            return commandOutput("pactl", ["list", "short", "sinks"], environment: pulseEnvironment)?.contains(sinkName) == true
+        }
+    }
+
+    static var hasPulseModule: Bool {
+        ["/usr/lib/x86_64-linux-gnu/pipewire-0.3", "/usr/lib/aarch64-linux-gnu/pipewire-0.3", "/usr/lib/pipewire-0.3"].contains {
+            FileManager.default.fileExists(atPath: "\($0)/libpipewire-module-protocol-pulse.so")
+        }
     }
 
     // MARK: - What the graph shows
