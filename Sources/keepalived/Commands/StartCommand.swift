@@ -29,7 +29,10 @@ struct StartCommand: ParsableCommand {
     func run() throws {
         // Refuse bad options and clips here, so no daemon is ever started only to die.
         do {
-            _ = try playback.makeConfiguration()
+            let configuration = try playback.makeConfiguration()
+            if let linger = playback.lingerDuration {
+                _ = try LingerPlan(duration: linger, devices: configuration.devices, hasSelection: playback.selection != nil)
+            }
         } catch let exit as CleanExit {
             throw exit.exit()
         }
