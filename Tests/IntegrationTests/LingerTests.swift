@@ -15,20 +15,21 @@ extension Integration {
             let server = try PulseAudioServer()
             try await server.start(suspendTimeout: 1)
             defer { server.stop() }
-            try await Self.scenario(environment: server.environment, directory: server.directory, sink: server.sinkName,
-                                    suspendsWithin: .seconds(4))
+            try await Self.scenario(device: "pulse", environment: server.environment, directory: server.directory,
+                                    sink: server.sinkName, suspendsWithin: .seconds(4))
         }
 
-        @Test("PipeWire (pipewire-pulse): the same, through PipeWire's PulseAudio protocol",
-              .enabled(if: PipeWireServer.isInstalled && PipeWireServer.hasPulseModule && PulseAudioServer.isInstalled))
-        func pipeWire() async throws {
+        @Test("PipeWire (pipewire-pulse): the same, watched through PipeWire's PulseAudio protocol, keepalived on either plug-in",
+              .enabled(if: PipeWireServer.isInstalled && PipeWireServer.hasPulseModule && PulseAudioServer.isInstalled),
+              arguments: ["pulse", "pipewire"])
+        func pipeWire(device: String) async throws {
             let server = try PipeWireServer()
             try await server.start()
             try await server.startPulseServer()
             defer { server.stop() }
             // WirePlumber suspends a node idle for 5 s.
-            try await Self.scenario(environment: server.pulseEnvironment, directory: server.directory, sink: server.sinkName,
-                                    suspendsWithin: .seconds(10))
+            try await Self.scenario(device: device, environment: server.pulseEnvironment, directory: server.directory,
+                                    sink: server.sinkName, suspendsWithin: .seconds(10))
         }
 
         @Test("a named hardware output alone is refused (64); a bad DURATION is refused (64)")
@@ -62,7 +63,7 @@ extension Integration {
 
         // MARK: - The scenario
 
-        static func scenario(environment: [String: String], directory: URL, sink: String, suspendsWithin suspend: Duration) async throws {
+        static func scenario(device: String, environment: [String: String], directory: URL, sink: String, suspendsWithin suspend: Duration) async throws {
             let pulse = PulseClient(environment: environment, sink: sink)
             let clip = directory.appendingPathComponent("other.wav")
             try WAVFile.sine(seconds: 2, to: clip)
@@ -70,7 +71,7 @@ extension Integration {
             try WAVFile.sine(seconds: 4, to: longClip)
 
             let daemon = try ChildProcess(TestPaths.keepalivedBinary.path,
-                                          ["run", "-d", "pulse", "--linger", "\(linger)", "--socket", directory.appendingPathComponent("k.sock").path],
+                                          ["run", "-d", device, "--linger", "\(linger)", "--socket", directory.appendingPathComponent("k.sock").path],
                                           environment: environment, directory: directory, label: "keepalived")
             defer { daemon.signal(SIGKILL) }
             try await daemon.waitForLog("playing")
@@ -133,10 +134,17 @@ struct PulseClient {
         return nil
     }
 
-    /// Whether a sink input of process `pid` exists (its application.process.id).
+    /// Whether a sink input of process `pid` exists: its own application.process.id (PulseAudio
+    /// copies it onto streams) or its client's (PipeWire's native clients keep it there).
     func hasStream(of pid: pid_t) -> Bool {
-        guard let text = commandOutput("pactl", ["list", "sink-inputs"], environment: environment) else { return false }
-        return text.contains("application.process.id = \"\(pid)\"")
+        guard let inputs = commandOutput("pactl", ["list", "sink-inputs"], environment: environment) else { return false }
+        if inputs.contains("application.process.id = \"\(pid)\"") { return true }
+        guard let clients = commandOutput("pactl", ["list", "clients"], environment: environment) else { return false }
+        let owned = clients.components(separatedBy: "Client #").dropFirst().compactMap { block -> String? in
+            guard block.contains("application.process.id = \"\(pid)\"") else { return nil }
+            return block.prefix { $0.isNumber }.description
+        }
+        return owned.contains { inputs.contains("Client: \($0)\n") }
     }
 }
 

@@ -29,6 +29,7 @@
     X(void, pa_context_set_subscribe_callback, (pa_context *, pa_context_subscribe_cb_t, void *))        \
     X(pa_operation *, pa_context_subscribe, (pa_context *, pa_subscription_mask_t, pa_context_success_cb_t, void *)) \
     X(pa_operation *, pa_context_get_sink_input_info_list, (pa_context *, pa_sink_input_info_cb_t, void *)) \
+    X(pa_operation *, pa_context_get_client_info_list, (pa_context *, pa_client_info_cb_t, void *))     \
     X(pa_operation *, pa_context_get_sink_info_list, (pa_context *, pa_sink_info_cb_t, void *))         \
     X(pa_operation *, pa_context_get_server_info, (pa_context *, pa_server_info_cb_t, void *))          \
     X(void, pa_operation_unref, (pa_operation *))                                                        \
@@ -191,6 +192,7 @@ static void release_operation(pa_operation *operation) {
 
 void cpulse_context_subscribe(cpulse_context *context) {
     pa_subscription_mask_t mask = PA_SUBSCRIPTION_MASK_SINK | PA_SUBSCRIPTION_MASK_SINK_INPUT | PA_SUBSCRIPTION_MASK_SERVER;
+    // Clients are listed with every change, not watched: a client's own events alone change nothing.
     release_operation(fn.pa_context_subscribe(context->context, mask, NULL, NULL));
 }
 
@@ -228,6 +230,7 @@ static void sink_input_listed(pa_context *context, const pa_sink_input_info *inf
     cpulse_sink_input input = {
         .index = info->index,
         .sink = info->sink,
+        .client = info->client,
         .corked = info->corked,
         .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID),
         .application = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_NAME),
@@ -238,6 +241,29 @@ static void sink_input_listed(pa_context *context, const pa_sink_input_info *inf
 void cpulse_query_sink_inputs(cpulse_context *context, void (*each)(void *, const cpulse_sink_input *), void *userdata) {
     query *q = query_new((void (*)(void *, const void *))each, userdata);
     pa_operation *operation = q ? fn.pa_context_get_sink_input_info_list(context->context, sink_input_listed, q) : NULL;
+    if (!operation) {
+        free(q);
+        each(userdata, NULL);
+        return;
+    }
+    fn.pa_operation_unref(operation);
+}
+
+static void client_listed(pa_context *context, const pa_client_info *info, int eol, void *userdata) {
+    (void)context;
+    query *q = userdata;
+    if (eol || !info) {
+        q->each(q->userdata, NULL);
+        free(q);
+        return;
+    }
+    cpulse_client client = {.index = info->index, .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID)};
+    q->each(q->userdata, &client);
+}
+
+void cpulse_query_clients(cpulse_context *context, void (*each)(void *, const cpulse_client *), void *userdata) {
+    query *q = query_new((void (*)(void *, const void *))each, userdata);
+    pa_operation *operation = q ? fn.pa_context_get_client_info_list(context->context, client_listed, q) : NULL;
     if (!operation) {
         free(q);
         each(userdata, NULL);

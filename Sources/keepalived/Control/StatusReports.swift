@@ -29,7 +29,9 @@ extension LingerReport {
     /// What `--linger` does on `device`, from the plan made at start and the watcher's state.
     init(device: String, plan: LingerPlan, watcher: LingerWatcher?) {
         let seconds = plan.duration.seconds
-        if let why = plan.keptAwake[device] {
+        guard plan.outputs.contains(device) else {
+            // Outputs a rescan added later are a selection's: hardware.
+            let why = plan.keptAwake[device] ?? "\(device) is a hardware output"
             self.init(seconds: seconds, active: false, note: "not supported: \(why); kept awake all the time")
             return
         }

@@ -47,6 +47,7 @@ final class LingerWatcher: @unchecked Sendable {
     private var defaultSinkName: String?
     private var sinkNames: [UInt32: String] = [:]
     private var streams: [LingerView.Stream] = []
+    private var ownClients: Set<UInt32> = []
     private let ownProcessID = String(getpid())
 
     /// What `status` shows, updated after every decision.
@@ -154,7 +155,7 @@ final class LingerWatcher: @unchecked Sendable {
 
     // MARK: - What the server shows
 
-    /// Lists the default sink, the sinks and the streams, one query after the other; a change
+    /// Lists the default sink, the sinks, the clients and the streams, one query after the other; a change
     /// that comes meanwhile runs the whole list once more.
     private func query() {
         guard let context else { return }
@@ -175,17 +176,34 @@ final class LingerWatcher: @unchecked Sendable {
                     watcher.sinkNames[sink.pointee.index] = String(cString: sink.pointee.name)
                     return
                 }
-                watcher.streams = []
+                watcher.ownClients = []
                 guard let context = watcher.context else { return }
-                cpulse_query_sink_inputs(context, { userdata, input in
+                cpulse_query_clients(context, { userdata, client in
                     let watcher = LingerWatcher.from(userdata)
-                    if let input {
-                        let pid = input.pointee.process_id.map { String(cString: $0) }
-                        watcher.streams.append(LingerView.Stream(
-                            sink: input.pointee.sink, isCorked: input.pointee.corked != 0, isOwn: pid == watcher.ownProcessID))
+                    if let client {
+                        if client.pointee.process_id.map({ String(cString: $0) }) == watcher.ownProcessID {
+                            watcher.ownClients.insert(client.pointee.index)
+                        }
                         return
                     }
-                    watcher.listed()
+                    watcher.streams = []
+                    guard let context = watcher.context else { return }
+                    cpulse_query_sink_inputs(context, { userdata, input in
+                        let watcher = LingerWatcher.from(userdata)
+                        if let input {
+                            // PulseAudio copies the client's process id onto its streams; PipeWire
+                            // leaves it on the client.
+                            let pid = input.pointee.process_id.map { String(cString: $0) }
+                            let isOwn = pid == watcher.ownProcessID || watcher.ownClients.contains(input.pointee.client)
+                            let application = input.pointee.application.map { String(cString: $0) } ?? ""
+                            // Another keepalived's stream keeps a sink awake; it is not a sound that
+                            // needs it (two lingering daemons would keep each other awake for ever).
+                            if !isOwn, application == "keepalived" || application.hasSuffix("[keepalived]") { return }
+                            watcher.streams.append(LingerView.Stream(sink: input.pointee.sink, isCorked: input.pointee.corked != 0, isOwn: isOwn))
+                            return
+                        }
+                        watcher.listed()
+                    }, userdata)
                 }, userdata)
             }, userdata)
         }, userdata)
@@ -193,6 +211,9 @@ final class LingerWatcher: @unchecked Sendable {
 
     private func listed() {
         querying = false
+        // A query that ended because the connection failed lists nothing: the state callback
+        // reports the loss instead.
+        guard let context, Int(cpulse_context_state(context)) == Int(CPULSE_READY) else { return }
         let defaultSink = defaultSinkName.flatMap { name in sinkNames.first { $0.value == name }?.key }
         let view = LingerView(streams: streams, sinks: Set(sinkNames.keys), defaultSink: defaultSink)
         apply(machine.serverChanged(view, at: .now), because: "")

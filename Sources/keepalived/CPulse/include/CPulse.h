@@ -68,12 +68,21 @@ void cpulse_context_release(cpulse_context *context);
 typedef struct cpulse_sink_input {
     uint32_t index;
     uint32_t sink;
+    /// The client that owns it (PA_INVALID_INDEX if none).
+    uint32_t client;
     int corked;
     /// application.process.id, or NULL.
     const char *process_id;
     /// application.name, or NULL.
     const char *application;
 } cpulse_sink_input;
+
+/// One client (a connection to the server) as a query reports it.
+typedef struct cpulse_client {
+    uint32_t index;
+    /// application.process.id, or NULL.
+    const char *process_id;
+} cpulse_client;
 
 typedef struct cpulse_sink {
     uint32_t index;
@@ -82,6 +91,9 @@ typedef struct cpulse_sink {
 
 /// Lists the sink inputs: `each` once per input, then once with NULL at the end (also on error).
 void cpulse_query_sink_inputs(cpulse_context *context, void (*each)(void *userdata, const cpulse_sink_input *input), void *userdata);
+/// Lists the clients, the same way. PipeWire puts the process id on a native client (its ALSA
+/// plug-in's), not on the stream.
+void cpulse_query_clients(cpulse_context *context, void (*each)(void *userdata, const cpulse_client *client), void *userdata);
 /// Lists the sinks, the same way.
 void cpulse_query_sinks(cpulse_context *context, void (*each)(void *userdata, const cpulse_sink *sink), void *userdata);
 /// The server's default sink name (NULL if none, or on error).
