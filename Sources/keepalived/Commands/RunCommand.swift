@@ -107,7 +107,13 @@ struct RunCommand: ParsableCommand {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
-        let reloader = Reloader(manager: manager, logger: logger, load: { try currentOptions() }, applied: { logind.policyChanged((try? $0.session.policy) ?? PauseStateMachine.Policy()) })
+        let reloader = Reloader(manager: manager, logger: logger, load: { try currentOptions() }, applied: { next in
+            logind.policyChanged((try? next.session.policy) ?? PauseStateMachine.Policy())
+            // The linger watcher and the outputs it applies to are set up once, at start.
+            if next.lingerDuration != options.lingerDuration {
+                logger.warning("--linger is read at start only: restart keepalived to apply \(next.linger.map { "--linger \($0)" } ?? "no --linger")")
+            }
+        })
 
         let control: ControlServer
         do {
