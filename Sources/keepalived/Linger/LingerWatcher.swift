@@ -113,6 +113,8 @@ final class LingerWatcher: @unchecked Sendable {
 
     private func connect() {
         if let context { cpulse_context_release(context) }
+        // A new context may get the freed one's address.
+        lostContext = nil
         querying = false
         queryAgain = false
         let userdata = Unmanaged.passUnretained(self).toOpaque()
