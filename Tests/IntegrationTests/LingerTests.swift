@@ -39,6 +39,14 @@ extension Integration {
             #expect(hardware.stderr.contains("--linger needs a sound-server output (PulseAudio or PipeWire): hw:0 is a hardware output"),
                     "\(hardware.stderr)")
             #expect(hardware.stderr.contains("Keep awake only while it helps"))
+            // start refuses it too, before any daemon is spawned.
+            let directory = try TestPaths.makeTemporaryDirectory("linger-start")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let started = try await runCommand(TestPaths.keepalivedBinary.path,
+                                               ["start", "-d", "plughw:0,0", "--linger", "10min", "--socket", directory.appendingPathComponent("k.sock").path])
+            #expect(started.status == 64)
+            #expect(started.stderr.contains("plughw:0,0 is a hardware output"), "\(started.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("k.sock").path))
             for bad in ["soon", "0", "-5", "2days"] {
                 let result = try await runCommand(TestPaths.keepalivedBinary.path, ["run", "-d", "pulse", "--linger=\(bad)"])
                 #expect(result.status == 64, "--linger \(bad)")
