@@ -135,11 +135,16 @@ void cpulse_timer_free(cpulse_mainloop *loop, cpulse_timer *timer) {
     free(timer);
 }
 
+typedef struct query query;
+
 struct cpulse_context {
     pa_context *context;
     void (*state)(void *);
     void (*changed)(void *);
     void *userdata;
+    /// Queries not answered yet: a connection that fails cancels them without a callback, so
+    /// they are freed with the context.
+    query *pending;
 };
 
 static void context_state(pa_context *context, void *userdata) {
@@ -196,35 +201,59 @@ void cpulse_context_subscribe(cpulse_context *context) {
     release_operation(fn.pa_context_subscribe(context->context, mask, NULL, NULL));
 }
 
+// Queries: the caller's callback and its data travel in one small allocation per query.
+struct query {
+    void (*each)(void *, const void *);
+    void *userdata;
+    cpulse_context *owner;
+    query *next;
+};
+
 void cpulse_context_release(cpulse_context *context) {
     fn.pa_context_set_state_callback(context->context, NULL, NULL);
     fn.pa_context_set_subscribe_callback(context->context, NULL, NULL);
     fn.pa_context_disconnect(context->context);
     fn.pa_context_unref(context->context);
+    while (context->pending) {
+        query *next = context->pending->next;
+        free(context->pending);
+        context->pending = next;
+    }
     free(context);
 }
 
-// Queries: the caller's callback and its data travel in one small allocation per query.
-typedef struct query {
-    void (*each)(void *, const void *);
-    void *userdata;
-} query;
-
-static query *query_new(void (*each)(void *, const void *), void *userdata) {
+static query *query_new(cpulse_context *owner, void (*each)(void *, const void *), void *userdata) {
     query *result = malloc(sizeof *result);
     if (result) {
         result->each = each;
         result->userdata = userdata;
+        result->owner = owner;
+        result->next = owner->pending;
+        owner->pending = result;
     }
     return result;
+}
+
+/// Unlinks and frees a query that was answered (or never sent).
+static void query_free(query *q) {
+    if (!q) return;
+    for (query **link = &q->owner->pending; *link; link = &(*link)->next) {
+        if (*link == q) {
+            *link = q->next;
+            break;
+        }
+    }
+    free(q);
 }
 
 static void sink_input_listed(pa_context *context, const pa_sink_input_info *info, int eol, void *userdata) {
     (void)context;
     query *q = userdata;
     if (eol || !info) {
-        q->each(q->userdata, NULL);
-        free(q);
+        void (*each)(void *, const void *) = q->each;
+        void *data = q->userdata;
+        query_free(q);
+        each(data, NULL);
         return;
     }
     cpulse_sink_input input = {
@@ -239,10 +268,10 @@ static void sink_input_listed(pa_context *context, const pa_sink_input_info *inf
 }
 
 void cpulse_query_sink_inputs(cpulse_context *context, void (*each)(void *, const cpulse_sink_input *), void *userdata) {
-    query *q = query_new((void (*)(void *, const void *))each, userdata);
+    query *q = query_new(context, (void (*)(void *, const void *))each, userdata);
     pa_operation *operation = q ? fn.pa_context_get_sink_input_info_list(context->context, sink_input_listed, q) : NULL;
     if (!operation) {
-        free(q);
+        query_free(q);
         each(userdata, NULL);
         return;
     }
@@ -253,8 +282,10 @@ static void client_listed(pa_context *context, const pa_client_info *info, int e
     (void)context;
     query *q = userdata;
     if (eol || !info) {
-        q->each(q->userdata, NULL);
-        free(q);
+        void (*each)(void *, const void *) = q->each;
+        void *data = q->userdata;
+        query_free(q);
+        each(data, NULL);
         return;
     }
     cpulse_client client = {.index = info->index, .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID)};
@@ -262,10 +293,10 @@ static void client_listed(pa_context *context, const pa_client_info *info, int e
 }
 
 void cpulse_query_clients(cpulse_context *context, void (*each)(void *, const cpulse_client *), void *userdata) {
-    query *q = query_new((void (*)(void *, const void *))each, userdata);
+    query *q = query_new(context, (void (*)(void *, const void *))each, userdata);
     pa_operation *operation = q ? fn.pa_context_get_client_info_list(context->context, client_listed, q) : NULL;
     if (!operation) {
-        free(q);
+        query_free(q);
         each(userdata, NULL);
         return;
     }
@@ -276,8 +307,10 @@ static void sink_listed(pa_context *context, const pa_sink_info *info, int eol, 
     (void)context;
     query *q = userdata;
     if (eol || !info) {
-        q->each(q->userdata, NULL);
-        free(q);
+        void (*each)(void *, const void *) = q->each;
+        void *data = q->userdata;
+        query_free(q);
+        each(data, NULL);
         return;
     }
     cpulse_sink sink = {.index = info->index, .name = info->name};
@@ -285,10 +318,10 @@ static void sink_listed(pa_context *context, const pa_sink_info *info, int eol, 
 }
 
 void cpulse_query_sinks(cpulse_context *context, void (*each)(void *, const cpulse_sink *), void *userdata) {
-    query *q = query_new((void (*)(void *, const void *))each, userdata);
+    query *q = query_new(context, (void (*)(void *, const void *))each, userdata);
     pa_operation *operation = q ? fn.pa_context_get_sink_info_list(context->context, sink_listed, q) : NULL;
     if (!operation) {
-        free(q);
+        query_free(q);
         each(userdata, NULL);
         return;
     }
@@ -298,15 +331,19 @@ void cpulse_query_sinks(cpulse_context *context, void (*each)(void *, const cpul
 static void server_listed(pa_context *context, const pa_server_info *info, void *userdata) {
     (void)context;
     query *q = userdata;
-    q->each(q->userdata, info ? info->default_sink_name : NULL);
-    free(q);
+    void (*done)(void *, const void *) = q->each;
+    void *data = q->userdata;
+    const char *name = info ? info->default_sink_name : NULL;
+    // The name lives as long as this callback; the next query starts from inside `done`.
+    query_free(q);
+    done(data, name);
 }
 
 void cpulse_query_default_sink(cpulse_context *context, void (*done)(void *, const char *), void *userdata) {
-    query *q = query_new((void (*)(void *, const void *))done, userdata);
+    query *q = query_new(context, (void (*)(void *, const void *))done, userdata);
     pa_operation *operation = q ? fn.pa_context_get_server_info(context->context, server_listed, q) : NULL;
     if (!operation) {
-        free(q);
+        query_free(q);
         done(userdata, NULL);
         return;
     }
