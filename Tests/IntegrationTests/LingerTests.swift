@@ -116,6 +116,26 @@ extension Integration {
                           linger: output?["linger"] as? [String: Any])
         }
 
+        @Test("without a loadable libpulse: a warning naming the library, and the output is kept awake")
+        func withoutLibpulse() async throws {
+            let directory = try TestPaths.makeTemporaryDirectory("linger-nolib")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            // A file that is no library, found first under libpulse's name.
+            try Data("not an ELF file".utf8).write(to: directory.appendingPathComponent("libpulse.so.0"))
+            let socket = directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "-d", "pulse", "--linger", "2", "--socket", socket],
+                                          environment: ["LD_LIBRARY_PATH": directory.path, "PULSE_SERVER": "unix:\(directory.path)/none"],
+                                          directory: directory, label: "keepalived")
+            defer { daemon.signal(SIGKILL) }
+            try await daemon.waitForLog("--linger disabled: cannot load libpulse.so.0")
+            try await daemon.waitForLog("keeping pulse awake all the time")
+            let status = try await Self.status(socket: socket)
+            #expect(status.linger?["active"] as? Bool == false, "\(status)")
+            #expect((status.linger?["note"] as? String)?.contains("libpulse") == true, "\(status)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+        }
+
         // MARK: - The scenario
 
         static func scenario(device: String, environment: [String: String], directory: URL, sink: String, suspendsWithin suspend: Duration) async throws {

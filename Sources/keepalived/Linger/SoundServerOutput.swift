@@ -17,10 +17,10 @@ enum SoundServerOutput: Equatable {
     static func kind(of device: String) -> SoundServerOutput {
         // A reference of its own to the global configuration: the playback threads may update it.
         var top: OpaquePointer?
-        guard snd_config_update_ref(&top) >= 0, let root = top else { return .other(type: nil) }
+        guard snd_config_update_ref(&top) >= 0, let root = top else { return byName(device) }
         defer { snd_config_unref(root) }
         var definition: OpaquePointer?
-        guard snd_config_search_definition(root, "pcm", device, &definition) >= 0, let definition else { return .other(type: nil) }
+        guard snd_config_search_definition(root, "pcm", device, &definition) >= 0, let definition else { return byName(device) }
         defer { snd_config_delete(definition) }
         var node: OpaquePointer?
         var text: UnsafePointer<CChar>?
@@ -29,6 +29,13 @@ enum SoundServerOutput: Equatable {
         }
         let type = String(cString: text)
         return ["pulse", "pipewire"].contains(type) ? .soundServer(type) : .other(type: type)
+    }
+
+    /// When ALSA's configuration cannot be read (a hook that fails to load), or does not define
+    /// the name: the plug-ins' own names still say what they are.
+    private static func byName(_ device: String) -> SoundServerOutput {
+        let name = device.split(separator: ":", maxSplits: 1).first.map(String.init) ?? device
+        return ["pulse", "pipewire"].contains(name) ? .soundServer(name) : .other(type: nil)
     }
 
     /// How a refusal or a warning names an output that is not a sound server's.
