@@ -88,17 +88,4 @@ struct LingerStateMachineTests {
         #expect(machine.serverChanged(view(), at: at(12)) == [.armTimer(at(22))])
         #expect(machine.timerFired(at: at(22)) == [.pause])
     }
-
-    @Test("DURATION: seconds, or with s, m/min, h; at least 1 s, at most a day")
-    func durations() throws {
-        #expect(try LingerDuration.parse("600") == .seconds(600))
-        #expect(try LingerDuration.parse("90s") == .seconds(90))
-        #expect(try LingerDuration.parse("10min") == .seconds(600))
-        #expect(try LingerDuration.parse("10m") == .seconds(600))
-        #expect(try LingerDuration.parse("1.5h") == .seconds(5400))
-        #expect(try LingerDuration.parse("2.5") == .milliseconds(2500))
-        for bad in ["", "0", "0.5", "-3", "soon", "10 parsecs", "1e3", "25h", "nan", "inf", "h"] {
-            #expect(throws: LingerDuration.Invalid.self, "\(bad)") { try LingerDuration.parse(bad) }
-        }
-    }
 }

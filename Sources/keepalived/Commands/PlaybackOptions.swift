@@ -61,7 +61,19 @@ struct PlaybackOptions: ParsableArguments {
     }
 
     /// `--linger`'s duration, checked by ``validate()``.
-    var lingerDuration: Duration? { linger.flatMap { try? LingerDuration.parse($0) } }
+    var lingerDuration: Duration? { try? checkedLinger }
+
+    /// `--linger`'s duration: like --idle-after's, at least a second.
+    /// - Throws: `ValidationError` naming the option.
+    private var checkedLinger: Duration? {
+        get throws {
+            guard let linger else { return nil }
+            let duration: Duration
+            do { duration = try DurationArgument.parse(linger) } catch { throw ValidationError("--linger: \(error)") }
+            guard duration >= .seconds(1) else { throw ValidationError("--linger must be at least 1s, not \(linger)") }
+            return duration
+        }
+    }
 
     /// The `--exclude` patterns, checked.
     var exclusions: [OutputExclusion] {
@@ -86,9 +98,7 @@ struct PlaybackOptions: ParsableArguments {
         guard bufferSeconds.isFinite, bufferSeconds >= 0.02, bufferSeconds <= 10 else {
             throw ValidationError("--buffer must be between 0.02 and 10 seconds, not \(bufferSeconds)")
         }
-        if let linger {
-            do { _ = try LingerDuration.parse(linger) } catch { throw ValidationError("--linger: \(error)") }
-        }
+        _ = try checkedLinger
     }
 
     /// The outputs named one by one: `--device`s, then `--output`s' names (played like a device).
