@@ -188,7 +188,7 @@ _keepalived_run() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --socket --config)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket --config)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -240,6 +240,9 @@ _keepalived_run() {
         return
         ;;
     '--buffer')
+        return
+        ;;
+    '--linger')
         return
         ;;
     '--socket')
@@ -255,7 +258,7 @@ _keepalived_start() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --socket)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -307,6 +310,9 @@ _keepalived_start() {
         return
         ;;
     '--buffer')
+        return
+        ;;
+    '--linger')
         return
         ;;
     '--socket')
