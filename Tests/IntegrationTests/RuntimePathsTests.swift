@@ -13,7 +13,7 @@ extension Integration {
             return try #require(object?["socket"] as? String, "\(result.stdout)")
         }
 
-        @Test("a service's RUNTIME_DIRECTORY comes first (the system unit's dynamic user has no XDG_RUNTIME_DIR)")
+        @Test("a service's RUNTIME_DIRECTORY comes first (the system unit's user has no XDG_RUNTIME_DIR)")
         func serviceRuntimeDirectory() async throws {
             let path = try await socketPath(["RUNTIME_DIRECTORY": "/run/keepalived-audio", "XDG_RUNTIME_DIR": "/run/user/4242", "KEEPALIVED_SOCKET": ""])
             #expect(path == "/run/keepalived-audio/control.sock")

@@ -30,7 +30,7 @@ extension Integration {
             Fault(commands: ["vanish"], sign: { $0.name == "open-refused" && $0.arguments.first == "ENOENT" }, reason: "unplugged", vanishes: true),
         ]
 
-        @Test("1000 mixed faults: every one recovered and counted, no fd, thread or memory growth")
+        @Test("1000 mixed faults (300 under a sanitizer): every one recovered and counted, no fd, thread or memory growth")
         func thousandFaults() async throws {
             let device = try FaultyDevice()
             // 0.1 s buffer (25 ms periods) and 50 ms retries: a fault every ~60 ms.
@@ -40,7 +40,10 @@ extension Integration {
             let log = LogTail(daemon.stderrURL)
             try await waitUntil("audio on the device", timeout: .seconds(5)) { tail.read().contains { $0.isWrite } }
 
-            let total = 1000
+            // The plain run proves the thousand. Under a sanitizer every fault kind still comes
+            // round dozens of times, which is what the sanitizer needs to see, in a third of the
+            // time (the full count cost two minutes per sanitizer in CI).
+            let total = Sanitizer.active == nil ? 1000 : 300
             let warmUp = 50
             var baseline: ProcessFootprint?
             var expected: [String: Int] = [:]

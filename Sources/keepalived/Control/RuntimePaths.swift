@@ -8,7 +8,7 @@ import Musl
 ///
 /// `--socket` or `KEEPALIVED_SOCKET` win; otherwise the runtime directory systemd made for the
 /// service (`$RUNTIME_DIRECTORY`, from `RuntimeDirectory=`: the system unit's
-/// `/run/keepalived-audio`, whose dynamic user has no `XDG_RUNTIME_DIR`), then
+/// `/run/keepalived-audio`, whose system user has no `XDG_RUNTIME_DIR`), then
 /// `$XDG_RUNTIME_DIR/keepalived/control.sock`, then `/run/keepalived-audio/control.sock` for root
 /// (so `sudo keepalived status` finds the system service; the system-wide name avoids the VRRP
 /// keepalived's files), and `/tmp/keepalived-UID/control.sock` as a last resort for a user

@@ -5,7 +5,7 @@ the codec allowed to sleep. The .deb (dist/, from scripts/package) is installed 
 options file names the HDA card. Then:
 
 - `systemctl start keepalived-audio`: active (running), StatusText names the output it plays, the
-  codec stays powered, the process is a dynamic user in the audio group;
+  codec stays powered, the process is the package's system user keepalived-audio in group audio;
 - inside the service's own cgroup and mount namespace, its credentials open /dev/snd and nothing
   else under /dev, and even root there gets EPERM from the device policy;
 - from a root shell without XDG_RUNTIME_DIR, `keepalived status` finds the service's socket by
@@ -131,9 +131,11 @@ uids = proc.get("Uid", "").split()
 gids = proc.get("Gid", "").split()
 groups = proc.get("Groups", "").split()
 uid = int(uids[0]) if uids else 0
-# systemd's dynamic users are allocated from 61184-65519 (systemd.exec(5), DynamicUser=).
-vt.check("dynamic-user", len(set(uids)) == 1 and 61184 <= uid <= 65519 and "29" in groups,
-         f"Uid {uids}, Gid {gids}, Groups {groups} (audio is 29)")
+# The package's sysusers.d entry made keepalived-audio a system user (below 1000), not root.
+entry = vt.run(["getent", "passwd", "keepalived-audio"]).stdout.split(":")
+expected = int(entry[2]) if len(entry) > 2 else -1
+vt.check("system-user", len(set(uids)) == 1 and uid == expected and 0 < uid < 1000 and "29" in groups,
+         f"Uid {uids}, Gid {gids}, Groups {groups} (audio is 29); getent: {':'.join(entry).strip()}")
 held = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
 vt.check("holds-the-pcm", PCM_NODE in held, f"open /dev nodes: {sorted(p for p in held if p.startswith('/dev/'))}")
 
