@@ -81,12 +81,20 @@ extension Integration {
                                           environment: server.environment, directory: server.directory, label: "keepalived")
             defer { daemon.signal(SIGKILL) }
             try await daemon.waitForLog("letting it sleep (--linger)", timeout: .seconds(6))
-            #expect(!pulse.hasStream(of: daemon.pid))
+            // The line comes as the decision is taken; the stream is gone once the output closed
+            // and the server noticed.
+            try await waitUntil("keepalived's stream to leave the sink", timeout: .seconds(2)) { !pulse.hasStream(of: daemon.pid) }
 
             try await server.kill()
             try await daemon.waitForLog("cannot watch the sound server")
             try await daemon.waitForLog("the sound server cannot be watched: keeping pulse awake (--linger)")
-            let resumed = try await Self.status(socket: socket)
+            // The line comes just before the resume: the status follows within moments.
+            var resumed = try await Self.status(socket: socket)
+            let deadline = ContinuousClock.now + .seconds(2).underSanitizer
+            while resumed.state == "paused", ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                resumed = try await Self.status(socket: socket)
+            }
             #expect(resumed.state != "paused", "the output must try to play while the server is away: \(resumed)")
 
             try await server.start(suspendTimeout: 1)
