@@ -246,14 +246,32 @@ static void query_free(query *q) {
     free(q);
 }
 
+/// Ends a query: frees it, then gives the caller its last answer (NULL: the list is complete,
+/// or there was no answer). The caller may start its next query from there.
+static void query_end(query *q, const void *last) {
+    void (*each)(void *, const void *) = q->each;
+    void *data = q->userdata;
+    query_free(q);
+    each(data, last);
+}
+
+/// Lets go of a sent query's operation; a query that could not be sent (or allocated) ends at once.
+static void query_sent(query *q, pa_operation *operation, void (*each)(void *, const void *), void *userdata) {
+    if (operation) {
+        fn.pa_operation_unref(operation);
+        return;
+    }
+    query_free(q);
+    each(userdata, NULL);
+}
+
+#define QUERY_CALLBACK(each) ((void (*)(void *, const void *))(each))
+
 static void sink_input_listed(pa_context *context, const pa_sink_input_info *info, int eol, void *userdata) {
     (void)context;
     query *q = userdata;
     if (eol || !info) {
-        void (*each)(void *, const void *) = q->each;
-        void *data = q->userdata;
-        query_free(q);
-        each(data, NULL);
+        query_end(q, NULL);
         return;
     }
     cpulse_sink_input input = {
@@ -268,24 +286,15 @@ static void sink_input_listed(pa_context *context, const pa_sink_input_info *inf
 }
 
 void cpulse_query_sink_inputs(cpulse_context *context, void (*each)(void *, const cpulse_sink_input *), void *userdata) {
-    query *q = query_new(context, (void (*)(void *, const void *))each, userdata);
-    pa_operation *operation = q ? fn.pa_context_get_sink_input_info_list(context->context, sink_input_listed, q) : NULL;
-    if (!operation) {
-        query_free(q);
-        each(userdata, NULL);
-        return;
-    }
-    fn.pa_operation_unref(operation);
+    query *q = query_new(context, QUERY_CALLBACK(each), userdata);
+    query_sent(q, q ? fn.pa_context_get_sink_input_info_list(context->context, sink_input_listed, q) : NULL, QUERY_CALLBACK(each), userdata);
 }
 
 static void client_listed(pa_context *context, const pa_client_info *info, int eol, void *userdata) {
     (void)context;
     query *q = userdata;
     if (eol || !info) {
-        void (*each)(void *, const void *) = q->each;
-        void *data = q->userdata;
-        query_free(q);
-        each(data, NULL);
+        query_end(q, NULL);
         return;
     }
     cpulse_client client = {.index = info->index, .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID)};
@@ -293,24 +302,15 @@ static void client_listed(pa_context *context, const pa_client_info *info, int e
 }
 
 void cpulse_query_clients(cpulse_context *context, void (*each)(void *, const cpulse_client *), void *userdata) {
-    query *q = query_new(context, (void (*)(void *, const void *))each, userdata);
-    pa_operation *operation = q ? fn.pa_context_get_client_info_list(context->context, client_listed, q) : NULL;
-    if (!operation) {
-        query_free(q);
-        each(userdata, NULL);
-        return;
-    }
-    fn.pa_operation_unref(operation);
+    query *q = query_new(context, QUERY_CALLBACK(each), userdata);
+    query_sent(q, q ? fn.pa_context_get_client_info_list(context->context, client_listed, q) : NULL, QUERY_CALLBACK(each), userdata);
 }
 
 static void sink_listed(pa_context *context, const pa_sink_info *info, int eol, void *userdata) {
     (void)context;
     query *q = userdata;
     if (eol || !info) {
-        void (*each)(void *, const void *) = q->each;
-        void *data = q->userdata;
-        query_free(q);
-        each(data, NULL);
+        query_end(q, NULL);
         return;
     }
     cpulse_sink sink = {.index = info->index, .name = info->name};
@@ -318,34 +318,17 @@ static void sink_listed(pa_context *context, const pa_sink_info *info, int eol, 
 }
 
 void cpulse_query_sinks(cpulse_context *context, void (*each)(void *, const cpulse_sink *), void *userdata) {
-    query *q = query_new(context, (void (*)(void *, const void *))each, userdata);
-    pa_operation *operation = q ? fn.pa_context_get_sink_info_list(context->context, sink_listed, q) : NULL;
-    if (!operation) {
-        query_free(q);
-        each(userdata, NULL);
-        return;
-    }
-    fn.pa_operation_unref(operation);
+    query *q = query_new(context, QUERY_CALLBACK(each), userdata);
+    query_sent(q, q ? fn.pa_context_get_sink_info_list(context->context, sink_listed, q) : NULL, QUERY_CALLBACK(each), userdata);
 }
 
 static void server_listed(pa_context *context, const pa_server_info *info, void *userdata) {
     (void)context;
-    query *q = userdata;
-    void (*done)(void *, const void *) = q->each;
-    void *data = q->userdata;
-    const char *name = info ? info->default_sink_name : NULL;
-    // The name lives as long as this callback; the next query starts from inside `done`.
-    query_free(q);
-    done(data, name);
+    // The name lives as long as this callback.
+    query_end(userdata, info ? info->default_sink_name : NULL);
 }
 
 void cpulse_query_default_sink(cpulse_context *context, void (*done)(void *, const char *), void *userdata) {
-    query *q = query_new(context, (void (*)(void *, const void *))done, userdata);
-    pa_operation *operation = q ? fn.pa_context_get_server_info(context->context, server_listed, q) : NULL;
-    if (!operation) {
-        query_free(q);
-        done(userdata, NULL);
-        return;
-    }
-    fn.pa_operation_unref(operation);
+    query *q = query_new(context, QUERY_CALLBACK(done), userdata);
+    query_sent(q, q ? fn.pa_context_get_server_info(context->context, server_listed, q) : NULL, QUERY_CALLBACK(done), userdata);
 }

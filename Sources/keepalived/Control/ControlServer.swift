@@ -51,7 +51,7 @@ final class ControlServer: @unchecked Sendable {
         case .failure:
             unlink(path)
         }
-        guard var (address, length) = UnixSocket.address(path) else { throw .pathTooLong(path) }
+        guard case (var address, let length)? = UnixSocket.address(path) else { throw .pathTooLong(path) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw .socket(path, Errno(errno)) }
         let previousMask = umask(0o177)
