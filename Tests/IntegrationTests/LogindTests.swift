@@ -50,8 +50,8 @@ extension Integration {
             let process: ChildProcess
             let commands: FileHandle
 
-            init(directory: URL, busAddress: String) async throws {
-                let fifo = directory.appendingPathComponent("logind.in").path
+            init(directory: URL, busAddress: String, commandsFIFO: String = "logind.in") async throws {
+                let fifo = directory.appendingPathComponent(commandsFIFO).path
                 #expect(mkfifo(fifo, 0o600) == 0)
                 let descriptor = open(fifo, O_RDWR)
                 #expect(descriptor >= 0)
@@ -202,6 +202,65 @@ extension Integration {
             defer { lost.signal(SIGTERM) }
             #expect(lost.stderr.contains("--pause-when locked has no session to follow: this process belongs to no login session"), "log:\n\(lost.stderr)")
             #expect(try status().state == "playing")
+        }
+
+        @Test("a system bus that goes away: it plays on, reconnects, and follows a logind that comes back after the bus")
+        func busRestart() async throws {
+            var bus = try await startBus()
+            defer { bus.signal(SIGTERM) }
+            let first = try await FakeLogind(directory: directory, busAddress: busAddress)
+            defer { first.process.signal(SIGTERM) }
+            let daemon = try await startDaemon(["--pause-when", "locked"])
+            defer { daemon.signal(SIGTERM) }
+            try await waitUntil("a delay lock", timeout: .seconds(5)) { first.output.contains("inhibit 1 sleep delay") }
+            try await first.send("locked true")
+            try await waitUntil("paused while locked", timeout: .seconds(2)) { (try? status().reason) == "locked" }
+
+            // What logind said no longer holds once it is out of reach: keeping awake is the safe side.
+            bus.signal(SIGTERM)
+            _ = try await bus.waitForExit(timeout: .seconds(5))
+            first.process.signal(SIGTERM)
+            try await daemon.waitForLog("lost the system bus")
+            try await waitUntil("playing without the bus", timeout: .seconds(2)) { (try? status().state) == "playing" }
+
+            // The bus first (the daemon reconnects 1 s after the loss), logind some time later.
+            unlink(directory.appendingPathComponent("bus").path)
+            bus = try await startBus()
+            try await daemon.waitForLog("back on the system bus", timeout: .seconds(10))
+            let second = try await FakeLogind(directory: directory, busAddress: busAddress, commandsFIFO: "logind2.in")
+            defer { second.process.signal(SIGTERM) }
+            try await waitUntil("a lock from the new logind", timeout: .seconds(5)) { second.output.contains("inhibit 1 sleep delay") }
+            try await second.send("locked true")
+            try await waitUntil("paused for the new logind's session", timeout: .seconds(2)) { (try? status().reason) == "locked" }
+            try await second.send("sleep true")
+            try await waitUntil("the new lock released before sleep", timeout: .seconds(5)) { second.output.contains("released 1") }
+            #expect(try status().state == "sleeping")
+            #expect(count("lost the system bus", in: daemon.stderr) == 1, "log:\n\(daemon.stderr)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "log:\n\(daemon.stderr)")
+        }
+
+        @Test("logind restarted on the same bus: a new lock from the new logind and its session followed, not a second lock")
+        func logindRestart() async throws {
+            let bus = try await startBus()
+            defer { bus.signal(SIGTERM) }
+            let first = try await FakeLogind(directory: directory, busAddress: busAddress)
+            defer { first.process.signal(SIGTERM) }
+            let daemon = try await startDaemon(["--pause-when", "locked"])
+            defer { daemon.signal(SIGTERM) }
+            try await waitUntil("a delay lock", timeout: .seconds(5)) { first.output.contains("inhibit 1 sleep delay") }
+            first.process.signal(SIGTERM)
+            _ = try await first.process.waitForExit(timeout: .seconds(5))
+
+            let second = try await FakeLogind(directory: directory, busAddress: busAddress, commandsFIFO: "logind2.in")
+            defer { second.process.signal(SIGTERM) }
+            try await waitUntil("a lock from the new logind", timeout: .seconds(5)) { second.output.contains("inhibit 1 sleep delay") }
+            try await second.send("locked true")
+            try await waitUntil("paused for the new logind's session", timeout: .seconds(2)) { (try? status().reason) == "locked" }
+            try await second.send("locked false")
+            try await waitUntil("playing again", timeout: .seconds(2)) { (try? status().state) == "playing" }
+            #expect(!second.output.contains("inhibit 2"), "one lock only:\n\(second.output)")
+            #expect(!daemon.stderr.contains("lost the system bus"), "log:\n\(daemon.stderr)")
         }
 
         @Test("without a system bus it plays as before, with no more than a debug line about logind; --pause-when says it cannot follow")

@@ -39,40 +39,51 @@ int ka_bus_read_bool(sd_bus_message *message, int *value) {
     return sd_bus_message_read(message, "b", value);
 }
 
-int ka_bus_session_by_pid(sd_bus *bus, uint32_t pid, char **path) {
+int ka_bus_match_logind_owner(sd_bus *bus, sd_bus_slot **slot, sd_bus_message_handler_t handler, void *userdata) {
+    return sd_bus_add_match(bus, slot,
+                            "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                            "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.freedesktop.login1'",
+                            handler, userdata);
+}
+
+int ka_bus_read_new_owner(sd_bus_message *message, const char **owner) {
+    const char *name = NULL, *old_owner = NULL;
+    return sd_bus_message_read(message, "sss", &name, &old_owner, owner);
+}
+
+// An object path lives only as long as its message: the caller gets a copy of its own.
+static int copy_path(const char *object, char **path) {
+    *path = strdup(object);
+    return *path ? 0 : -ENOMEM;
+}
+
+/// Calls one of the manager's `u` → `o` methods (GetSessionByPID, GetUser).
+static int call_for_path(sd_bus *bus, const char *method, uint32_t argument, char **path) {
     sd_bus_message *reply = NULL;
-    int r = sd_bus_call_method(bus, login1, manager_path, manager_interface, "GetSessionByPID", NULL, &reply, "u", pid);
+    int r = sd_bus_call_method(bus, login1, manager_path, manager_interface, method, NULL, &reply, "u", argument);
     if (r < 0) return r;
     const char *object = NULL;
     r = sd_bus_message_read(reply, "o", &object);
-    if (r >= 0) {
-        *path = strdup(object);
-        r = *path ? 0 : -ENOMEM;
-    }
+    if (r >= 0) r = copy_path(object, path);
     sd_bus_message_unref(reply);
     return r;
 }
 
+int ka_bus_session_by_pid(sd_bus *bus, uint32_t pid, char **path) {
+    return call_for_path(bus, "GetSessionByPID", pid, path);
+}
+
 int ka_bus_user_display(sd_bus *bus, uint32_t uid, char **path) {
+    char *user_path = NULL;
+    int r = call_for_path(bus, "GetUser", uid, &user_path);
+    if (r < 0) return r;
     sd_bus_message *reply = NULL;
-    int r = sd_bus_call_method(bus, login1, manager_path, manager_interface, "GetUser", NULL, &reply, "u", uid);
-    if (r < 0) return r;
-    const char *user = NULL;
-    r = sd_bus_message_read(reply, "o", &user);
-    char *user_path = r >= 0 ? strdup(user) : NULL;
-    sd_bus_message_unref(reply);
-    reply = NULL;
-    if (r < 0) return r;
-    if (!user_path) return -ENOMEM;
     r = sd_bus_get_property(bus, login1, user_path, "org.freedesktop.login1.User", "Display", NULL, &reply, "(so)");
     free(user_path);
     if (r < 0) return r;
     const char *id = NULL, *object = NULL;
     r = sd_bus_message_read(reply, "(so)", &id, &object);
-    if (r >= 0) {
-        *path = strdup(object);
-        r = *path ? 0 : -ENOMEM;
-    }
+    if (r >= 0) r = copy_path(object, path);
     sd_bus_message_unref(reply);
     return r;
 }

@@ -11,16 +11,28 @@ import Synchronization
 /// // in the poll loop, after every wakeup:
 /// follower.process(idleTimerFired: fds[6].revents != 0)
 /// ```
+/// A system bus that goes away (dbus-daemon restarted) leaves the outputs playing and is
+/// tried again 1 s after the loss, then after waits doubling up to a minute; a connection
+/// that lasted a minute starts the backoff afresh.
+///
 /// Concurrency: everything but ``policyChanged(_:)`` runs on the main thread.
 final class LogindFollower: @unchecked Sendable {
     let manager: KeepAliveManager
     let logger: Logger
-    let watcher: LogindWatcher?
+    private(set) var watcher: LogindWatcher?
     let idleTimer: IntervalTimer
     private var machine: PauseStateMachine
     /// A reload's new policy, handed over from whichever thread reloaded.
     private let pendingPolicy = Mutex<PauseStateMachine.Policy?>(nil)
     private var warnedNoSession = false
+    /// After a lost bus: when to try it again (CLOCK_MONOTONIC), and the wait after that.
+    private var reconnectAt: Duration?
+    private var reconnectDelay = LogindFollower.firstReconnect
+    /// When the bus was (re)connected: one that lasted resets the backoff when lost.
+    private var connectedAt: Duration
+
+    static let firstReconnect: Duration = .seconds(1)
+    static let longestReconnect: Duration = .seconds(60)
 
     init(manager: KeepAliveManager, policy: PauseStateMachine.Policy, logger: Logger) throws(Errno) {
         self.manager = manager
@@ -28,13 +40,17 @@ final class LogindFollower: @unchecked Sendable {
         idleTimer = try IntervalTimer()
         machine = PauseStateMachine(policy: policy)
         watcher = LogindWatcher.open(logger: logger)
+        connectedAt = LogindWatcher.monotonicNow()
         warnIfUnfollowable()
     }
 
     /// For `poll`: the bus (its events change between polls) and the idle timer.
     var busDescriptor: Int32 { watcher?.descriptor ?? -1 }
     var busEvents: Int16 { watcher?.events ?? 0 }
-    var pollTimeout: Int32 { watcher?.pollTimeout ?? -1 }
+    var pollTimeout: Int32 {
+        if let watcher { return watcher.pollTimeout }
+        return reconnectAt.map { LogindWatcher.milliseconds(until: $0) } ?? -1
+    }
 
     /// Safe from any thread (a reload runs on the control socket's): the idle timer, set to
     /// fire at once, wakes the main loop, which takes the new policy.
@@ -54,6 +70,7 @@ final class LogindFollower: @unchecked Sendable {
         if idleTimerFired, idleTimer.acknowledge() > 0 {
             perform(machine.idleTimerFired(now: now))
         }
+        if watcher == nil, let reconnectAt, now >= reconnectAt { reconnect(now: now) }
         guard let watcher else { return }
         for event in watcher.process() {
             switch event {
@@ -63,6 +80,9 @@ final class LogindFollower: @unchecked Sendable {
                 perform(machine.session(locked: hints.locked, idle: hints.idle, idleSince: hints.idleSince, now: now))
             case .lost:
                 perform(machine.lost())
+                self.watcher = nil
+                if now - connectedAt >= Self.longestReconnect { reconnectDelay = Self.firstReconnect }
+                scheduleReconnect(now: now)
             }
         }
     }
@@ -78,6 +98,26 @@ final class LogindFollower: @unchecked Sendable {
             case .disarmIdleTimer: idleTimer.disarm()
             }
         }
+    }
+
+    /// Tries the bus again after a loss: on success logind is followed as at start (a new
+    /// lock, the session's hints read at once); otherwise waits longer.
+    private func reconnect(now: Duration) {
+        guard let opened = LogindWatcher.open(logger: logger) else {
+            scheduleReconnect(now: now)
+            return
+        }
+        // logind may come back after the bus: the watcher takes it up when it does.
+        logger.notice("back on the system bus; following logind")
+        watcher = opened
+        reconnectAt = nil
+        connectedAt = now
+    }
+
+    /// Each wait twice the last, so a bus that keeps going away is not hammered.
+    private func scheduleReconnect(now: Duration) {
+        reconnectAt = now + reconnectDelay
+        reconnectDelay = min(reconnectDelay * 2, Self.longestReconnect)
     }
 
     /// `--pause-when` without a session to follow would silently never pause: say so once.

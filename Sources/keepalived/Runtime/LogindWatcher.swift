@@ -26,7 +26,7 @@ final class LogindWatcher {
         case prepareForSleep(Bool)
         /// The session's hints, read whenever they changed (and once at start).
         case session(SessionHints)
-        /// The bus went away; nothing more will come.
+        /// The bus went away; nothing more will come from this watcher.
         case lost
     }
 
@@ -40,6 +40,9 @@ final class LogindWatcher {
     private var bus: OpaquePointer?
     private var sleepSlot: OpaquePointer?
     private var sessionSlot: OpaquePointer?
+    private var ownerSlot: OpaquePointer?
+    /// logind took its name on the bus after this watcher connected (it started, or restarted).
+    private var logindAppeared = false
     private var sleepLock: Int32 = -1
     /// The followed session's object path, `nil` without one.
     private(set) var session: String?
@@ -74,6 +77,18 @@ final class LogindWatcher {
             logger.debug("not following logind: cannot subscribe", metadata: ["error": "\(Errno(-matched))"])
             return nil
         }
+        // A logind that starts (or restarts) after this connection gets the lock and the
+        // session subscription it would have had.
+        let watched = ka_bus_match_logind_owner(bus, &watcher.ownerSlot, { message, userdata, _ in
+            guard let message, let userdata else { return 0 }
+            var owner: UnsafePointer<CChar>?
+            guard ka_bus_read_new_owner(message, &owner) >= 0, let owner, owner.pointee != 0 else { return 0 }
+            Unmanaged<LogindWatcher>.fromOpaque(userdata).takeUnretainedValue().logindAppeared = true
+            return 0
+        }, Unmanaged.passUnretained(watcher).toOpaque())
+        if watched < 0 {
+            logger.debug("cannot watch for logind to (re)start", metadata: ["error": "\(Errno(-watched))"])
+        }
         // Without a lock (polkit may refuse one to a service user) sleep is still followed:
         // the outputs close as sleep begins, only without holding it up until they have.
         watcher.takeSleepLock()
@@ -94,25 +109,41 @@ final class LogindWatcher {
         guard let bus else { return -1 }
         var deadline: UInt64 = 0
         guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return -1 }
-        let now = Self.monotonicNow()
-        let deadlineInstant = Duration.microseconds(Int64(clamping: deadline))
-        guard deadlineInstant > now else { return 0 }
-        let (seconds, attoseconds) = (deadlineInstant - now).components
+        return Self.milliseconds(until: .microseconds(Int64(clamping: deadline)))
+    }
+
+    /// A `poll` timeout that ends no earlier than `deadline` (CLOCK_MONOTONIC).
+    static func milliseconds(until deadline: Duration) -> Int32 {
+        let now = monotonicNow()
+        guard deadline > now else { return 0 }
+        let (seconds, attoseconds) = (deadline - now).components
         return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
     }
 
     /// Reads what arrived; the events in order. A bus that went away is closed after one
-    /// warning and reported as ``Event/lost``: the daemon plays on as if there were no logind.
+    /// warning and reported as ``Event/lost``: the daemon plays on as if there were no logind
+    /// until ``LogindFollower`` reconnects.
     func process() -> [Event] {
         while let bus {
             let result = sd_bus_process(bus, nil)
             if result < 0 {
-                logger.warning("lost the system bus; no longer following logind", metadata: ["error": "\(Errno(-result))"])
+                logger.warning("lost the system bus; playing regardless until it is back", metadata: ["error": "\(Errno(-result))"])
                 close()
                 pending.append(.lost)
                 break
             }
             if result == 0 { break }
+        }
+        if logindAppeared, bus != nil {
+            logindAppeared = false
+            logger.debug("logind appeared on the system bus")
+            // A new logind knows no sleep in progress: its first PrepareForSleep is still to come.
+            releaseSleepLock()
+            takeSleepLock()
+            sessionSlot = sessionSlot.flatMap { sd_bus_slot_unref($0) }
+            session = nil
+            attachSession()
+            pending.append(.prepareForSleep(false))
         }
         if sessionChanged {
             sessionChanged = false
@@ -203,6 +234,7 @@ final class LogindWatcher {
         releaseSleepLock()
         sleepSlot = sleepSlot.flatMap { sd_bus_slot_unref($0) }
         sessionSlot = sessionSlot.flatMap { sd_bus_slot_unref($0) }
+        ownerSlot = ownerSlot.flatMap { sd_bus_slot_unref($0) }
         bus = bus.flatMap { sd_bus_flush_close_unref($0) }
     }
 }

@@ -19,7 +19,9 @@ System unit (keepalived-audio.service):
   under a second (PrepareForSleep to its output closed) and logind began the sleep long before
   its InhibitDelayMaxSec; `resumed reason=sleep` comes after `PM: suspend exit` and
   systemd-sleep's return; then status is `playing` again, the PCM RUNNING, logind lists a new
-  lock from the same process, and the service never restarted.
+  lock from the same process, and the service never restarted;
+- `systemctl restart systemd-logind`: keepalived sees logind take its bus name anew and logind
+  lists exactly one lock from it afterwards.
 
 User unit (keepalived.service under `systemd --user`), with a real login session (a PAM `login`
 session opened by systemd-run, type tty, class user: logind makes it the user's Display) and
@@ -263,6 +265,18 @@ vt.check("new-lock-after-resume", lock, f"logind lists {lock.value if lock else 
 st = show("MainPID", "NRestarts", "ActiveState")
 vt.check("service-never-restarted", int(st["MainPID"]) == pid and st["NRestarts"] == "0" and st["ActiveState"] == "active",
          f"MainPID {st['MainPID']} (was {pid}), NRestarts {st['NRestarts']}, {st['ActiveState']}")
+
+# -- system unit: logind restarted ---------------------------------------------------------------
+# logind keeps its inhibitors across a restart; keepalived, seeing logind take its name anew,
+# gives its lock back and takes a new one (so one lock, never two, never none).
+cursor = vt.run(["journalctl", "-n0", "--show-cursor", "--no-pager"]).stdout.strip().rsplit("cursor: ", 1)[-1]
+r = vt.run(["systemctl", "restart", "systemd-logind.service"], timeout=120)
+seen = vt.wait_until(lambda: first(entries_since(), r"^logind appeared on the system bus", _PID=pid), 15)
+lock = vt.wait_until(lambda: len(keepalived_lock(pid)) == 1 and seen, 15)
+st = show("MainPID", "NRestarts")
+vt.check("lock-after-logind-restart", r.returncode == 0 and seen and lock and int(st["MainPID"]) == pid,
+         f"systemctl restart systemd-logind: exit {r.returncode}; keepalived saw it {'after %.1f s' % seen.seconds if seen else 'never'}; "
+         f"logind lists {keepalived_lock(pid)}; MainPID {st['MainPID']} (was {pid}), NRestarts {st['NRestarts']}")
 vt.run(["systemctl", "stop", UNIT], timeout=60)
 
 # -- user unit: a real login session, --pause-when locked --------------------------------------

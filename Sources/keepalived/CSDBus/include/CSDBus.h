@@ -19,6 +19,13 @@ int ka_bus_match_prepare_for_sleep(sd_bus *bus, sd_bus_slot **slot, sd_bus_messa
 /// Reads the one boolean argument of a PrepareForSleep signal.
 int ka_bus_read_bool(sd_bus_message *message, int *value);
 
+/// Calls `handler` whenever org.freedesktop.login1 changes owner (logind started or restarted,
+/// or gone), and for no other name: a busy bus's other names never wake the daemon.
+int ka_bus_match_logind_owner(sd_bus *bus, sd_bus_slot **slot, sd_bus_message_handler_t handler, void *userdata);
+
+/// Reads the new owner of a NameOwnerChanged signal; "" when the name was let go.
+int ka_bus_read_new_owner(sd_bus_message *message, const char **owner);
+
 /// The object path of the session of `pid` (Manager.GetSessionByPID), malloc'ed into `*path`.
 int ka_bus_session_by_pid(sd_bus *bus, uint32_t pid, char **path);
 
