@@ -108,6 +108,48 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
+        @Test("a reload turns --linger on, off, or refuses it for a lone hardware output, without a restart",
+              .enabled(if: PulseAudioServer.isInstalled))
+        func reload() async throws {
+            let server = try PulseAudioServer()
+            try await server.start(suspendTimeout: 1)
+            defer { server.stop() }
+            let pulse = PulseClient(environment: server.environment, sink: server.sinkName)
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            let options = server.directory.appendingPathComponent("options")
+            func write(_ line: String) throws {
+                try "KEEPALIVED_OPTIONS=\"\(line)\"\n".write(to: options, atomically: true, encoding: .utf8)
+            }
+            func reload() throws -> [String: Any] { try UnixClient(connectingTo: socket).request("reload") }
+            try write("-d pulse")
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--config", options.path, "--socket", socket],
+                                          environment: server.environment, directory: server.directory, label: "keepalived")
+            defer { daemon.signal(SIGKILL) }
+            try await waitUntil("keepalived on the sink", timeout: .seconds(5)) { pulse.hasStream(of: daemon.pid) }
+
+            try write("-d pulse --linger 2")
+            #expect(try reload()["ok"] as? Bool == true)
+            try await daemon.waitForLog("--linger 2 s now applies to pulse")
+            try await daemon.waitForLog("letting it sleep (--linger)", timeout: .seconds(5))
+            try await waitUntil("keepalived's stream to leave the sink", timeout: .seconds(2)) { !pulse.hasStream(of: daemon.pid) }
+            #expect(try await Self.status(socket: socket).reason == "linger")
+
+            // Refused as such a start would be: the running configuration stays, and it sleeps on.
+            try write("-d hw:0 --linger 2")
+            let refused = try reload()
+            #expect(refused["ok"] as? Bool == false)
+            #expect((refused["error"] as? String ?? "").contains("--linger needs a sound-server output"), "\(refused)")
+            #expect(try await Self.status(socket: socket).reason == "linger")
+
+            try write("-d pulse")
+            #expect(try reload()["ok"] as? Bool == true)
+            try await daemon.waitForLog("--linger is off")
+            try await waitUntil("keepalived back on the sink", timeout: .seconds(2)) { pulse.hasStream(of: daemon.pid) }
+            #expect(try await Self.status(socket: socket).linger == nil)
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+        }
+
         struct Status {
             let state: String
             let reason: String?

@@ -98,7 +98,7 @@ struct RunCommand: ParsableCommand {
             throw SysExit.osError
         }
         let manager = try KeepAliveManager(configuration: configuration, logger: logger)
-        let linger = lingerPlan.flatMap { Self.lingerWatcher($0, manager: manager, logger: logger) }
+        let linger = LingerController(plan: lingerPlan, manager: manager, logger: logger)
         let started = ContinuousClock.now
         let paths = socket.paths
         let stopRequest = StopRequest()
@@ -107,18 +107,21 @@ struct RunCommand: ParsableCommand {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
-        let reloader = Reloader(manager: manager, logger: logger, load: { try currentOptions() }, applied: { next in
-            logind.policyChanged((try? next.session.policy) ?? PauseStateMachine.Policy())
-            // The linger watcher and the outputs it applies to are set up once, at start.
-            if next.lingerDuration != options.lingerDuration {
-                logger.warning("--linger is read at start only: restart keepalived to apply \(next.linger.map { "--linger \($0)" } ?? "no --linger")")
+        let reloader = Reloader(manager: manager, logger: logger, load: { try currentOptions() }, prepare: { next, configuration in
+            let policy = (try? next.session.policy) ?? PauseStateMachine.Policy()
+            let plan = try next.lingerDuration.map {
+                try LingerPlan(duration: $0, devices: configuration.devices, hasSelection: next.selection != nil)
+            }
+            return {
+                logind.policyChanged(policy)
+                linger.apply(plan)
             }
         })
 
         let control: ControlServer
         do {
             control = try ControlServer(paths: paths, logger: logger, handlers: .init(
-                status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, linger: lingerPlan, watcher: linger) },
+                status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, linger: linger.snapshot) },
                 stop: { stopRequest.trigger() },
                 reload: { reloader.reload(trigger: "control socket") }))
         } catch {
@@ -141,21 +144,6 @@ struct RunCommand: ParsableCommand {
             throw error is ControlSocketError ? SysExit.cannotCreate : SysExit.osError
         }
     }
-
-    /// The watcher `--linger` needs, after warning once about each output it does not apply to;
-    /// nil when nothing can linger. Without libpulse every output is kept awake (fail safe).
-    static func lingerWatcher(_ plan: LingerPlan, manager: KeepAliveManager, logger: Logger) -> LingerWatcher? {
-        for why in plan.unsupported {
-            logger.warning("--linger is not supported here: \(why); it is kept awake all the time")
-        }
-        guard !plan.outputs.isEmpty else { return nil }
-        do {
-            return try LingerWatcher(duration: plan.duration, outputs: plan.outputs, manager: manager, logger: logger)
-        } catch {
-            logger.warning("--linger disabled: \(error); keeping \(plan.outputs.joined(separator: ", ")) awake all the time")
-            return nil
-        }
-    }
 }
 
 /// Lets the control socket's `stop` request end the main loop the same way SIGTERM does.
@@ -171,7 +159,7 @@ final class StopRequest: Sendable {
 
 extension DaemonStatus {
     init(manager: KeepAliveManager, started: ContinuousClock.Instant, paths: RuntimePaths, logFile: String?,
-         linger: LingerPlan? = nil, watcher: LingerWatcher? = nil) {
+         linger: (plan: LingerPlan?, watcher: LingerWatcher?) = (nil, nil)) {
         // One snapshot: the state is the outputs' own, the ceiling the configuration's they play.
         let snapshot = manager.snapshot
         let state = snapshot.state
@@ -181,7 +169,7 @@ extension DaemonStatus {
             outputs: snapshot.outputs.map { output in
                 let own = snapshot.configuration.configuration(for: output.device)
                 var report = OutputReport(output, ceiling: own.ceiling, signal: own.signal.description)
-                if let linger { report.linger = LingerReport(device: output.device, plan: linger, watcher: watcher) }
+                if let plan = linger.plan { report.linger = LingerReport(device: output.device, plan: plan, watcher: linger.watcher) }
                 return report
             },
             exclude: snapshot.configuration.exclusions.isEmpty ? nil : snapshot.configuration.exclusions.map(\.pattern))

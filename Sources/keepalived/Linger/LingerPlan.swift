@@ -7,7 +7,7 @@
 /// plan.outputs       // ["pulse"]
 /// plan.unsupported   // ["hw:0 is a hardware output"]
 /// ```
-struct LingerPlan {
+struct LingerPlan: Equatable, Sendable {
     let duration: Duration
     let outputs: [String]
     /// Why each other output does not linger, one line each.

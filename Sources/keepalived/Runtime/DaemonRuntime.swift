@@ -33,7 +33,7 @@ final class DaemonRuntime: @unchecked Sendable {
     let logind: LogindFollower
     /// `--linger`'s watcher: runs on libpulse's own thread, started after the outputs, stopped
     /// before them.
-    let linger: LingerWatcher?
+    let linger: LingerController?
     let logger: Logger
     private let signals: SignalDescriptor
     /// Rung by playback threads on every event, raised by a `stop` request. Thread-safe.
@@ -50,7 +50,7 @@ final class DaemonRuntime: @unchecked Sendable {
     }
 
     init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, notifier: SystemdNotifier?,
-         scanner: OutputScanner?, logind: LogindFollower, linger: LingerWatcher? = nil, signals: SignalDescriptor, logger: Logger) {
+         scanner: OutputScanner?, logind: LogindFollower, linger: LingerController? = nil, signals: SignalDescriptor, logger: Logger) {
         self.manager = manager
         self.control = control
         self.reloader = reloader

@@ -10,15 +10,18 @@ struct Reloader: Sendable {
     let manager: KeepAliveManager
     let logger: Logger
     let load: @Sendable () throws -> PlaybackOptions
-    /// Takes the daemon's own settings from options the manager accepted (`--pause-when`, …).
-    let applied: @Sendable (PlaybackOptions) -> Void
+    /// Checks the daemon's own settings (`--pause-when`, `--linger`, …) before anything changes,
+    /// throwing to refuse the reload, and returns how to apply them once the manager took the
+    /// configuration.
+    let prepare: @Sendable (PlaybackOptions, KeepAliveConfiguration) throws -> @Sendable () -> Void
 
     func reload(trigger: String) -> ControlReply {
         let configuration: KeepAliveConfiguration
-        let options: PlaybackOptions
+        let apply: @Sendable () -> Void
         do {
-            options = try load()
+            let options = try load()
             configuration = try options.makeConfiguration()
+            apply = try prepare(options, configuration)
         } catch {
             let message = (error as? CleanExit)?.description ?? "\(error)"
             logger.error("reload refused; keeping the running configuration", metadata: ["trigger": "\(trigger)", "error": "\(message)"])
@@ -26,7 +29,7 @@ struct Reloader: Sendable {
         }
         do {
             let outcome = try manager.reconfigure(configuration)
-            applied(options)
+            apply()
             logger.info("reloaded", metadata: ["trigger": "\(trigger)", "outcome": "\(outcome)"])
             return ControlReply(ok: true, changed: outcome != .unchanged)
         } catch {

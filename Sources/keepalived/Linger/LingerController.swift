@@ -1,0 +1,87 @@
+import KeepAlive
+import Logging
+import Synchronization
+
+/// `--linger` in the running daemon: the plan and the ``LingerWatcher`` carrying it out, replaced
+/// as a whole when a reload changes the duration or the outputs it applies to. Outputs the old
+/// watcher let sleep play again first; the new one starts with a whole window, as at start.
+///
+/// ```swift
+/// let linger = LingerController(plan: plan, manager: manager, logger: logger)
+/// linger.start()
+/// linger.apply(newPlan)   // on reload; nil turns --linger off
+/// linger.stop()
+/// ```
+/// Concurrency: any thread (a reload runs on the main thread or the control socket's).
+final class LingerController: Sendable {
+    let manager: KeepAliveManager
+    let logger: Logger
+    private let current: Mutex<Current>
+
+    private struct Current: ~Copyable {
+        var plan: LingerPlan?
+        var watcher: LingerWatcher?
+        var running = false
+    }
+
+    init(plan: LingerPlan?, manager: KeepAliveManager, logger: Logger) {
+        self.manager = manager
+        self.logger = logger
+        let watcher = plan.flatMap { Self.watcher(for: $0, manager: manager, logger: logger) }
+        current = Mutex(Current(plan: plan, watcher: watcher))
+    }
+
+    /// What `status` shows: the plan and its watcher, from one moment.
+    var snapshot: (plan: LingerPlan?, watcher: LingerWatcher?) {
+        current.withLock { ($0.plan, $0.watcher) }
+    }
+
+    func start() {
+        current.withLock { current in
+            current.running = true
+            current.watcher?.start()
+        }
+    }
+
+    /// Lets go of the server; the outputs stay as they are (the manager stops them next).
+    func stop() {
+        current.withLock { current in
+            current.running = false
+            current.watcher?.stop()
+        }
+    }
+
+    /// A reload's plan (nil: no `--linger`); nothing happens when it is the running one.
+    func apply(_ plan: LingerPlan?) {
+        current.withLock { current in
+            guard plan != current.plan else { return }
+            if let old = current.watcher {
+                old.stop()
+                for output in old.outputs { manager.resume(.linger, output: output) }
+            }
+            current.plan = plan
+            current.watcher = plan.flatMap { Self.watcher(for: $0, manager: manager, logger: logger) }
+            if let plan {
+                logger.notice("--linger \(LingerWatcher.describe(plan.duration)) now applies to \(plan.outputs.isEmpty ? "no output" : plan.outputs.joined(separator: ", "))")
+            } else {
+                logger.notice("--linger is off: every output is kept awake")
+            }
+            if current.running { current.watcher?.start() }
+        }
+    }
+
+    /// The watcher a plan needs, after warning once about each output it does not apply to;
+    /// nil when nothing can linger. Without libpulse every output is kept awake (fail safe).
+    private static func watcher(for plan: LingerPlan, manager: KeepAliveManager, logger: Logger) -> LingerWatcher? {
+        for why in plan.unsupported {
+            logger.warning("--linger is not supported here: \(why); it is kept awake all the time")
+        }
+        guard !plan.outputs.isEmpty else { return nil }
+        do {
+            return try LingerWatcher(duration: plan.duration, outputs: plan.outputs, manager: manager, logger: logger)
+        } catch {
+            logger.warning("--linger disabled: \(error); keeping \(plan.outputs.joined(separator: ", ")) awake all the time")
+            return nil
+        }
+    }
+}
