@@ -85,6 +85,10 @@ class RigError(Exception):
     """The rig itself could not do its part (no kernel, no QEMU, bad arguments)."""
 
 
+# Host environment variables a guest scenario reads (see the scenarios' docstrings).
+GUEST_KNOBS = ("KEEPALIVED_VM_SECONDS",)
+
+
 def log(msg):
     print(f"vm: {msg}", file=sys.stderr, flush=True)
 
@@ -569,6 +573,8 @@ class VM:
         }
         for kind, idx in self.cards.items():
             cenv[f"VM_CARD_{kind.upper()}"] = str(idx)
+        # The host's knobs for the guest's own scenarios (the host-side check reads them too).
+        cenv.update({k: v for k, v in os.environ.items() if k in GUEST_KNOBS})
         cenv.update({k: str(v) for k, v in self.env.items()})
         prog = self.command[0]
         argv = list(self.command)
