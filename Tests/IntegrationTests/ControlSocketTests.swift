@@ -150,8 +150,7 @@ extension Integration {
             let timedOut = slow.readLine(timeout: .seconds(8))
             #expect(timedOut?.contains("timed out") == true, "\(timedOut ?? "nil")")
             try await expectPlayingAndAnswering(daemon)
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
             #expect(!FileManager.default.fileExists(atPath: socketPath))
         }
     }

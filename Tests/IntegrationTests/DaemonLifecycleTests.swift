@@ -148,8 +148,7 @@ extension Integration {
             let third = try await runCommand(binary, ["run", "-d", "null", "--socket", socketPath])
             #expect(third.status == 75)
             #expect(third.stderr.contains("already running (pid \(second.pid))"), "\(third.stderr)")
-            second.signal(SIGTERM)
-            #expect(try await second.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(second.stderr)")
+            #expect(try await second.terminate(within: .seconds(1)) == 0, "log:\n\(second.stderr)")
         }
     }
 }

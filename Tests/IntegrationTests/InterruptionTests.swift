@@ -299,8 +299,7 @@ extension Integration {
             #expect(!samples.isEmpty)
             #expect(samples.allSatisfy { $0 == -1 }, "found samples \(Set(samples).sorted().prefix(8)) besides -1")
             #expect(daemon.isRunning, "keepalived exited:\n\(daemon.stderr)")
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
     }
 }

@@ -64,8 +64,7 @@ extension Integration {
                                           environment: ["PULSE_SERVER": "unix:\(directory.path)/none", "XDG_RUNTIME_DIR": directory.path],
                                           directory: directory, label: "keepalived")
             try await daemon.waitForLog("--linger is not supported here: hw:0 is a hardware output; it is kept awake all the time")
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "\(daemon.stderr)")
             #expect(daemon.stderr.components(separatedBy: "is not supported here").count == 2, "one warning:\n\(daemon.stderr)")
         }
 
@@ -104,8 +103,7 @@ extension Integration {
             try await waitUntil("keepalived to let the sink sleep again", timeout: .seconds(5)) { !pulse.hasStream(of: daemon.pid) }
             #expect(daemon.stderr.components(separatedBy: "letting it sleep (--linger)").count == 3, "\(daemon.stderr)")
 
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("a reload turns --linger on, off, or refuses it for a lone hardware output, without a restart",
@@ -146,8 +144,7 @@ extension Integration {
             try await daemon.waitForLog("--linger is off")
             try await waitUntil("keepalived back on the sink", timeout: .seconds(2)) { pulse.hasStream(of: daemon.pid) }
             #expect(try await Self.status(socket: socket).linger == nil)
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
         struct Status {
@@ -182,8 +179,7 @@ extension Integration {
             let status = try await Self.status(socket: socket)
             #expect(status.linger?["active"] as? Bool == false, "\(status)")
             #expect((status.linger?["note"] as? String)?.contains("libpulse") == true, "\(status)")
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
         // MARK: - The scenario
@@ -250,8 +246,7 @@ extension Integration {
             #expect(back < .seconds(1).underSanitizer, "keepalived came back \(back) after the new stream")
             try await daemon.waitForLog("another stream plays on sink \(sink): keeping it awake")
 
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
     }
 }

@@ -115,8 +115,7 @@ extension Integration {
             try await waitUntil("playing again", timeout: .seconds(2)) { (try? status().state) == "playing" }
             #expect(count("resumed reason=sleep", in: daemon.stderr) == 1, "logged once:\n\(daemon.stderr)")
             // A clean exit: under a sanitizer, a report about the bus code fails it.
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(5)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("--pause-when locked and idle: paused while the session is locked or idle for --idle-after, back at once when active")
@@ -150,8 +149,7 @@ extension Integration {
             try await waitUntil("playing again", timeout: .seconds(1)) { (try? status().state) == "playing" }
             #expect(count("paused reason=locked", in: daemon.stderr) == 1)
             #expect(count("paused reason=idle", in: daemon.stderr) == 2)
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(5)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("without --pause-when a lock changes nothing; a reload that adds it pauses at once, one that drops it resumes")
@@ -236,8 +234,7 @@ extension Integration {
             try await waitUntil("the new lock released before sleep", timeout: .seconds(5)) { second.output.contains("released 1") }
             #expect(try status().state == "sleeping")
             #expect(count("lost the system bus", in: daemon.stderr) == 1, "log:\n\(daemon.stderr)")
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(5)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("logind restarted on the same bus: a new lock from the new logind and its session followed, not a second lock")

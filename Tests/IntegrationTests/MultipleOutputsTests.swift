@@ -29,8 +29,7 @@ extension Integration {
             try await daemon.waitForLog("recovered", timeout: .seconds(3))
             #expect(try device.capturedSamples(device: "faulty").allSatisfy { $0 == -1 })
             #expect(try device.capturedSamples(device: "faulty-noresume").allSatisfy { $0 == -1 })
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
         func statusJSON(_ device: FaultyDevice) async throws -> [[String: Any]]? {

@@ -56,8 +56,7 @@ extension Integration {
             let before = device.capturedBytes(device: "receiver")
             try await waitUntil("the receiver still playing", timeout: .seconds(2)) { device.capturedBytes(device: "receiver") > before }
             #expect(daemon.stderr.contains("outputs changed"))
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
     }
 }

@@ -41,8 +41,7 @@ extension Integration {
             #expect(reportC["signal"] as? String == "fluctuate:50" && abs((reportC["volume"] as? Double ?? 0) - 0.01) < 1e-9, "\(reportC)")
             let text = try await runCommand(binary, ["status", "--socket", socket])
             #expect(text.stdout.contains("signal: fluctuate:50, level: 0.01 (-40.0 dBFS) (ceiling 0.05 (-26.0 dBFS))"), "\(text.stdout)")
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("a reload that changes one output's settings in the options file changes that output only; the others are not touched")
@@ -82,8 +81,7 @@ extension Integration {
             #expect(refused["ok"] as? Bool == false)
             #expect((refused["error"] as? String)?.contains("output 'faulty': volume 0.9 is above its ceiling") == true, "\(refused)")
             #expect(daemon.isRunning)
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("a bad --output is a usage error (64) that names it")

@@ -51,8 +51,7 @@ extension Integration {
             }
             #expect(try device.capturedSamples().allSatisfy { $0 == -1 })
             #expect(daemon.isRunning)
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
     }
 }

@@ -61,8 +61,7 @@ extension Integration {
             let outputs = (status["status"] as? [String: Any])?["outputs"] as? [[String: Any]]
             #expect(outputs?.map { $0["device"] as? String } == [device])
 
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
         func samples(_ url: URL) throws -> [Int16] {

@@ -38,8 +38,7 @@ extension Integration {
                                           environment: environment, directory: directory, label: "keepalived")
             try await daemon.waitForLog("playing")
             try await waitUntil("the control socket", timeout: .seconds(2)) { FileManager.default.fileExists(atPath: socket) }
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(3)) == 0, "\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(3)) == 0, "\(daemon.stderr)")
         }
 
         @Test("--socket in an existing directory leaves that directory as it is (it once made /tmp 0700)")

@@ -112,8 +112,7 @@ extension Integration {
             #expect(lines.count == 1, "log:\n\(daemon.stderr)")
             #expect(daemon.stderr.components(separatedBy: "waiting for device").count == 2, "logged per retry:\n\(daemon.stderr)")
             print("PulseAudio started late: stream on the sink \(delay.wholeMilliseconds) ms after it accepted clients")
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
         /// Exactly one recovery per crash, all for `reason`, counted 1…5 by the manager; the same
@@ -130,8 +129,7 @@ extension Integration {
                 #expect(counts == [reason: Self.rounds], "status --json says \(counts)")
             }
             #expect(daemon.isRunning)
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
     }
 }

@@ -39,8 +39,7 @@ extension Integration {
                     guard daemon.isRunning else { throw DeadlineExceeded(what: "keepalived running; it exited: \(daemon.stderr)", timeout: .zero) }
                     return ((try? FileManager.default.attributesOfItem(atPath: capture.path)[.size] as? Int) ?? 0) >= wanted
                 }
-                daemon.signal(SIGTERM)
-                #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+                #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
                 #expect(logFields(daemon.stderr, line: "opened")?["format"] == format)
                 let data = try FileContents.data(capture)
                 let frames = Int(seconds * 48000)

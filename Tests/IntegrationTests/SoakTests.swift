@@ -142,8 +142,7 @@ extension Integration {
             #expect(samples.count > 44100)
             #expect(samples.allSatisfy { $0 == -1 }, "found samples \(Set(samples).sorted().prefix(8)) besides -1")
             #expect(daemon.isRunning)
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
         struct DaemonExited: Error, CustomStringConvertible {

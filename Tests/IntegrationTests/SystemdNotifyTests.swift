@@ -39,8 +39,7 @@ extension Integration {
                 #expect(interval > .milliseconds(120) && interval < .milliseconds(400).underSanitizer, "ping interval \(interval)")
             }
 
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
             #expect(listener.assignments.contains { $0.line == "STOPPING=1" })
         }
 
@@ -74,8 +73,7 @@ extension Integration {
             try await waitUntil("pings to resume", timeout: .seconds(3)) {
                 listener.assignments.dropFirst(released).contains { $0.line == "WATCHDOG=1" }
             }
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("STATUS= follows the state: waiting for a device that does not exist")
@@ -86,8 +84,7 @@ extension Integration {
             #expect(listener.assignments.contains { $0.line == "STATUS=waiting for device (no-device) on hw:CARD=NoSuchCard,DEV=0" },
                     "\(listener.assignments.map(\.line))")
             #expect(!listener.assignments.contains { $0.line == "WATCHDOG=1" }, "pinged without WATCHDOG_USEC")
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("--digital with no digital output: stays up, READY=1, STATUS= names the wait and the selection")
@@ -102,8 +99,7 @@ extension Integration {
             #expect(listener.assignments.contains { $0.line == "READY=1" })
             #expect(listener.assignments.contains { $0.line == "STATUS=waiting for device (no-device): no digital output yet" },
                     "\(listener.assignments.map(\.line))")
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
         }
 
         @Test("under the journal, lines carry syslog priorities and no timestamp")
@@ -111,8 +107,7 @@ extension Integration {
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:CARD=NoSuchCard,DEV=0", "--socket", directory.appendingPathComponent("rt-j/control.sock").path],
                                           environment: ["JOURNAL_STREAM": "8:12345"], directory: directory, label: "keepalived")
             try await daemon.waitForLog("waiting for device")
-            daemon.signal(SIGTERM)
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
+            #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
             let lines = daemon.stderr.split(separator: "\n")
             #expect(lines.contains { $0.hasPrefix("<6>starting") }, "\(daemon.stderr)")
             #expect(lines.contains { $0.hasPrefix("<4>waiting for device (no-device)") }, "\(daemon.stderr)")

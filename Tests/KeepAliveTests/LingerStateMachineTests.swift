@@ -16,6 +16,15 @@ struct LingerStateMachineTests {
         return LingerView(streams: streams, sinks: [1, 2], defaultSink: defaultSink)
     }
 
+    /// Started at 0, the server answered at once with nothing else playing: paused at 10.
+    private func pausedAfterTheFirstWindow() -> LingerStateMachine {
+        var machine = LingerStateMachine(duration: linger)
+        _ = machine.start(at: at(0))
+        _ = machine.serverChanged(view(), at: at(0.1))
+        _ = machine.timerFired(at: at(10))
+        return machine
+    }
+
     @Test("at start the window runs from start: nothing else plays, so the output is paused at the deadline")
     func pausesAfterTheFirstWindow() {
         var machine = LingerStateMachine(duration: linger)
@@ -42,10 +51,7 @@ struct LingerStateMachineTests {
 
     @Test("while paused, a new stream on the sink resumes at once; one on another sink or corked does not")
     func resumesOnANewStream() {
-        var machine = LingerStateMachine(duration: linger)
-        _ = machine.start(at: at(0))
-        _ = machine.serverChanged(view(), at: at(0.1))
-        _ = machine.timerFired(at: at(10))
+        var machine = pausedAfterTheFirstWindow()
         // Paused: keepalived's own stream is gone; the sink it last used is watched.
         #expect(machine.serverChanged(view(own: nil, defaultSink: 2), at: at(11)) == [])
         #expect(machine.sink == 1)
@@ -67,10 +73,7 @@ struct LingerStateMachineTests {
 
     @Test("a lost server resumes a paused output and stops the clock; the window restarts when it answers")
     func failsSafe() {
-        var machine = LingerStateMachine(duration: linger)
-        _ = machine.start(at: at(0))
-        _ = machine.serverChanged(view(), at: at(0.1))
-        _ = machine.timerFired(at: at(10))
+        var machine = pausedAfterTheFirstWindow()
         #expect(machine.serverLost() == [.resume])
         #expect(!machine.isConnected && !machine.isPaused)
         #expect(machine.timerFired(at: at(30)) == [])

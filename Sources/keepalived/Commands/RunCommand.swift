@@ -81,9 +81,7 @@ struct RunCommand: ParsableCommand {
         do {
             options = try currentOptions()
             configuration = try options.makeConfiguration()
-            lingerPlan = try options.lingerDuration.map {
-                try LingerPlan(duration: $0, devices: configuration.devices, hasSelection: options.selection != nil)
-            }
+            lingerPlan = try options.lingerPlan(for: configuration)
         } catch let exit as CleanExit {
             printError("keepalived: error: \(exit.description)")
             throw exit.code
@@ -109,9 +107,7 @@ struct RunCommand: ParsableCommand {
         }
         let reloader = Reloader(manager: manager, logger: logger, load: { try currentOptions() }, prepare: { next, configuration in
             let policy = (try? next.session.policy) ?? PauseStateMachine.Policy()
-            let plan = try next.lingerDuration.map {
-                try LingerPlan(duration: $0, devices: configuration.devices, hasSelection: next.selection != nil)
-            }
+            let plan = try next.lingerPlan(for: configuration)
             return {
                 logind.policyChanged(policy)
                 linger.apply(plan)

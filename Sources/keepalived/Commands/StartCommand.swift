@@ -29,10 +29,7 @@ struct StartCommand: ParsableCommand {
     func run() throws {
         // Refuse bad options and clips here, so no daemon is ever started only to die.
         do {
-            let configuration = try playback.makeConfiguration()
-            if let linger = playback.lingerDuration {
-                _ = try LingerPlan(duration: linger, devices: configuration.devices, hasSelection: playback.selection != nil)
-            }
+            _ = try playback.lingerPlan(for: playback.makeConfiguration())
         } catch let exit as CleanExit {
             throw exit.exit()
         }

@@ -26,7 +26,7 @@ extension KeepAliveState {
 }
 
 extension LingerReport {
-    /// What `--linger` does on `device`, from the plan made at start and the watcher's state.
+    /// What `--linger` does on `device`, from the running plan and its watcher's state.
     init(device: String, plan: LingerPlan, watcher: LingerWatcher?) {
         let seconds = plan.duration.seconds
         guard plan.outputs.contains(device) else {

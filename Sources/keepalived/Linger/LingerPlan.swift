@@ -1,6 +1,9 @@
-/// Which outputs `--linger` applies to, decided once at start: the sound-server outputs linger;
-/// every other output is kept awake all the time, with one warning each. Refused (exit 64) when
-/// only named outputs are given and none goes to a sound server: nothing could linger.
+import KeepAlive
+
+/// Which outputs `--linger` applies to, decided at start and on every reload: the sound-server
+/// outputs linger; every other output is kept awake all the time, with one warning each. Refused
+/// (exit 64) when only named outputs are given and none goes to a sound server: nothing could
+/// linger.
 ///
 /// ```swift
 /// let plan = try LingerPlan(duration: .seconds(600), devices: ["pulse", "hw:0"], hasSelection: false)
@@ -37,5 +40,14 @@ struct LingerPlan: Equatable, Sendable {
         self.outputs = outputs
         self.unsupported = unsupported
         self.keptAwake = keptAwake
+    }
+}
+
+extension PlaybackOptions {
+    /// `--linger`'s plan for the outputs `configuration` names; nil without `--linger`. The same
+    /// check for `run`, `start` (before any daemon is spawned) and a reload.
+    /// - Throws: ``CleanExit`` (64) when only named hardware outputs would linger.
+    func lingerPlan(for configuration: KeepAliveConfiguration) throws -> LingerPlan? {
+        try lingerDuration.map { try LingerPlan(duration: $0, devices: configuration.devices, hasSelection: selection != nil) }
     }
 }

@@ -31,8 +31,8 @@ final class DaemonRuntime: @unchecked Sendable {
     let notifier: SystemdNotifier?
     let scanner: OutputScanner?
     let logind: LogindFollower
-    /// `--linger`'s watcher: runs on libpulse's own thread, started after the outputs, stopped
-    /// before them.
+    /// `--linger`'s watcher (swapped on reload): runs on libpulse's own thread, started after
+    /// the outputs, stopped before them.
     let linger: LingerController?
     let logger: Logger
     private let signals: SignalDescriptor

@@ -92,6 +92,13 @@ final class ChildProcess: @unchecked Sendable {
         return terminationStatus ?? -1
     }
 
+    /// Sends SIGTERM, as systemd and `keepalived stop` do, and waits for the exit status.
+    @discardableResult
+    func terminate(within timeout: Duration) async throws -> Int32 {
+        signal(SIGTERM)
+        return try await waitForExit(timeout: timeout)
+    }
+
     /// Blocking form for short helper commands inside a synchronous condition.
     func waitForExitBlocking(timeout: Duration) -> Int32? {
         let deadline = ContinuousClock.now + timeout

@@ -14,6 +14,7 @@ device_add, system_wakeup, ...) and returns (rc, text) once it has; see HOST VER
 Tests/VM/README.md.
 """
 
+import glob
 import json
 import os
 import re
@@ -201,7 +202,29 @@ def run(cmd, timeout=60, **kw):
                           timeout=timeout, **kw)
 
 
+def one_line(text, limit=300):
+    """`text` squeezed onto one line of at most `limit` characters, for a report's detail."""
+    return " ".join(str(text).split())[:limit]
+
+
 # -- keepalived ------------------------------------------------------------------------------
+
+def install_package(timeout=180):
+    """Installs the newest dist/keepalived-audio_*.deb of the host's tree with dpkg, reported as
+    `package-built` and `dpkg-install`; ends the script when either fails."""
+    debs = sorted(glob.glob(os.path.join(os.environ["VM_REPO"], "dist", "keepalived-audio_*.deb")), key=os.path.getmtime)
+    if not check("package-built", bool(debs), debs[-1] if debs else "no dist/keepalived-audio_*.deb: run scripts/package first"):
+        finish()
+    # The host's policy-rc.d (a container's "never start services") would hide what the package's
+    # scripts do; a real box has none. mandb over 9p under TCG takes minutes: the index is not tested.
+    for path in ("/usr/sbin/policy-rc.d", "/var/lib/man-db/auto-update"):
+        if os.path.exists(path):
+            os.remove(path)
+    r = run(["dpkg", "-i", debs[-1]], timeout=timeout)
+    if not check("dpkg-install", r.returncode == 0, one_line(r.stdout[-300:])):
+        finish()
+    return debs[-1]
+
 
 def keepalived_status(keepalived, socket):
     """`keepalived status --json` of the daemon on `socket` as a dict, or None when none answers."""

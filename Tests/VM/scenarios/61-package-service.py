@@ -68,22 +68,8 @@ def write_options(options):
         f.write(f'KEEPALIVED_OPTIONS="{options}"\n')
 
 
-def one_line(text, limit=300):
-    return " ".join(text.split())[:limit]
-
-
 # -- the package --------------------------------------------------------------------------------
-debs = sorted(glob.glob(os.path.join(os.environ["VM_REPO"], "dist", "keepalived-audio_*.deb")), key=os.path.getmtime)
-if not vt.check("package-built", bool(debs), debs[-1] if debs else "no dist/keepalived-audio_*.deb: run scripts/package first"):
-    vt.finish()
-# The host's policy-rc.d (a container's "never start services") would hide what the package's
-# scripts do; a real box has none. mandb over 9p under TCG takes minutes: the index is not tested.
-for path in ("/usr/sbin/policy-rc.d", "/var/lib/man-db/auto-update"):
-    if os.path.exists(path):
-        os.remove(path)
-r = vt.run(["dpkg", "-i", debs[-1]], timeout=120)
-if not vt.check("dpkg-install", r.returncode == 0, one_line(r.stdout[-300:])):
-    vt.finish()
+vt.install_package(timeout=120)
 vt.check("not-started-on-install", show("ActiveState")["ActiveState"] == "inactive"
          and vt.run(["systemctl", "is-enabled", UNIT]).stdout.strip() == "disabled",
          f"{show('ActiveState', 'UnitFileState')}")
@@ -114,7 +100,7 @@ vt.check("start-active-running", r.returncode == 0 and st["ActiveState"] == "act
          f"systemctl start: exit {r.returncode} after {started:.1f} s; {st}")
 text = vt.run(["systemctl", "status", "--no-pager", UNIT]).stdout
 vt.check("systemctl-status-text", "active (running)" in text,
-         one_line(next((l for l in text.splitlines() if "Active:" in l), text)))
+         vt.one_line(next((l for l in text.splitlines() if "Active:" in l), text)))
 w = vt.wait_until(lambda: show("StatusText")["StatusText"] == f"playing on {device}", 20)
 vt.check("status-text-names-output", w, f"StatusText={show('StatusText')['StatusText']!r} after {w.seconds:.1f} s")
 
@@ -164,7 +150,7 @@ as_service, r1 = probe(["--reuid", str(uid), "--regid", gids[0] if gids else "0"
                         "--inh-caps=-all"])
 allowed = {n for n, res in as_service.items() if res == "ok"}
 vt.check("service-opens-only-snd", allowed == {CTL_NODE, "/dev/snd/timer", "/dev/null"},
-         f"as uid {uid}: {as_service or one_line(r1.stdout)}")
+         f"as uid {uid}: {as_service or vt.one_line(r1.stdout)}")
 as_root, r2 = probe([])
 # EPERM is the device cgroup's answer (root passes every file permission). /dev/kmsg is covered
 # by ProtectKernelLogs= first (an inaccessible node: EACCES); /dev/rtc0 is refused for writing
@@ -172,12 +158,12 @@ as_root, r2 = probe([])
 denied = [n for n in nodes if not n.startswith(("/dev/snd/", "/dev/null", "/dev/kmsg"))]
 vt.check("device-policy-denies-root", all(as_root.get(n) == "EPERM" for n in denied)
          and as_root.get("/dev/kmsg") in ("EPERM", "EACCES") and as_root.get(CTL_NODE) == "ok",
-         f"as root in {cgroup}: {as_root or one_line(r2.stdout)}")
+         f"as root in {cgroup}: {as_root or vt.one_line(r2.stdout)}")
 
 # -- the control socket from a root shell ---------------------------------------------------------
 r = keepalived("status")
 vt.check("status-default-socket", r.returncode == 0 and f"socket: {SOCK}" in r.stdout,
-         f"exit {r.returncode}: {one_line(r.stdout, 200)}")
+         f"exit {r.returncode}: {vt.one_line(r.stdout, 200)}")
 r = keepalived("status", "--socket", SOCK)
 vt.check("status-documented-socket", r.returncode == 0, f"keepalived status --socket {SOCK}: exit {r.returncode}")
 r = keepalived("status", env=dict(ROOT_ENV, KEEPALIVED_SOCKET=SOCK))
@@ -262,14 +248,14 @@ o = output() or {}
 vt.check("permission-denied-reason", w and show("ActiveState")["ActiveState"] == "active",
          f"state {o.get('state')}, reason {o.get('reason')} after {w.seconds:.1f} s; unit {show('ActiveState')['ActiveState']}")
 error = o.get("lastError") or ""
-vt.check("permission-denied-names-node", "/dev/snd/" in error and "audio" in error, one_line(error, 300))
+vt.check("permission-denied-names-node", "/dev/snd/" in error and "audio" in error, vt.one_line(error, 300))
 vt.check("permission-denied-status-text", "permission-denied" in show("StatusText")["StatusText"],
          f"StatusText={show('StatusText')['StatusText']!r}")
 r = keepalived("stop")
 w = vt.wait_until(lambda: show("ActiveState")["ActiveState"] == "inactive", 10)
 vt.check("stop-over-default-socket", r.returncode == 0 and w and show("Result")["Result"] == "success"
          and show("NRestarts")["NRestarts"] == "0",
-         f"keepalived stop: exit {r.returncode} ({one_line(r.stdout, 80)}); unit {show('ActiveState', 'Result', 'NRestarts')}")
+         f"keepalived stop: exit {r.returncode} ({vt.one_line(r.stdout, 80)}); unit {show('ActiveState', 'Result', 'NRestarts')}")
 r = keepalived("stop")
-vt.check("stop-when-stopped", r.returncode == 0, f"second keepalived stop: exit {r.returncode} ({one_line(r.stdout, 80)})")
+vt.check("stop-when-stopped", r.returncode == 0, f"second keepalived stop: exit {r.returncode} ({vt.one_line(r.stdout, 80)})")
 vt.finish()

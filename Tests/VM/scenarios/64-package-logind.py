@@ -50,9 +50,6 @@ ROOT_ENV = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", 
 DELAY_MAX = 5.0
 
 
-def one_line(text, limit=300):
-    return " ".join(str(text).split())[:limit]
-
 
 def show(*props, user=False):
     argv = ["systemctl", "show", UNIT, "-p", ",".join(props)]
@@ -116,15 +113,7 @@ def pcm_text():
 
 
 # -- the package --------------------------------------------------------------------------------
-debs = sorted(glob.glob(os.path.join(os.environ["VM_REPO"], "dist", "keepalived-audio_*.deb")), key=os.path.getmtime)
-if not vt.check("package-built", bool(debs), debs[-1] if debs else "no dist/keepalived-audio_*.deb: run scripts/package first"):
-    vt.finish()
-for path in ("/usr/sbin/policy-rc.d", "/var/lib/man-db/auto-update"):
-    if os.path.exists(path):
-        os.remove(path)
-r = vt.run(["dpkg", "-i", debs[-1]], timeout=180)
-if not vt.check("dpkg-install", r.returncode == 0, one_line(r.stdout[-300:])):
-    vt.finish()
+vt.install_package(timeout=180)
 vt.run(["udevadm", "settle", "--timeout=60"], timeout=90)
 pcm_node = f"/dev/snd/pcmC{card}D0p"
 if not vt.wait_until(lambda: os.stat(pcm_node).st_gid == 29, 30):
@@ -135,7 +124,7 @@ if not vt.wait_until(lambda: os.stat(pcm_node).st_gid == 29, 30):
 # is only basic.target, so start it as a real boot would.
 r = vt.run(["systemctl", "start", "systemd-logind.service"], timeout=120)
 vt.check("logind-running", r.returncode == 0 and vt.run(["systemctl", "is-active", "systemd-logind"]).stdout.strip() == "active",
-         f"systemctl start systemd-logind: exit {r.returncode} {one_line(r.stdout, 120)}")
+         f"systemctl start systemd-logind: exit {r.returncode} {vt.one_line(r.stdout, 120)}")
 r = vt.run(["busctl", "get-property", "org.freedesktop.login1", "/org/freedesktop/login1",
             "org.freedesktop.login1.Manager", "InhibitDelayMaxUSec"], timeout=30)
 m = re.match(r"t (\d+)", r.stdout.strip())
@@ -167,7 +156,7 @@ def lock_check(name, pid, who):
     listed = vt.run(["systemd-inhibit", "--list", "--mode=delay", "--no-pager"], timeout=30).stdout
     detail = (f"logind lists {lock.value if lock else inhibitors()} for MainPID {pid} ({who} {os.stat(f'/proc/{pid}').st_uid}) "
               f"after {lock.seconds:.1f} s; journal: {refused or 'no refusal'}; systemd-inhibit --list: "
-              f"{one_line(next((l for l in listed.splitlines() if 'keepalived' in l), listed), 160)}")
+              f"{vt.one_line(next((l for l in listed.splitlines() if 'keepalived' in l), listed), 160)}")
     return lock, refused, detail
 
 
@@ -192,7 +181,7 @@ with open("/sys/power/pm_test", "w") as f:
 with open("/sys/module/suspend/parameters/pm_test_delay", "w") as f:
     f.write("1")
 r = vt.run(["systemctl", "suspend"], timeout=60)
-vt.check("systemctl-suspend", r.returncode == 0, f"exit {r.returncode} {one_line(r.stdout, 200)}")
+vt.check("systemctl-suspend", r.returncode == 0, f"exit {r.returncode} {vt.one_line(r.stdout, 200)}")
 
 
 def entries_since():
@@ -307,7 +296,7 @@ session = display.value if display else ""
 info = vt.run(["loginctl", "show-session", session, "-p", "Type", "-p", "Class", "-p", "State"]).stdout if session else ""
 vt.check("login-session-is-display", display,
          f"systemd-run PAMName=login: exit {r.returncode}; loginctl show-user: Display={session!r} after {display.seconds:.1f} s; "
-         f"{one_line(info, 120)}")
+         f"{vt.one_line(info, 120)}")
 manager = vt.wait_until(lambda: vt.run(["systemctl", "is-active", f"user@{user_uid}.service"]).stdout.strip() == "active"
                         and os.path.exists(f"{runtime}/systemd/private"), 90)
 vt.check("user-manager", manager, f"user@{user_uid}.service after {manager.seconds:.1f} s")
@@ -361,7 +350,7 @@ for round_ in (1, 2):
     w = vt.wait_until(lambda: state_is("paused", "locked"), 5)
     s = user_status() or {}
     vt.check(f"locked-pauses-{round_}", r.returncode == 0 and hint == "yes" and closed and w,
-             f"SetLockedHint true as {USER}: exit {r.returncode} {one_line(r.stdout, 80)}, LockedHint={hint}; "
+             f"SetLockedHint true as {USER}: exit {r.returncode} {vt.one_line(r.stdout, 80)}, LockedHint={hint}; "
              f"PCM {pcm_text() or 'closed'} after {closed.seconds:.2f} s; status {s.get('state')} reason {s.get('reason')}")
     r = set_locked("false")
     running = vt.wait_until(pcm_running, 2)
