@@ -18,8 +18,10 @@
 ///   after a card's node appeared.
 /// - An outage runs from its first fault (or from when the buffer ran dry, for an underrun seen
 ///   late) to the first audio that flows again, and is reported under its most telling reason
-///   (``InterruptionReason/specificity``). A sound server that restarted while the stream played
-///   explains an outage that the stream could not survive in place.
+///   (``InterruptionReason/specificity``).
+/// - A sound server whose socket was created again, while the stream played or at any moment of
+///   an outage, restarted: the outage is `server-gone`, the stream is reopened rather than
+///   repaired in place, and the reopen waits only ``settleDelay``, never a backoff step.
 /// - The backoff starts over after ``RetryPolicy/stablePeriod`` of playback.
 /// - Each state change is reported once; a device that opens but fails at once is announced
 ///   (``Step/announceOpen``) once, not on every retry.
@@ -74,9 +76,6 @@ struct RecoveryStateMachine {
     private let retry: RetryPolicy
     /// A sound server's socket appeared since the last attempt to open: try again at once.
     private var serverAppeared = false
-    /// A sound server's socket appeared while the device played, before the current outage;
-    /// it explains the outage only if the stream cannot be recovered in place.
-    private var serverReplacedWhilePlaying = false
     private var announceNextOpen = true
     /// In-place repairs since audio last flowed; a second one means they do not work.
     private var repairsSinceFlow = 0
@@ -143,7 +142,6 @@ struct RecoveryStateMachine {
         if let outage {
             step.recovered = Recovery(reason: outage.reason, downtime: outage.since.duration(to: now))
             self.outage = nil
-            serverReplacedWhilePlaying = false
         }
         if state != .playing {
             playingSince = now
@@ -158,8 +156,10 @@ struct RecoveryStateMachine {
     mutating func streamFailed(_ code: Int32, message: String, dryAt: ContinuousClock.Instant?,
                                seen: DeviceWatcher.Seen, at now: ContinuousClock.Instant) -> Step {
         let reason = InterruptionReason(streamError: code)
-        guard reason == .underrun || reason == .suspended else {
-            return lost(reason, message, since: nil, seen: seen, at: now)
+        // No prepare on the old connection survives a server that restarted under the stream
+        // (its socket was created again): reopen.
+        guard reason == .underrun || reason == .suspended, !seen.contains(.server) else {
+            return lost(reason, message, since: reason == .underrun ? dryAt : nil, seen: seen, at: now)
         }
         repairsSinceFlow += 1
         if repairsSinceFlow > 1 {
@@ -181,10 +181,6 @@ struct RecoveryStateMachine {
     mutating func lost(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant?,
                        seen: DeviceWatcher.Seen, at now: ContinuousClock.Instant) -> Step {
         var step = begin(reason, message, since: since, seen: seen, at: now)
-        if serverReplacedWhilePlaying {
-            serverReplacedWhilePlaying = false
-            noteServer(.server)
-        }
         step.state = transition(.recovering(outage?.reason ?? reason))
         step.action = .reopen(after: nextDelay())
         return step
@@ -204,7 +200,7 @@ struct RecoveryStateMachine {
     /// notices (up to a period later for pulse).
     mutating func sawWhilePlaying(_ seen: DeviceWatcher.Seen, at now: ContinuousClock.Instant) -> Step {
         guard seen.contains(.server) else { return Step() }
-        return lost(.serverGone, "the sound server's socket was created again (server restarted)", since: nil, seen: [], at: now)
+        return lost(.serverGone, "the sound server's socket was created again (server restarted)", since: nil, seen: seen, at: now)
     }
 
     /// The thread was asked to stop.
@@ -242,10 +238,11 @@ struct RecoveryStateMachine {
             if let playingSince, playingSince.duration(to: now) >= backoff.policy.stablePeriod {
                 backoff.reset()
             }
-            // A server socket created since the device was opened: the server behind it may have
-            // been replaced while this stream played (a plug-in may only notice at its next period).
-            serverReplacedWhilePlaying = seen.contains(.server)
         }
+        // A server socket created since the last look, whether before this fault (a plug-in may
+        // notice a replaced server only at its next period) or during an in-place repair: the
+        // server is back already.
+        noteServer(seen)
         playingSince = nil
         return Step(fault: Fault(reason: reason, message: message))
     }
@@ -253,7 +250,7 @@ struct RecoveryStateMachine {
     /// A sound server's socket (re)created since the device was opened shows the server
     /// restarted: the outage is `server-gone` even if the stream only reported an underrun and
     /// the reopen works at once (PipeWire restarts in about 100 ms), and the next attempt comes
-    /// without waiting.
+    /// without a backoff step, however far the backoff had grown over earlier crashes.
     private mutating func noteServer(_ seen: DeviceWatcher.Seen) {
         guard seen.contains(.server), var current = outage else { return }
         serverAppeared = true

@@ -131,7 +131,62 @@ struct RecoveryStateMachineTests {
         }
         let step = machine.sawWhilePlaying([.server], at: at(2))
         #expect(step.state == .recovering(.serverGone))
-        #expect(step.action == .reopen(after: .milliseconds(50)))
+        #expect(step.action == .reopen(after: RecoveryStateMachine.settleDelay), "the server is back already")
+    }
+
+    /// A machine that recovered from `crashes` outages in a row, none after a stable period: its
+    /// backoff has grown to its fifth step (800 ms) by the fourth.
+    func afterCrashes(_ crashes: Int) -> RecoveryStateMachine {
+        var machine = playing()
+        for crash in 1...crashes {
+            _ = machine.lost(.unknown, "x", since: nil, seen: [], at: at(crash * 100))
+            machine.attemptingOpen(seen: [])
+            _ = machine.opened()
+            _ = machine.flowing(at: at(crash * 100 + 50))
+        }
+        return machine
+    }
+
+    @Test("a server restarted under the stream, seen while playing, late in a run of crashes: reopen after the settle delay, not the grown backoff")
+    func serverRestartLateInARun() {
+        var machine = afterCrashes(4)
+        let step = machine.sawWhilePlaying([.server], at: at(1000))
+        #expect(step.action == .reopen(after: RecoveryStateMachine.settleDelay))
+        #expect(machine.lost(.unknown, "x", since: nil, seen: [], at: at(1100)).action == .reopen(after: .milliseconds(800)),
+                "the settle delay took no backoff step")
+    }
+
+    @Test("a server socket that shows up while an in-place repair fails again: server-gone, reopened after the settle delay")
+    func serverSeenDuringRepair() {
+        // What a fresh-clone CI saw (PipeWire SIGKILLed a fifth time in a row): the plug-in
+        // reported EPIPE, the prepare and the next avail failed too, and the new server's socket
+        // appeared in between; the outage was reported as an underrun after an 800 ms backoff step.
+        var machine = afterCrashes(4)
+        let first = machine.streamFailed(-EPIPE, message: "poll", dryAt: nil, seen: [], at: at(1000))
+        #expect(first.action == .prepare)
+        let again = machine.streamFailed(-EPIPE, message: "avail", dryAt: nil, seen: [.server], at: at(1001))
+        #expect(again.state == .recovering(.serverGone))
+        #expect(again.action == .reopen(after: RecoveryStateMachine.settleDelay))
+        machine.attemptingOpen(seen: [])
+        _ = machine.opened()
+        #expect(machine.flowing(at: at(1030)).recovered == .init(reason: .serverGone, downtime: .milliseconds(30)))
+    }
+
+    @Test("a stream failure that comes with the server's socket created again is not repaired in place", arguments: [-EPIPE, -ESTRPIPE])
+    func noRepairAfterServerRestart(_ code: Int32) {
+        var machine = playing()
+        let step = machine.streamFailed(code, message: "x", dryAt: nil, seen: [.server], at: at(5))
+        #expect(step.action == .reopen(after: RecoveryStateMachine.settleDelay))
+        #expect(step.state == .recovering(.serverGone))
+    }
+
+    @Test("a server socket that appears while an open fails: the next attempt comes after the settle delay")
+    func serverSeenWhileOpenFails() {
+        var machine = afterCrashes(4)
+        _ = machine.lost(.unknown, "x", since: nil, seen: [], at: at(1000))
+        machine.attemptingOpen(seen: [])
+        let step = machine.openFailed(-ECONNREFUSED, message: "refused", seen: [.server], at: at(1010))
+        #expect(step.action == .reopen(after: RecoveryStateMachine.settleDelay))
     }
 
     @Test("a server replaced under a stream explains an outage the stream could not survive, and the reopen does not wait")
