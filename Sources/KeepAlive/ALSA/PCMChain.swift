@@ -60,6 +60,10 @@ struct PCMChain: Equatable {
         self.init(dump: String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self))
     }
 
+    /// Whether the chain ends in a card's own PCM (hw, plughw, dmix, hdmi…): no sound server is
+    /// behind it, so a server restarting cannot have broken its stream.
+    var endsInHardware: Bool { layers.last?.hasPrefix("Hardware PCM") == true }
+
     /// Whether the chain ends in a hardware ring that replays what it holds for ever once the
     /// stream's stop threshold is the boundary.
     var canLoopRing: Bool {

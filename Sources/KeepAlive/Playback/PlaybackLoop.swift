@@ -99,6 +99,9 @@ final class PlaybackLoop: @unchecked Sendable {
     var machine = RecoveryStateMachine(retry: RetryPolicy(), seed: 1)
     /// Notices cards and sound servers appearing; made when the thread starts.
     var watcher: DeviceWatcher?
+    /// Whether a sound server may be behind the open device. Not for one that plays straight to
+    /// a card: a PulseAudio starting at login (its socket appearing) must not reopen it.
+    private var serverMayBeBehind = true
     private var seenGeneration = 0
 
     /// The frames for the current configuration, rendered for `renderedFor`; reused across
@@ -130,7 +133,10 @@ final class PlaybackLoop: @unchecked Sendable {
     private func openAndPlay() -> Outcome {
         let pcm: PCMDevice
         do { pcm = try PCMDevice(name: device) } catch { return openFailed(error) }
-        defer { pcm.close() }
+        defer {
+            pcm.close()
+            serverMayBeBehind = true
+        }
         let negotiation: HardwareNegotiation
         do {
             // The clip is asked for in its own format; generated signals in the format most
@@ -146,10 +152,13 @@ final class PlaybackLoop: @unchecked Sendable {
         // A format other than the last one rendered for is worth announcing again.
         let formatChanged = renderedFor.map { $0.sampleFormat != negotiation.sampleFormat || $0.sampleRate != negotiation.rate || $0.channels != negotiation.channels } ?? false
         if let failed = renderIfNeeded(for: negotiation.provisionalFormat) { return failed }
+        // Read once the parameters are chosen: a plug PCM inserts its conversions then.
+        let chain = pcm.chain
+        serverMayBeBehind = !chain.endsInHardware
         let format: OutputFormat
         let mode: PlaybackMode
         do {
-            (format, mode) = try commit(negotiation, pcm)
+            (format, mode) = try commit(negotiation, pcm, chain)
         } catch {
             return openFailed(error)
         }
@@ -163,13 +172,13 @@ final class PlaybackLoop: @unchecked Sendable {
 
     /// Commits the buffer for the way this output will play: a ring the signal tiles exactly
     /// when the device replays its ring on its own and the signal can loop, else a stream.
-    private func commit(_ negotiation: HardwareNegotiation, _ pcm: PCMDevice) throws(ALSAError) -> (OutputFormat, PlaybackMode) {
+    private func commit(_ negotiation: HardwareNegotiation, _ pcm: PCMDevice, _ chain: PCMChain) throws(ALSAError) -> (OutputFormat, PlaybackMode) {
         guard let source else {
             let format = try negotiation.commitStreaming(bufferMicroseconds: configuration.bufferMicroseconds, periods: configuration.periodsPerBuffer)
             try pcm.configureStreaming(startThreshold: format.bufferFrames, wakeThreshold: format.bufferFrames)
             return (format, .openOnly)
         }
-        if configuration.allowsRingLoop, pcm.chain.canLoopRing {
+        if configuration.allowsRingLoop, chain.canLoopRing {
             let cycle: Int? = switch source.ringFit {
             case .multiple(let frames): frames
             case .anyLength: 1
@@ -265,7 +274,14 @@ final class PlaybackLoop: @unchecked Sendable {
 
     /// The device must be closed and opened again.
     func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant? = nil) -> Outcome {
-        perform(machine.lost(reason, message, since: since, seen: watcher?.take() ?? [], at: clock.now))
+        perform(machine.lost(reason, message, since: since, seen: seenWhileOpen(), at: clock.now))
+    }
+
+    /// What the watcher saw that concerns the open device: a sound server's socket only when a
+    /// server may be behind it.
+    func seenWhileOpen() -> DeviceWatcher.Seen {
+        let seen = watcher?.take() ?? []
+        return serverMayBeBehind ? seen : seen.subtracting(.server)
     }
 
     /// Reports what a step says and turns its action into an outcome for the actions that end

@@ -28,6 +28,19 @@ struct PCMChainTests {
         #expect(!PCMChain(dump: dump).canLoopRing, "\(PCMChain(dump: dump).layers)")
     }
 
+    @Test("a chain that ends in a card's own PCM has no sound server behind it", arguments: [
+        ("Plug PCM: Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n", true),
+        ("Plug PCM: Direct Stream Mixing PCM\nIts setup is:\n  stream : PLAYBACK\nSlave: Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n", true),
+        ("Hooks PCM\nSlave: Hardware PCM card 0 'HDA Intel PCH' device 3 subdevice 0\n", true),
+        ("ALSA <-> PulseAudio PCM I/O Plugin\n", false),
+        ("Plug PCM: Linear conversion PCM (S16_LE)\nSlave: ALSA <-> PipeWire PCM I/O Plugin\n", false),
+        ("Null PCM\n", false),
+        ("", false),
+    ])
+    func endsInHardware(_ dump: String, _ hardware: Bool) {
+        #expect(PCMChain(dump: dump).endsInHardware == hardware, "\(PCMChain(dump: dump).layers)")
+    }
+
     @Test("layers are read outermost first")
     func layers() {
         let chain = PCMChain(dump: "Plug PCM: Linear conversion PCM (S32_LE)\nIts setup is:\n  x\nSlave: Hardware PCM card 1 'USB' device 0 subdevice 0\n")

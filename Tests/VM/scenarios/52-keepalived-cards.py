@@ -5,10 +5,15 @@ snd-usb-audio's speaker): one block per card device named as the kernel names it
 the PCM keepalived opens and the selections that pick it; --all and --analog play to both cards'
 shared dmix form, --digital finds nothing and waits (no HDMI or S/PDIF here) without exiting;
 `devices` then shows what the running daemon does on each card. --all --exclude 'USB*' plays to
-the HDA card only, and `devices` shows the USB card left out by the daemon's pattern."""
+the HDA card only, and `devices` shows the USB card left out by the daemon's pattern. A sound
+server starting beside them (PulseAudio's and PipeWire's sockets created in the daemon's
+XDG_RUNTIME_DIR) leaves the two dmix streams alone, while a `null` output of another daemon, which
+could have a server behind it, reopens on it: the sockets were seen, and ignored where no server
+can be behind the stream."""
 
 import json
 import os
+import socket
 import subprocess
 
 import vmtest as vt
@@ -45,8 +50,11 @@ vt.check("devices-verbose", roles.get("null") == "plug-in" and roles.get("iec958
          and roles.get("dmix:CARD=Intel,DEV=0") == "card", f"{len(roles)} PCMs; null {roles.get('null')}, iec958 {roles.get('iec958:CARD=Audio,DEV=0')}")
 
 # --all plays to both cards' dmix forms; `devices` shows it.
+RUNTIME = "/tmp/keepalived-runtime"
+os.makedirs(RUNTIME, mode=0o700, exist_ok=True)
+session = dict(os.environ, XDG_RUNTIME_DIR=RUNTIME)
 log = open("/tmp/keepalived-all.log", "w")
-daemon = subprocess.Popen([K, "run", "--all", "--socket", SOCKET], stdout=log, stderr=subprocess.STDOUT)
+daemon = subprocess.Popen([K, "run", "--all", "--socket", SOCKET], stdout=log, stderr=subprocess.STDOUT, env=session)
 w = vt.wait_until(lambda: (s := status()) and len(s["outputs"]) == 2 and all(o["state"] == "playing" for o in s["outputs"]), 30, 0.2)
 s = status() or {"outputs": []}
 vt.check("all-plays-both", w and sorted(o["device"] for o in s["outputs"]) == ["dmix:CARD=Audio,DEV=0", "dmix:CARD=Intel,DEV=0"],
@@ -54,6 +62,32 @@ vt.check("all-plays-both", w and sorted(o["device"] for o in s["outputs"]) == ["
 now = json.loads(vt.run([K, "devices", "--json", "--socket", SOCKET], timeout=30).stdout)
 playing = {o["title"]: o.get("playing") for o in now["outputs"]}
 vt.check("devices-shows-playing", all(p and p.startswith("playing") for p in playing.values()), f"{playing}")
+
+# A sound server starting in the session: its sockets appear. The control daemon on `null` (a
+# server could be behind a plug-in) must reopen; the dmix streams must not.
+NULL_SOCKET = "/run/keepalived-test/null.sock"
+null_log_path = "/tmp/keepalived-null.log"
+control = subprocess.Popen([K, "run", "-d", "null", "--socket", NULL_SOCKET], stdout=open(null_log_path, "w"),
+                           stderr=subprocess.STDOUT, env=session)
+vt.wait_until(lambda: (c := vt.keepalived_status(K, NULL_SOCKET)) and c["state"] == "playing", 30, 0.2)
+os.makedirs(f"{RUNTIME}/pulse", mode=0o700, exist_ok=True)
+servers = []
+for path in (f"{RUNTIME}/pulse/native", f"{RUNTIME}/pipewire-0"):
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen()
+    servers.append(server)
+w = vt.wait_until(lambda: "recovered" in (vt.read(null_log_path) or ""), 30, 0.1)
+s = status() or {"outputs": []}
+vt.check("server-socket-seen-by-a-plugin-output", w and control.poll() is None,
+         vt.one_line([line for line in (vt.read(null_log_path) or "").splitlines() if "recover" in line]) + f" after {w.seconds:.1f} s")
+vt.check("server-socket-ignored-on-dmix", len(s["outputs"]) == 2 and all(o["state"] == "playing" and o["recoveries"] == 0 for o in s["outputs"])
+         and "recovering" not in (vt.read("/tmp/keepalived-all.log") or ""),
+         f"{[(o['device'], o['state'], o['recoveries']) for o in s['outputs']]}")
+vt.run([K, "stop", "--socket", NULL_SOCKET], timeout=20)
+control.wait(timeout=10)
+for server in servers:
+    server.close()
 vt.run([K, "stop", "--socket", SOCKET], timeout=20)
 daemon.wait(timeout=10)
 

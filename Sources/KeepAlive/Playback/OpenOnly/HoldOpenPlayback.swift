@@ -17,7 +17,7 @@ extension PlaybackLoop {
                 pcm.drop()
                 return .stopped
             case .readable:
-                let step = machine.sawWhilePlaying(watcher?.take() ?? [], at: clock.now)
+                let step = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
                 if step.action != .none { return perform(step) }
             case .timedOut, .rung:
                 break

@@ -48,7 +48,7 @@ extension PlaybackLoop {
         func fail(_ code: Int32, _ operation: String) -> Outcome? {
             let step = machine.streamFailed(
                 code, message: ALSAError(code: code, operation: operation).description,
-                dryAt: nil, seen: watcher?.take() ?? [], at: clock.now)
+                dryAt: nil, seen: seenWhileOpen(), at: clock.now)
             var restarted = false
             if let outcome = repair(pcm, step, restarted: &restarted) { return outcome }
             return restarted ? fillAndStart() : nil

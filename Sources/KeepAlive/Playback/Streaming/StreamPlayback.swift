@@ -29,7 +29,7 @@ extension PlaybackLoop {
             let now = clock.now
             let step = machine.streamFailed(
                 code, message: ALSAError(code: code, operation: operation).description,
-                dryAt: drainsAt < now ? drainsAt : nil, seen: watcher?.take() ?? [], at: now)
+                dryAt: drainsAt < now ? drainsAt : nil, seen: seenWhileOpen(), at: now)
             var restarted = false
             if let outcome = repair(pcm, step, restarted: &restarted) { return outcome }
             // A prepared buffer is empty: the signal starts again at its first frame.
@@ -106,7 +106,7 @@ extension PlaybackLoop {
             case .readable:
                 // A sound server's socket created again while this stream plays: the server
                 // restarted under it.
-                let step = machine.sawWhilePlaying(watcher?.take() ?? [], at: clock.now)
+                let step = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
                 if step.action != .none { return perform(step) }
             }
             // What a poll would have reported, without waiting.
