@@ -197,7 +197,7 @@ struct RecoveryStateMachine {
 
     /// The watcher saw something while the stream played: a sound server's socket created again
     /// means the server restarted under the stream; reopen now rather than when its plug-in
-    /// notices (up to a period later for pulse).
+    /// notices (at keepalived's next write, up to half the buffer later, for pulse and pipewire).
     mutating func sawWhilePlaying(_ seen: DeviceWatcher.Seen, at now: ContinuousClock.Instant) -> Step {
         guard seen.contains(.server) else { return Step() }
         return lost(.serverGone, "the sound server's socket was created again (server restarted)", since: nil, seen: seen, at: now)
