@@ -485,7 +485,8 @@ class VM:
                  memory=1024, machine="pc", io_dir=None, log_path=None, prefix="",
                  on_line=None, on_console=None, host_handlers=None, qemu_args=(),
                  kernel_args=(), extra_modules=(), systemd_mask=None, systemd_after="",
-                 cwd="/", trace=True, kernel_version_=None, exit_grace=None, bzimage=False, s3=False):
+                 cwd="/", trace=True, kernel_version_=None, exit_grace=None, bzimage=False, s3=False,
+                 root=None, reboot=False, late=()):
         if isinstance(devices, str):
             devices = [d for d in re.split(r"[,\s]+", devices) if d]
         for d in devices:
@@ -528,6 +529,18 @@ class VM:
         self.s3 = s3
         self.bzimage = bzimage or s3  # boot the compressed bzImage instead of the PVH ELF (slower)
         self.exit_grace = exit_grace if exit_grace is not None else (30.0 if mode == "systemd" else 10.0)
+        # A root of its own (debroot.make_root): booted writable with systemd as PID 1 and no
+        # stage 2, so udev alone loads the sound drivers, during boot, as on a real box. The
+        # guest may reboot (`reboot`): what it wrote is still there in the next boot.
+        self.root = Path(root) if root else None
+        self.reboot = reboot
+        # Devices whose controller is there at boot but the device itself only after a `replug`
+        # (a USB DAC plugged in later).
+        if isinstance(late, str):
+            late = [d for d in re.split(r"[,\s]+", late) if d]
+        self.late = list(late)
+        if self.root and mode != "systemd":
+            raise RigError("a root of its own boots with systemd (mode systemd)")
         self.qmp = None
         self.proc = None
         self.t0 = None
@@ -555,6 +568,8 @@ class VM:
         return "".join(f"options {m} {' '.join(o)}\n" for m, o in opts.items())
 
     def _write_job(self, job, kernel):
+        if self.root:
+            return self._write_root_job(kernel)
         env = {
             "VM_MODE": self.mode, "VM_DEVICES": " ".join(self.devices), "VM_KVER": kernel.version,
             "VM_MODULES_DIR": str(kernel.modules), "VM_EXTRA_MODULES": " ".join(self.extra_modules),
@@ -588,6 +603,56 @@ class VM:
         if self.mode == "systemd":
             self._write_systemd(job / "etc-systemd")
 
+    def _write_root_job(self, kernel):
+        """The test unit, its command and the guest helpers, written into the root itself (the
+        guest sees nothing of this machine's files)."""
+        rig = self.root / "usr/local/lib/vm-rig"
+        shutil.rmtree(rig, ignore_errors=True)
+        rig.mkdir(parents=True)
+        for name in ("vmlib.sh", "bootlib.sh", "vmhost"):
+            shutil.copy(GUEST_DIR / name, rig / name)
+        prog = Path(self.command[0])
+        shutil.copy(prog, rig / prog.name)
+        argv = [f"/usr/local/lib/vm-rig/{prog.name}"] + self.command[1:]
+        if not os.access(prog, os.X_OK):
+            argv = ["/bin/sh"] + argv
+        cenv = {
+            "VM_GUEST": "/usr/local/lib/vm-rig", "VM_IO": "/run/vm-io", "VM_SERIAL": "/dev/ttyS1",
+            "VM_DEVICES": " ".join(self.devices), "VM_MODE": "root", "HOME": "/root", "LANG": "C.UTF-8",
+            "TERM": "dumb", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        }
+        for kind, idx in self.cards.items():
+            cenv[f"VM_CARD_{kind.upper()}"] = str(idx)
+        cenv.update({k: v for k, v in os.environ.items() if k in GUEST_KNOBS})
+        cenv.update({k: str(v) for k, v in self.env.items()})
+        lines = ["cd /"] + [f"export {k}={_q(v)}" for k, v in cenv.items()]
+        lines.append("exec " + " ".join(_q(a) for a in argv))
+        (rig / "command.sh").write_text("\n".join(lines) + "\n")
+        # Exit 99 from the command: it rebooted the guest and goes on in the next boot.
+        (rig / "test-unit").write_text(
+            "#!/bin/sh\n"
+            "mkdir -p /run/vm-io\n"
+            "mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=262144 vmio /run/vm-io\n"
+            "echo \"@@T $(cut -d' ' -f1 /proc/uptime) test-unit\"\n"
+            "/bin/sh /usr/local/lib/vm-rig/command.sh\nrc=$?\n"
+            "[ $rc -eq 99 ] && exit 0\n"
+            "echo \"@@EXIT $rc\"\n"
+            "systemctl poweroff --no-block\n")
+        units = self.root / "etc/systemd/system"
+        (units / "vm-test.service").write_text(
+            "[Unit]\nDescription=VM rig test command\nAfter=multi-user.target\n\n"
+            "[Service]\nType=oneshot\nExecStart=/bin/sh /usr/local/lib/vm-rig/test-unit\n"
+            "StandardInput=null\nStandardOutput=tty\nStandardError=inherit\nTTYPath=/dev/ttyS1\n"
+            "TTYReset=no\nTTYVHangup=no\nTimeoutStartSec=infinity\n")
+        wants = units / "multi-user.target.wants"
+        wants.mkdir(parents=True, exist_ok=True)
+        link = wants / "vm-test.service"
+        if not link.is_symlink():
+            link.symlink_to("/etc/systemd/system/vm-test.service")
+        # Module options as an administrator writes them: card indexes, the codec's power saving.
+        (self.root / "etc/modprobe.d").mkdir(parents=True, exist_ok=True)
+        (self.root / "etc/modprobe.d/zz-vm-rig.conf").write_text(self._module_conf())
+
     def _write_systemd(self, d):
         """/etc/systemd additions for systemd mode, copied into the guest by stage 2."""
         sysd = d / "system"
@@ -619,16 +684,19 @@ class VM:
     def _qemu_cmd(self, kernel, initrd, job, io):
         append = ["console=ttyS0,115200", "panic=-1", "loglevel=4", "mitigations=off",
                   "tsc=reliable", f"vm.job={job}", f"vm.stage2={STAGE2}"]
+        if self.root:
+            append += ["vm.root=rw"]
         if self.mode == "systemd":
             append += ["systemd.show_status=1"]
         append += self.kernel_args
         cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-machine", self.machine,
                "-m", str(self.memory), "-smp", str(self.smp), "-nodefaults", "-no-user-config",
-               "-no-reboot", "-display", "none", "-rtc", "base=utc",
+               *([] if self.reboot else ["-no-reboot"]), "-display", "none", "-rtc", "base=utc",
                "-kernel", str(kernel.vmlinuz if self.bzimage else kernel.boot_image), "-initrd", str(initrd), "-append", " ".join(append),
                "-chardev", f"file,id=con0,path={job}/console.log", "-serial", "chardev:con0",
                "-chardev", "stdio,id=ser1,signal=off", "-serial", "chardev:ser1",
-               "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+               "-virtfs", (f"local,path={self.root},mount_tag=hostroot,security_model=none,multidevs=remap" if self.root
+                           else "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"),
                "-virtfs", f"local,path={io},mount_tag=vmio,security_model=none,multidevs=remap",
                "-qmp", f"unix:{job}/qmp.sock,server=on,wait=off",
                "-monitor", f"unix:{job}/monitor.sock,server=on,wait=off"]
@@ -645,8 +713,9 @@ class VM:
                 cmd += ["-audiodev", "none,id=usbout"]
             args = {"driver": "usb-audio", "id": "usbaudio", "audiodev": "usbout", "bus": "xhci.0"}
             self.hotplug["usbaudio"] = args
-            cmd += ["-device", "qemu-xhci,id=xhci",
-                    "-device", ",".join([args["driver"]] + [f"{k}={v}" for k, v in args.items() if k != "driver"])]
+            cmd += ["-device", "qemu-xhci,id=xhci"]
+            if "usb" not in self.late:
+                cmd += ["-device", ",".join([args["driver"]] + [f"{k}={v}" for k, v in args.items() if k != "driver"])]
         if self.s3:
             cmd += ["-global", "ICH9-LPC.disable_s3=0" if self.machine.startswith("q35")
                     else "PIIX4_PM.disable_s3=0"]

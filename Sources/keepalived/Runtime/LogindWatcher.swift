@@ -163,12 +163,21 @@ final class LogindWatcher {
                 logger.debug("no logind to take a sleep delay lock from", metadata: ["error": "\(Errno(-result))"])
             } else if !warnedNoLock {
                 warnedNoLock = true
-                logger.notice("logind refused a sleep delay lock; the outputs close as sleep begins, without holding it up", metadata: ["error": "\(Errno(-result))"])
+                logger.notice("logind refused a sleep delay lock; the outputs close as sleep begins, without holding it up",
+                              metadata: ["error": "\(Errno(-result))", "why": "\(Self.lockRefusal)"])
             }
             sleepLock = -1
             return false
         }
         return true
+    }
+
+    /// Why logind refuses a delay lock: it asks polkit before it grants one to anyone but root,
+    /// and without polkit on the system it refuses every such request.
+    static var lockRefusal: String {
+        access("/usr/share/dbus-1/system-services/org.freedesktop.PolicyKit1.service", F_OK) == 0
+            ? "polkit refused it (a local rule for org.freedesktop.login1.inhibit-delay-sleep?)"
+            : "this system has no polkit, without which logind grants delay locks to root only; install polkitd"
     }
 
     /// Lets logind go on with sleep.
