@@ -33,7 +33,7 @@ struct LingerPlan: Equatable, Sendable {
         }
         if outputs.isEmpty, !hasSelection, let first = unsupported.first {
             throw CleanExit.failure(
-                "--linger needs a sound-server output (PulseAudio or PipeWire): \(first); see README 'Keep awake only while it helps'",
+                "--linger needs a sound-server output (PulseAudio or PipeWire): \(first); see 'Keep awake only while it helps' in docs/usage.md",
                 code: SysExit.usage)
         }
         self.duration = duration
