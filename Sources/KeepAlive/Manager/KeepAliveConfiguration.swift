@@ -177,16 +177,16 @@ public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStrin
         case .emptyDeviceName: "an output device name is empty"
         case .duplicateDevice(let name): "output device '\(name)' is given twice"
         case .volumeAboveCeiling(let volume, let ceiling):
-            "volume \(volume.linear) is above the ceiling (max level) \(ceiling.linear); raise --max-level if you mean it"
+            "volume \(volume.linear) is above the ceiling \(ceiling.linear)"
         case .bufferOutOfRange(let duration): "buffer of \(duration) is outside 20 ms to 10 s"
         case .periodsOutOfRange(let count): "\(count) periods per buffer is outside 2 to 64"
         case .invalidRetryPolicy: "retry delays must be positive with the maximum not below the first, and jitter within 0 to 1"
         case .signal(let error): "\(error)"
         case .schedule(let error): "\(error)"
         case .outputCeilingAboveCeiling(let device, let ceiling, let limit):
-            "output '\(device)': its max level \(ceiling.linear) is above the global max level \(limit.linear); an output may only lower it"
+            "output '\(device)': its ceiling \(ceiling.linear) is above the configuration's ceiling \(limit.linear); an output may only lower it"
         case .outputVolumeAboveCeiling(let device, let volume, let ceiling):
-            "output '\(device)': volume \(volume.linear) is above its ceiling (max level) \(ceiling.linear)"
+            "output '\(device)': volume \(volume.linear) is above its ceiling \(ceiling.linear)"
         }
     }
 }

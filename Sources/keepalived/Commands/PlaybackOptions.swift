@@ -160,9 +160,30 @@ struct PlaybackOptions: ParsableArguments {
         do {
             try configuration.validate()
         } catch {
-            throw CleanExit.failure("\(error)", code: SysExit.usage)
+            throw CleanExit.failure(Self.describe(error), code: SysExit.usage)
         }
         return configuration
+    }
+}
+
+extension PlaybackOptions {
+    /// The library's rule, with the options that set the values it names: the library knows
+    /// levels, not flags.
+    static func describe(_ error: KeepAliveConfigurationError) -> String {
+        switch error {
+        case .volumeAboveCeiling(let volume, let ceiling):
+            "--volume \(volume.linear) is above the ceiling (--max-level) \(ceiling.linear); raise --max-level if you mean it"
+        case .outputCeilingAboveCeiling(let device, let ceiling, let limit):
+            "--output '\(device)': its max level \(ceiling.linear) is above the global max level \(limit.linear); an output may only lower it"
+        case .outputVolumeAboveCeiling(let device, let volume, let ceiling):
+            "--output '\(device)': volume \(volume.linear) is above its ceiling (max level) \(ceiling.linear)"
+        case .bufferOutOfRange, .periodsOutOfRange:
+            "--buffer: \(error)"
+        case .invalidRetryPolicy:
+            "--retry-max: \(error)"
+        default:
+            "\(error)"
+        }
     }
 }
 
