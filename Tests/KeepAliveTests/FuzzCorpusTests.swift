@@ -1,5 +1,5 @@
 import Foundation
-import ControlProtocol
+import _KeepalivedControlProtocol
 import Testing
 
 @testable import KeepAlive

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ControlProtocol
+import _KeepalivedControlProtocol
 import ArgumentParser
 import CALSA
 import KeepAlive
