@@ -27,13 +27,15 @@ let package = Package(
             name: "KeepAlive",
             dependencies: [
                 "CALSA",
+                "CSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(name: "_KeepalivedControlProtocol"),
-        // The Linux calls Swift's Glibc module hides behind _GNU_SOURCE, and the one posix_spawn
-        // setup shared by `keepalived start` and the tests' child processes.
+        // The Linux calls Swift's Glibc module hides behind _GNU_SOURCE (the engine names its
+        // threads through it), and the one posix_spawn setup shared by `keepalived start` and the
+        // tests' child processes.
         .target(name: "CSystem"),
         // sd-bus from libsystemd, through which the daemon follows logind (sleep, lock, idle):
         // wrappers for its varargs calls.

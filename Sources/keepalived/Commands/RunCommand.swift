@@ -4,6 +4,7 @@ import Glibc
 import _KeepalivedControlProtocol
 import ArgumentParser
 import CALSA
+import CSystem
 import KeepAlive
 import Logging
 import Synchronization
