@@ -65,11 +65,15 @@ let package = Package(
                 .unsafeFlags(["-Xclang-linker", "-no-pie"], .when(platforms: [.linux], configuration: .release)),
             ]
         ),
+        // What both test targets use: file reading that LeakSanitizer accepts, and the time
+        // bounds that stretch under a sanitizer.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(
             name: "KeepAliveTests",
             dependencies: [
                 "KeepAlive",
                 "_KeepalivedControlProtocol",
+                "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
@@ -77,7 +81,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["KeepAlive", "CSystem"]
+            dependencies: ["KeepAlive", "CSystem", "TestSupport"]
         ),
     ]
 )
