@@ -37,8 +37,8 @@ let package = Package(
         // threads through it), and the one posix_spawn setup shared by `keepalived start` and the
         // tests' child processes.
         .target(name: "CSystem"),
-        // sd-bus from libsystemd, through which the daemon follows logind (sleep, lock, idle):
-        // wrappers for its varargs calls.
+        // libsystemd: sd-bus, through which the daemon follows logind (sleep, lock, idle), with
+        // wrappers for its varargs calls; and sd-daemon's notify protocol (READY=1, WATCHDOG=1).
         .target(
             name: "CSDBus",
             linkerSettings: [.linkedLibrary("systemd")]
