@@ -7,8 +7,9 @@ let package = Package(
         .library(name: "KeepAlive", targets: ["KeepAlive"]),
         .executable(name: "keepalived", targets: ["keepalived"]),
         // The daemon's control-socket wire format, a library of its own so that the fuzzer and
-        // the tests exercise the shipped code. Not an API for embedders.
-        .library(name: "ControlProtocol", targets: ["ControlProtocol"]),
+        // the tests exercise the shipped code. Not an API for embedders: the leading underscore
+        // says so, as swift-nio's products that are not API do.
+        .library(name: "_KeepalivedControlProtocol", targets: ["_KeepalivedControlProtocol"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -26,45 +27,36 @@ let package = Package(
             name: "KeepAlive",
             dependencies: [
                 "CALSA",
+                "CSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .target(
-            name: "ControlProtocol",
-            path: "Sources/keepalived/ControlProtocol"
-        ),
-        // The Linux calls Swift's Glibc module hides behind _GNU_SOURCE, and the one posix_spawn
-        // setup shared by `keepalived start` and the tests' child processes.
-        .target(
-            name: "CSystem",
-            path: "Sources/keepalived/CSystem"
-        ),
-        // sd-bus from libsystemd, through which the daemon follows logind (sleep, lock, idle):
-        // wrappers for its varargs calls.
+        .target(name: "_KeepalivedControlProtocol"),
+        // The Linux calls Swift's Glibc module hides behind _GNU_SOURCE (the engine names its
+        // threads through it), and the one posix_spawn setup shared by `keepalived start` and the
+        // tests' child processes.
+        .target(name: "CSystem"),
+        // libsystemd: sd-bus, through which the daemon follows logind (sleep, lock, idle), with
+        // wrappers for its varargs calls; and sd-daemon's notify protocol (READY=1, WATCHDOG=1).
         .target(
             name: "CSDBus",
-            path: "Sources/keepalived/CSDBus",
             linkerSettings: [.linkedLibrary("systemd")]
         ),
         // libpulse for --linger, loaded with dlopen only when asked for (never linked: a headless
         // box needs no libpulse0). Its headers come from libpulse-dev at build time.
-        .target(
-            name: "CPulse",
-            path: "Sources/keepalived/CPulse"
-        ),
+        .target(name: "CPulse"),
         .executableTarget(
             name: "keepalived",
             dependencies: [
                 "KeepAlive",
-                "ControlProtocol",
+                "_KeepalivedControlProtocol",
                 "CSystem",
                 "CSDBus",
                 "CPulse",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["ControlProtocol", "CSystem", "CSDBus", "CPulse"],
             linkerSettings: [
                 // A release daemon is linked at a fixed address: a position-independent binary has
                 // ~43,000 pointers relocated at every start, which turns 0.45 MB of its read-only
@@ -73,11 +65,15 @@ let package = Package(
                 .unsafeFlags(["-Xclang-linker", "-no-pie"], .when(platforms: [.linux], configuration: .release)),
             ]
         ),
+        // What both test targets use: file reading that LeakSanitizer accepts, and the time
+        // bounds that stretch under a sanitizer.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(
             name: "KeepAliveTests",
             dependencies: [
                 "KeepAlive",
-                "ControlProtocol",
+                "_KeepalivedControlProtocol",
+                "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
@@ -85,7 +81,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["KeepAlive", "CSystem"]
+            dependencies: ["KeepAlive", "CSystem", "TestSupport"]
         ),
     ]
 )

@@ -15,9 +15,9 @@ let package = Package(
         .executableTarget(name: "FuzzWAV", dependencies: fuzzTarget),
         .executableTarget(name: "FuzzBase64Clip", dependencies: fuzzTarget),
         .executableTarget(name: "FuzzLevel", dependencies: fuzzTarget),
-        // The daemon's own request reader, from its ControlProtocol library.
+        // The daemon's own request reader, from its _KeepalivedControlProtocol library.
         .executableTarget(name: "FuzzControlRequest", dependencies: [
-            .product(name: "ControlProtocol", package: "keepalived"), "FuzzerDriver",
+            .product(name: "_KeepalivedControlProtocol", package: "keepalived"), "FuzzerDriver",
         ]),
     ]
 )

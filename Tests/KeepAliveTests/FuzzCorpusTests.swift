@@ -1,5 +1,6 @@
 import Foundation
-import ControlProtocol
+import TestSupport
+import _KeepalivedControlProtocol
 import Testing
 
 @testable import KeepAlive

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import TestSupport
 import Testing
 @testable import KeepAlive
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Guards the sanitizer runs' one allowance: time bounds stretch only when the test binary

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CALSA
+import CSystem
 import Synchronization
 
 /// How other threads get a playback thread's attention: a one-shot stop, or a ring that only

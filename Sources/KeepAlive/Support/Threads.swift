@@ -1,4 +1,4 @@
-import CALSA
+import CSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -83,7 +83,7 @@ func spawnThread(named name: String, _ body: @escaping @Sendable () -> Void, cre
         var all = sigset_t()
         sigfillset(&all)
         pthread_sigmask(SIG_BLOCK, &all, nil)
-        calsa_name_current_thread(job.name)
+        csystem_name_current_thread(job.name)
         job.body()
         return nil
     }, job)

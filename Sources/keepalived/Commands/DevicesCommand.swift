@@ -1,6 +1,6 @@
 import ArgumentParser
 import CALSA
-import ControlProtocol
+import _KeepalivedControlProtocol
 import FoundationEssentials
 import KeepAlive
 

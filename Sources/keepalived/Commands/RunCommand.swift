@@ -1,9 +1,10 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ControlProtocol
+import _KeepalivedControlProtocol
 import ArgumentParser
 import CALSA
+import CSystem
 import KeepAlive
 import Logging
 import Synchronization

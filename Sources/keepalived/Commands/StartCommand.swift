@@ -1,5 +1,5 @@
 import ArgumentParser
-import ControlProtocol
+import _KeepalivedControlProtocol
 import CSystem
 #if canImport(Glibc)
 import Glibc

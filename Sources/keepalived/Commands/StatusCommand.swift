@@ -1,5 +1,5 @@
 import ArgumentParser
-import ControlProtocol
+import _KeepalivedControlProtocol
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

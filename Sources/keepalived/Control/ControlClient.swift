@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import ControlProtocol
+import _KeepalivedControlProtocol
 
 /// Sends one request to a running daemon's control socket and reads its reply.
 enum ControlClient {

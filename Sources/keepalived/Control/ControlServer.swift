@@ -1,4 +1,4 @@
-import ControlProtocol
+import _KeepalivedControlProtocol
 import CSystem
 import KeepAlive
 import Logging

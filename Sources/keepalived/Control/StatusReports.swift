@@ -1,4 +1,4 @@
-import ControlProtocol
+import _KeepalivedControlProtocol
 import KeepAlive
 
 extension OutputReport {

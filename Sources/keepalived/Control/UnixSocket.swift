@@ -5,13 +5,13 @@ import Glibc
 import Musl
 #endif
 
-/// The small amount of Unix-socket plumbing the control socket and the systemd notifier need.
+/// The small amount of Unix-socket plumbing the control socket needs.
 enum UnixSocket {
     /// The longest path `sockaddr_un` holds, less the terminating NUL.
     static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
-    /// Builds a `sockaddr_un` for `path`; a leading `@` names an abstract socket (systemd's
-    /// NOTIFY_SOCKET may be one). Returns nil when the path does not fit.
+    /// Builds a `sockaddr_un` for `path`; a leading `@` names an abstract socket. Returns nil
+    /// when the path does not fit.
     static func address(_ path: String) -> (sockaddr_un, socklen_t)? {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)

@@ -1,10 +1,6 @@
+import CSDBus
 import KeepAlive
 import Logging
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Speaks systemd's notify protocol when `NOTIFY_SOCKET` is set: `READY=1` once every output is
 /// playing or waiting for its device (a selection that found nothing yet is waiting too), a
@@ -19,7 +15,6 @@ import Musl
 /// if let notifier = SystemdNotifier(manager: manager, logger: logger) { notifier.update() }
 /// ```
 final class SystemdNotifier {
-    let socketPath: String
     let manager: KeepAliveManager
     /// Half of `WatchdogSec` (systemd's advice), when the unit has a watchdog for this process.
     let watchdogInterval: Duration?
@@ -34,19 +29,17 @@ final class SystemdNotifier {
     /// A notifier for the environment systemd gave this process, or nil when not under a
     /// notify-type unit.
     init?(manager: KeepAliveManager, logger: Logger) {
-        guard let path = RuntimePaths.environment("NOTIFY_SOCKET") else { return nil }
-        self.socketPath = path
+        guard RuntimePaths.environment("NOTIFY_SOCKET") != nil else { return nil }
         self.manager = manager
         self.logger = logger
         let configuration = manager.configuration
         responsiveness = max(configuration.bufferDuration, configuration.retry.maximumDelay) + .seconds(1)
-        let watchdogPID = RuntimePaths.environment("WATCHDOG_PID").flatMap { Int32($0) }
-        if let usec = RuntimePaths.environment("WATCHDOG_USEC").flatMap({ Int64($0) }), usec > 0,
-           watchdogPID == nil || watchdogPID == getpid() {
-            watchdogInterval = .microseconds(usec / 2)
-        } else {
-            watchdogInterval = nil
-        }
+        // libsystemd ignores a WATCHDOG_PID that names another process: a watchdog inherited
+        // from a parent is not this process's to feed. Here and in sd_notify the environment
+        // stays as it is (unset_environment 0): unsetenv is not safe while other threads (the
+        // playback threads' alsa-lib) may read it.
+        var usec: UInt64 = 0
+        watchdogInterval = sd_watchdog_enabled(0, &usec) > 0 ? .microseconds(Int64(usec / 2)) : nil
     }
 
     /// Sends READY once and the status line when it changed.
@@ -97,16 +90,9 @@ final class SystemdNotifier {
         send("STOPPING=1\nSTATUS=stopping")
     }
 
+    /// Best effort, as systemd means it: a manager that went away or a full socket costs one
+    /// message, never the daemon.
     private func send(_ message: String) {
-        guard var (address, length) = UnixSocket.address(socketPath) else { return }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        var bytes = Array(message.utf8)
-        _ = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
-                bytes.withUnsafeMutableBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), target, length) }
-            }
-        }
+        _ = sd_notify(0, message)
     }
 }

@@ -1,5 +1,6 @@
 import CSystem
 import Foundation
+import TestSupport
 
 /// A process the test launched: the built `keepalived`, a sound server, a recorder.
 ///

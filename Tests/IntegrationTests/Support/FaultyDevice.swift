@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The fault-injecting ALSA test PCM (Tests/Fixtures/faulty-pcm) set up for one test: the plug-in

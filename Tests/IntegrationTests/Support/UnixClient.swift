@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A raw Unix-socket client for poking the daemon's control socket (and a datagram receiver for
 /// systemd's notify protocol), with every read bounded by a timeout.

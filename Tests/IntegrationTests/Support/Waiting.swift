@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A condition that did not come true before its deadline.
 struct DeadlineExceeded: Error, CustomStringConvertible {

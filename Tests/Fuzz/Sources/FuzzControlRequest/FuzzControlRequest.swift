@@ -1,4 +1,4 @@
-import ControlProtocol
+import _KeepalivedControlProtocol
 
 /// Any bytes as what a client sends on the control socket, cut into reads of the sizes a real
 /// socket could deliver: the reader never holds more than its limit plus one read, every line

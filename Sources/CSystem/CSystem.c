@@ -3,10 +3,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+void csystem_name_current_thread(const char *name) {
+    pthread_setname_np(pthread_self(), name);
+}
 
 int csystem_accept_nonblocking(int fd) {
     return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);

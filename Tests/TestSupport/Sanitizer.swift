@@ -10,11 +10,11 @@ import Musl
 /// included, and slows it about 2–5× (more with the suite running in parallel) or 5–15×. Those runs look for memory errors, leaks and data
 /// races; the plain run keeps every time bound exact. So deadlines for waiting, and the bounds
 /// that measure time or CPU, stretch by ``timeScale`` under a sanitizer, and nothing else does.
-enum Sanitizer {
+public enum Sanitizer: Sendable {
     case address, thread
 
     /// Found by the runtime's own entry point, which the sanitizers export from the executable.
-    static let active: Sanitizer? = {
+    public static let active: Sanitizer? = {
         let everywhere = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT
         if dlsym(everywhere, "__tsan_init") != nil { return .thread }
         if dlsym(everywhere, "__asan_init") != nil { return .address }
@@ -22,7 +22,7 @@ enum Sanitizer {
     }()
 
     /// How much longer a time bound may be under the active sanitizer.
-    static var timeScale: Double {
+    public static var timeScale: Double {
         switch active {
         case .thread: 8
         case .address: 5
@@ -33,5 +33,5 @@ enum Sanitizer {
 
 extension Duration {
     /// This bound, stretched by the active sanitizer's slowdown (unchanged without one).
-    var underSanitizer: Duration { self * Sanitizer.timeScale }
+    public var underSanitizer: Duration { self * Sanitizer.timeScale }
 }

@@ -1,11 +1,6 @@
-#define _GNU_SOURCE
 #include "CALSA.h"
 
-#include <pthread.h>
-
-#include <errno.h>
 #include <stdarg.h>
-#include <stdlib.h>
 
 // alsa-lib's default handler prints every internal failure (an underrun, a lost server) to
 // stderr; a daemon that recovers from those on purpose must not spray them into its journal.
@@ -16,8 +11,4 @@ static void calsa_quiet_error_handler(const char *file, int line, const char *fu
 
 void calsa_silence_library_errors(void) {
     snd_lib_error_set_handler(calsa_quiet_error_handler);
-}
-
-void calsa_name_current_thread(const char *name) {
-    pthread_setname_np(pthread_self(), name);
 }

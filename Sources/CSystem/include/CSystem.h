@@ -1,7 +1,8 @@
-// CSystem: the few Linux calls the daemon needs that Swift's Glibc module hides behind
-// _GNU_SOURCE (which a Swift module cannot set per header): accept4, pipe2, struct ucred, and
-// posix_spawn's POSIX_SPAWN_SETSID; and the signalfd and timerfd headers it leaves out. The .c file defines _GNU_SOURCE and exports them with plain
-// types, so nothing in Swift hard-codes a flag value or a structure layout.
+// CSystem: the few Linux calls the daemon and its engine need that Swift's Glibc module hides
+// behind _GNU_SOURCE (which a Swift module cannot set per header): accept4, pipe2, struct ucred,
+// posix_spawn's POSIX_SPAWN_SETSID and pthread_setname_np; and the headers it leaves out
+// (signalfd, timerfd, eventfd, malloc). The .c file defines _GNU_SOURCE and exports them with
+// plain types, so nothing in Swift hard-codes a flag value or a structure layout.
 #ifndef CSYSTEM_H
 #define CSYSTEM_H
 
@@ -10,10 +11,18 @@
 // module does not include.
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+// The eventfd that rings a playback thread's doorbell.
+#include <sys/eventfd.h>
+// mallopt (one malloc arena for the daemon).
+#include <malloc.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/// Names the calling thread (visible in `top -H` and /proc/PID/task/TID/comm); Linux keeps its
+/// first 15 bytes.
+void csystem_name_current_thread(const char *name);
 
 /// Accepts a connection on `fd` with the new descriptor already non-blocking and close-on-exec
 /// (accept4). Returns the descriptor, or -1 with errno set.

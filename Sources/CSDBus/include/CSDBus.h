@@ -1,11 +1,15 @@
 // sd-bus calls the daemon makes to follow logind. sd-bus's method calls, signal matches and
 // message readers are varargs, which Swift cannot call; these wrappers give each use one plain
 // signature. Every function returns 0 or a negative errno, as sd-bus does.
+//
+// The same libsystemd speaks the service manager's notify protocol: <systemd/sd-daemon.h>'s
+// sd_notify and sd_watchdog_enabled are plain C, which Swift calls directly through this module.
 #ifndef CSDBUS_H
 #define CSDBUS_H
 
 #include <stdint.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
 
 /// Opens the system bus (DBUS_SYSTEM_BUS_ADDRESS when set, as sd-bus reads it).
 int ka_bus_open_system(sd_bus **bus);

@@ -6,14 +6,14 @@ import Foundation
 /// 4 KiB read buffer for every file whose size reads as zero: empty files (some fuzz seeds),
 /// /proc files, a daemon's log before its first line. LeakSanitizer reports each one under
 /// `swift test --sanitize=address`, so the tests read files through here instead.
-enum FileContents {
-    struct Unreadable: Error, CustomStringConvertible {
-        let path: String
-        let errno: Int32
-        var description: String { "cannot read \(path): \(String(cString: strerror(errno)))" }
+public enum FileContents {
+    public struct Unreadable: Error, CustomStringConvertible {
+        public let path: String
+        public let errno: Int32
+        public var description: String { "cannot read \(path): \(String(cString: strerror(errno)))" }
     }
 
-    static func bytes(_ path: String) throws -> [UInt8] {
+    public static func bytes(_ path: String) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Unreadable(path: path, errno: errno) }
         defer { close(fd) }
@@ -30,11 +30,11 @@ enum FileContents {
         }
     }
 
-    static func bytes(_ url: URL) throws -> [UInt8] { try bytes(url.path) }
+    public static func bytes(_ url: URL) throws -> [UInt8] { try bytes(url.path) }
 
-    static func data(_ url: URL) throws -> Data { Data(try bytes(url.path)) }
+    public static func data(_ url: URL) throws -> Data { Data(try bytes(url.path)) }
 
-    static func text(_ path: String) throws -> String { String(decoding: try bytes(path), as: UTF8.self) }
+    public static func text(_ path: String) throws -> String { String(decoding: try bytes(path), as: UTF8.self) }
 
-    static func text(_ url: URL) throws -> String { try text(url.path) }
+    public static func text(_ url: URL) throws -> String { try text(url.path) }
 }

@@ -1,1 +1,0 @@
-../IntegrationTests/Support/FileContents.swift

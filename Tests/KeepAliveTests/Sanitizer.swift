@@ -1,1 +1,0 @@
-../IntegrationTests/Support/Sanitizer.swift
