@@ -99,14 +99,12 @@ struct RecoveryStateMachine {
     /// its step counts across outages and the playback between them (it starts over only after
     /// a stable period), so every state would have to carry it.
     private var backoff: Backoff
-    private let retry: RetryPolicy
 
     /// How long to let udev finish a new node's permissions, or a restarted server settle,
     /// before opening.
     static let settleDelay: Duration = .milliseconds(10)
 
     init(retry: RetryPolicy, seed: UInt64) {
-        self.retry = retry
         self.backoff = Backoff(policy: retry, seed: seed)
     }
 
@@ -171,7 +169,7 @@ struct RecoveryStateMachine {
     mutating func cannotRender(message: String, at now: ContinuousClock.Instant) -> Action {
         let outage = begin(.unknown, since: nil, seen: [], at: now)
         let fault = enter(outage, showing: .waitingForDevice(.unknown), Fault(reason: .unknown, message: message))
-        return .reopen(after: retry.maximumDelay, fault)
+        return .reopen(after: backoff.policy.maximumDelay, fault)
     }
 
     /// Audio reached the device (a write went through, a ring started, a held device is

@@ -235,6 +235,13 @@ struct RecoveryStateMachineTests {
         #expect(action == .reopen(after: .seconds(2), .init(reason: .unknown, message: "sine at 30000 Hz", state: .waitingForDevice(.unknown))))
     }
 
+    @Test("a signal the device cannot carry waits the longest delay of the configuration in force")
+    func cannotRenderAfterReconfiguring() {
+        var machine = Machine(retry: policy, seed: 1)
+        machine.reconfigured(retry: RetryPolicy(maximumDelay: .seconds(5)), seed: 2)
+        #expect(machine.cannotRender(message: "sine at 30000 Hz", at: at(0)).delay == .seconds(5))
+    }
+
     @Test("stop is reported once")
     func stop() {
         var machine = playing()
