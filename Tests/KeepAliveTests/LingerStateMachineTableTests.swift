@@ -5,7 +5,7 @@ import Testing
 /// Every state of the linger state machine against every event: the action and the state it
 /// leads to, and a precondition failure before the start and for a second start.
 @Suite("Linger state machine, every state × every event")
-struct LingerStateMachineTableTests {
+struct LingerStateMachineTableTests: TransitionTable {
     typealias Machine = LingerStateMachine
 
     static let start = ContinuousClock.now
@@ -66,87 +66,69 @@ struct LingerStateMachineTableTests {
         }
     }
 
-    enum Expected: Sendable {
-        /// The action and the state after it; nil: unchanged.
-        case result(Machine.Action, Machine.State?)
-        case impossible
-    }
+    typealias Action = Machine.Action
+    typealias MachineState = Machine.State
 
-    struct Row: Sendable, CustomTestStringConvertible {
-        var setup: Setup
-        var event: Event
-        var expected: Expected
-        var testDescription: String { "\(setup.rawValue) × \(event.rawValue)" }
-    }
+    static func make(_ setup: Setup) -> Machine { setup.make() }
+    static func apply(_ event: Event, to machine: inout Machine) -> Machine.Action { event.apply(to: &machine) }
+    static func state(of machine: Machine) -> Machine.State { machine.state }
 
-    static let rows: [(Setup, [(Event, Expected)])] = [
+    static let table: [Row] = rows([
         (.notStarted, [
-            (.start, .result(.armTimer(at(15)), .disconnected(deadline: at(15)))),
+            (.start, .to(.armTimer(at(15)), .disconnected(deadline: at(15)))),
             (.quiet, .impossible), (.others, .impossible), (.timerEarly, .impossible), (.timerLate, .impossible), (.lost, .impossible),
         ]),
         (.window, [
             (.start, .impossible),
-            (.quiet, .result(.armTimer(at(10)), .lingering(until: at(10)))),
-            (.others, .result(.cancelTimer, .othersPlaying)),
-            (.timerEarly, .result(.none, nil)),
-            (.timerLate, .result(.none, nil)),
-            (.lost, .result(.cancelTimer, .disconnected(deadline: nil))),
+            (.quiet, .to(.armTimer(at(10)), .lingering(until: at(10)))),
+            (.others, .to(.cancelTimer, .othersPlaying)),
+            (.timerEarly, .to(.none, nil)),
+            (.timerLate, .to(.none, nil)),
+            (.lost, .to(.cancelTimer, .disconnected(deadline: nil))),
         ]),
         (.disconnected, [
             (.start, .impossible),
-            (.quiet, .result(.armTimer(at(15)), .lingering(until: at(15)))),
-            (.others, .result(.none, .othersPlaying)),
-            (.timerEarly, .result(.none, nil)),
-            (.timerLate, .result(.none, nil)),
-            (.lost, .result(.none, nil)),
+            (.quiet, .to(.armTimer(at(15)), .lingering(until: at(15)))),
+            (.others, .to(.none, .othersPlaying)),
+            (.timerEarly, .to(.none, nil)),
+            (.timerLate, .to(.none, nil)),
+            (.lost, .to(.none, nil)),
         ]),
         (.othersPlaying, [
             (.start, .impossible),
-            (.quiet, .result(.armTimer(at(15)), .lingering(until: at(15)))),
-            (.others, .result(.none, nil)),
-            (.timerEarly, .result(.none, nil)),
-            (.timerLate, .result(.none, nil)),
-            (.lost, .result(.none, .disconnected(deadline: nil))),
+            (.quiet, .to(.armTimer(at(15)), .lingering(until: at(15)))),
+            (.others, .to(.none, nil)),
+            (.timerEarly, .to(.none, nil)),
+            (.timerLate, .to(.none, nil)),
+            (.lost, .to(.none, .disconnected(deadline: nil))),
         ]),
         (.lingering, [
             (.start, .impossible),
-            (.quiet, .result(.none, nil)),
-            (.others, .result(.cancelTimer, .othersPlaying)),
-            (.timerEarly, .result(.armTimer(at(10)), nil)),
-            (.timerLate, .result(.pause, .paused)),
-            (.lost, .result(.cancelTimer, .disconnected(deadline: nil))),
+            (.quiet, .to(.none, nil)),
+            (.others, .to(.cancelTimer, .othersPlaying)),
+            (.timerEarly, .to(.armTimer(at(10)), nil)),
+            (.timerLate, .to(.pause, .paused)),
+            (.lost, .to(.cancelTimer, .disconnected(deadline: nil))),
         ]),
         (.paused, [
             (.start, .impossible),
-            (.quiet, .result(.none, nil)),
-            (.others, .result(.resume, .othersPlaying)),
-            (.timerEarly, .result(.none, nil)),
-            (.timerLate, .result(.none, nil)),
-            (.lost, .result(.resume, .disconnected(deadline: nil))),
+            (.quiet, .to(.none, nil)),
+            (.others, .to(.resume, .othersPlaying)),
+            (.timerEarly, .to(.none, nil)),
+            (.timerLate, .to(.none, nil)),
+            (.lost, .to(.resume, .disconnected(deadline: nil))),
         ]),
-    ]
-
-    static let table: [Row] = rows.flatMap { setup, events in events.map { Row(setup: setup, event: $0.0, expected: $0.1) } }
-    static let possible = table.filter { if case .result = $0.expected { true } else { false } }
-    static let impossible = table.filter { if case .impossible = $0.expected { true } else { false } }
+    ])
 
     @Test("the table holds every state × every event once")
-    func exhaustive() {
-        for setup in Setup.allCases {
-            for event in Event.allCases {
-                #expect(Self.table.count { $0.setup == setup && $0.event == event } == 1, "\(setup) × \(event)")
-            }
-        }
-    }
+    func exhaustive() { Self.expectExhaustive() }
 
     @Test("each event leads to its action and state", arguments: possible)
     func row(_ row: Row) {
-        guard case .result(let action, let next) = row.expected else { return }
-        var machine = row.setup.make()
-        let before = machine.state
-        #expect(row.event.apply(to: &machine) == action)
-        #expect(machine.state == (next ?? before))
+        Self.expect(row)
         // What `status` shows follows from the state.
+        var machine = row.setup.make()
+        _ = row.event.apply(to: &machine)
         #expect(machine.isPaused == (machine.state == .paused))
         #expect(machine.othersPlaying == (machine.state == .othersPlaying))
     }

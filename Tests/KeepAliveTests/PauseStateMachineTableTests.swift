@@ -6,7 +6,7 @@ import Testing
 /// leads to. No event is impossible: logind may repeat itself, and the idle timer also wakes the
 /// daemon for a reload.
 @Suite("Pause state machine, every state × every event")
-struct PauseStateMachineTableTests {
+struct PauseStateMachineTableTests: TransitionTable {
     typealias Machine = PauseStateMachine
     typealias Action = PauseStateMachine.Action
 
@@ -57,14 +57,11 @@ struct PauseStateMachineTableTests {
         }
     }
 
-    struct Row: Sendable, CustomTestStringConvertible {
-        var setup: Setup
-        var event: Event
-        var action: Action
-        /// The state after it; nil: unchanged.
-        var state: Machine.State?
-        var testDescription: String { "\(setup.rawValue) × \(event.rawValue)" }
-    }
+    typealias MachineState = Machine.State
+
+    static func make(_ setup: Setup) -> Machine { setup.make() }
+    static func apply(_ event: Event, to machine: inout Machine) -> Action { event.apply(to: &machine) }
+    static func state(of machine: Machine) -> Machine.State { machine.state }
 
     static func update(pause: Set<PauseReason> = [], resume: Set<PauseReason> = [], timer: Machine.IdleTimer = .unchanged) -> Action {
         .update(pause: pause, resume: resume, timer: timer)
@@ -73,7 +70,7 @@ struct PauseStateMachineTableTests {
     static func asleep(_ locked: Bool = false, _ idle: Machine.Idle = .active) -> Machine.State { .asleep(.init(locked: locked, idle: idle)) }
     static func idle(_ since: Int, _ decision: Machine.IdleDecision) -> Machine.Idle { .idle(since: .seconds(since), decision) }
 
-    static let rows: [(Setup, [(Event, Action, Machine.State?)])] = [
+    static let events: [(Setup, [(Event, Action, Machine.State?)])] = [
         (.active, [
             (.sleep, .sleep, asleep()),
             (.wake, .none, nil),
@@ -167,22 +164,11 @@ struct PauseStateMachineTableTests {
         ]),
     ]
 
-    static let table: [Row] = rows.flatMap { setup, events in events.map { Row(setup: setup, event: $0.0, action: $0.1, state: $0.2) } }
+    static let table: [Row] = rows(events.map { setup, events in (setup, events.map { ($0.0, .to($0.1, $0.2)) }) })
 
     @Test("the table holds every state × every event once")
-    func exhaustive() {
-        for setup in Setup.allCases {
-            for event in Event.allCases {
-                #expect(Self.table.count { $0.setup == setup && $0.event == event } == 1, "\(setup) × \(event)")
-            }
-        }
-    }
+    func exhaustive() { Self.expectExhaustive() }
 
     @Test("each event leads to its action and state", arguments: table)
-    func row(_ row: Row) {
-        var machine = row.setup.make()
-        let before = machine.state
-        #expect(row.event.apply(to: &machine) == row.action)
-        #expect(machine.state == (row.state ?? before))
-    }
+    func row(_ row: Row) { Self.expect(row) }
 }

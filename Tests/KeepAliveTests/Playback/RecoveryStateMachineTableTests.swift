@@ -5,7 +5,7 @@ import Testing
 /// Every state of the recovery state machine against every event: the action and the state it
 /// leads to, and a precondition failure for the events that cannot happen in it.
 @Suite("Recovery state machine, every state × every event")
-struct RecoveryStateMachineTableTests {
+struct RecoveryStateMachineTableTests: TransitionTable {
     typealias Machine = RecoveryStateMachine
     typealias Outage = RecoveryStateMachine.Outage
 
@@ -87,18 +87,14 @@ struct RecoveryStateMachineTableTests {
         }
     }
 
-    enum Expected: Sendable {
-        /// The action returned and the state after it; nil: the state does not change.
-        case result(Machine.Action, Machine.State?)
-        case impossible
-    }
+    typealias Expected = Transition<Machine.Action, Machine.State>
 
-    struct Row: Sendable, CustomTestStringConvertible {
-        var setup: Setup
-        var event: Event
-        var expected: Expected
-        var testDescription: String { "\(setup.rawValue) × \(event.rawValue)" }
-    }
+    typealias Action = Machine.Action
+    typealias MachineState = Machine.State
+
+    static func make(_ setup: Setup) -> Machine { setup.make() }
+    static func apply(_ event: Event, to machine: inout Machine) -> Machine.Action { event.apply(to: &machine) }
+    static func state(of machine: Machine) -> Machine.State { machine.state }
 
     static func fault(_ reason: InterruptionReason, _ state: KeepAliveState?, _ message: String = "m") -> Machine.Fault {
         .init(reason: reason, message: message, state: state)
@@ -112,37 +108,37 @@ struct RecoveryStateMachineTableTests {
         func outage(_ reason: InterruptionReason, since: Int = 1000, _ shown: KeepAliveState, repaired: Bool = false) -> Machine.State {
             .outage(Outage(reason: reason, since: at(since), shown: shown, repairedInPlace: repaired, announced: announced))
         }
-        func row(_ event: Event, _ expected: Expected) -> Row { Row(setup: setup, event: event, expected: expected) }
+        func row(_ event: Event, _ expected: Expected) -> Row { Row(setup: setup, event: event, transition: expected) }
         return [
-            row(.attemptingOpen, .result(.none, nil)),
-            row(.attemptingOpenAfterServer, .result(.none, nil)),
-            row(.opened, announced ? .result(.none, nil)
-                : .result(.announceOpen, playing ? .playing(since: at(0), announced: true) : .starting(announced: true))),
-            row(.openFailed, .result(.reopen(after: .milliseconds(50), fault(.noDevice, .waitingForDevice(.noDevice))),
+            row(.attemptingOpen, .to(.none, nil)),
+            row(.attemptingOpenAfterServer, .to(.none, nil)),
+            row(.opened, announced ? .to(.none, nil)
+                : .to(.announceOpen, playing ? .playing(since: at(0), announced: true) : .starting(announced: true))),
+            row(.openFailed, .to(.reopen(after: .milliseconds(50), fault(.noDevice, .waitingForDevice(.noDevice))),
                                      outage(.noDevice, .waitingForDevice(.noDevice)))),
-            row(.openFailedAfterServer, .result(.reopen(after: settle, fault(.serverGone, .waitingForDevice(.serverGone))),
+            row(.openFailedAfterServer, .to(.reopen(after: settle, fault(.serverGone, .waitingForDevice(.serverGone))),
                                                 outage(.serverGone, .waitingForDevice(.serverGone)))),
-            row(.cannotRender, .result(.reopen(after: .seconds(2), fault(.unknown, .waitingForDevice(.unknown))),
+            row(.cannotRender, .to(.reopen(after: .seconds(2), fault(.unknown, .waitingForDevice(.unknown))),
                                        outage(.unknown, .waitingForDevice(.unknown)))),
-            row(.flowing, playing ? .result(.none, nil) : .result(.play(recovered: nil), .playing(since: at(1000), announced: false))),
-            row(.underrun, .result(.repair(.prepare, fault(.underrun, .recovering(.underrun))),
+            row(.flowing, playing ? .to(.none, nil) : .to(.play(recovered: nil), .playing(since: at(1000), announced: false))),
+            row(.underrun, .to(.repair(.prepare, fault(.underrun, .recovering(.underrun))),
                                    outage(.underrun, since: 900, .recovering(.underrun), repaired: true))),
-            row(.underrunAfterServer, .result(.reopen(after: settle, fault(.underrun, .recovering(.serverGone))),
+            row(.underrunAfterServer, .to(.reopen(after: settle, fault(.underrun, .recovering(.serverGone))),
                                               outage(.serverGone, since: 900, .recovering(.serverGone)))),
-            row(.unplugged, .result(.reopen(after: .milliseconds(50), fault(.unplugged, .recovering(.unplugged))),
+            row(.unplugged, .to(.reopen(after: .milliseconds(50), fault(.unplugged, .recovering(.unplugged))),
                                     outage(.unplugged, .recovering(.unplugged)))),
-            row(.repairFailed, .result(.reopen(after: .milliseconds(50), fault(.serverGone, .recovering(.serverGone))),
+            row(.repairFailed, .to(.reopen(after: .milliseconds(50), fault(.serverGone, .recovering(.serverGone))),
                                        outage(.serverGone, .recovering(.serverGone)))),
-            row(.lost, .result(.reopen(after: .milliseconds(50), fault(.stalled, .recovering(.stalled))),
+            row(.lost, .to(.reopen(after: .milliseconds(50), fault(.stalled, .recovering(.stalled))),
                                outage(.stalled, since: 800, .recovering(.stalled)))),
             row(.waitSawNothing, .impossible),
             row(.waitSawCard, .impossible),
             row(.waitSawServer, .impossible),
-            row(.playSawCard, .result(.none, nil)),
-            row(.playSawServer, .result(.reopen(after: settle, fault(.serverGone, .recovering(.serverGone), server)),
+            row(.playSawCard, .to(.none, nil)),
+            row(.playSawServer, .to(.reopen(after: settle, fault(.serverGone, .recovering(.serverGone), server)),
                                         outage(.serverGone, .recovering(.serverGone)))),
-            row(.stopped, .result(.stop, .stopped)),
-            row(.reconfigured, .result(.none, nil)),
+            row(.stopped, .to(.stop, .stopped)),
+            row(.reconfigured, .to(.none, nil)),
         ]
     }
 
@@ -152,35 +148,35 @@ struct RecoveryStateMachineTableTests {
         func outage(_ reason: InterruptionReason = .underrun, _ shown: KeepAliveState = .recovering(.underrun), announced: Bool = false) -> Machine.State {
             .outage(Outage(reason: reason, since: at(500), shown: shown, repairedInPlace: true, announced: announced))
         }
-        func row(_ event: Event, _ expected: Expected) -> Row { Row(setup: .repairing, event: event, expected: expected) }
+        func row(_ event: Event, _ expected: Expected) -> Row { Row(setup: .repairing, event: event, transition: expected) }
         return [
-            row(.attemptingOpen, .result(.none, nil)),
-            row(.attemptingOpenAfterServer, .result(.none, outage(.serverGone))),
-            row(.opened, .result(.announceOpen, outage(announced: true))),
-            row(.openFailed, .result(.reopen(after: .milliseconds(50), fault(.noDevice, .waitingForDevice(.noDevice))),
+            row(.attemptingOpen, .to(.none, nil)),
+            row(.attemptingOpenAfterServer, .to(.none, outage(.serverGone))),
+            row(.opened, .to(.announceOpen, outage(announced: true))),
+            row(.openFailed, .to(.reopen(after: .milliseconds(50), fault(.noDevice, .waitingForDevice(.noDevice))),
                                      outage(.noDevice, .waitingForDevice(.noDevice)))),
-            row(.openFailedAfterServer, .result(.reopen(after: settle, fault(.serverGone, .waitingForDevice(.serverGone))),
+            row(.openFailedAfterServer, .to(.reopen(after: settle, fault(.serverGone, .waitingForDevice(.serverGone))),
                                                 outage(.serverGone, .waitingForDevice(.serverGone)))),
-            row(.cannotRender, .result(.reopen(after: .seconds(2), fault(.unknown, .waitingForDevice(.unknown))),
+            row(.cannotRender, .to(.reopen(after: .seconds(2), fault(.unknown, .waitingForDevice(.unknown))),
                                        outage(.underrun, .waitingForDevice(.unknown)))),
-            row(.flowing, .result(.play(recovered: .init(reason: .underrun, downtime: .milliseconds(500))),
+            row(.flowing, .to(.play(recovered: .init(reason: .underrun, downtime: .milliseconds(500))),
                                   .playing(since: at(1000), announced: false))),
-            row(.underrun, .result(.reopen(after: .milliseconds(50), fault(.underrun, nil, "m, again right after recovering in place")), nil)),
-            row(.underrunAfterServer, .result(.reopen(after: settle, fault(.underrun, .recovering(.serverGone))),
+            row(.underrun, .to(.reopen(after: .milliseconds(50), fault(.underrun, nil, "m, again right after recovering in place")), nil)),
+            row(.underrunAfterServer, .to(.reopen(after: settle, fault(.underrun, .recovering(.serverGone))),
                                               outage(.serverGone, .recovering(.serverGone)))),
-            row(.unplugged, .result(.reopen(after: .milliseconds(50), fault(.unplugged, .recovering(.unplugged))),
+            row(.unplugged, .to(.reopen(after: .milliseconds(50), fault(.unplugged, .recovering(.unplugged))),
                                     outage(.unplugged, .recovering(.unplugged)))),
-            row(.repairFailed, .result(.reopen(after: .milliseconds(50), fault(.serverGone, .recovering(.serverGone))),
+            row(.repairFailed, .to(.reopen(after: .milliseconds(50), fault(.serverGone, .recovering(.serverGone))),
                                        outage(.serverGone, .recovering(.serverGone)))),
-            row(.lost, .result(.reopen(after: .milliseconds(50), fault(.stalled, nil)), nil)),
-            row(.waitSawNothing, .result(.none, nil)),
-            row(.waitSawCard, .result(.reopen(after: settle, nil), nil)),
-            row(.waitSawServer, .result(.reopen(after: settle, nil), outage(.serverGone))),
-            row(.playSawCard, .result(.none, nil)),
-            row(.playSawServer, .result(.reopen(after: settle, fault(.serverGone, .recovering(.serverGone), server)),
+            row(.lost, .to(.reopen(after: .milliseconds(50), fault(.stalled, nil)), nil)),
+            row(.waitSawNothing, .to(.none, nil)),
+            row(.waitSawCard, .to(.reopen(after: settle, nil), nil)),
+            row(.waitSawServer, .to(.reopen(after: settle, nil), outage(.serverGone))),
+            row(.playSawCard, .to(.none, nil)),
+            row(.playSawServer, .to(.reopen(after: settle, fault(.serverGone, .recovering(.serverGone), server)),
                                         outage(.serverGone, .recovering(.serverGone)))),
-            row(.stopped, .result(.stop, .stopped)),
-            row(.reconfigured, .result(.none, nil)),
+            row(.stopped, .to(.stop, .stopped)),
+            row(.reconfigured, .to(.none, nil)),
         ]
     }()
 
@@ -191,61 +187,45 @@ struct RecoveryStateMachineTableTests {
         func outage(_ shown: KeepAliveState = .waitingForDevice(.noDevice), repaired: Bool = false, announced: Bool = false) -> Machine.State {
             .outage(Outage(reason: .noDevice, since: at(0), shown: shown, repairedInPlace: repaired, announced: announced))
         }
-        func row(_ event: Event, _ expected: Expected) -> Row { Row(setup: .waiting, event: event, expected: expected) }
+        func row(_ event: Event, _ expected: Expected) -> Row { Row(setup: .waiting, event: event, transition: expected) }
         return [
-            row(.attemptingOpen, .result(.none, nil)),
-            row(.attemptingOpenAfterServer, .result(.none, nil)),
-            row(.opened, .result(.announceOpen, outage(announced: true))),
-            row(.openFailed, .result(.reopen(after: .milliseconds(100), fault(.noDevice, nil)), nil)),
-            row(.openFailedAfterServer, .result(.reopen(after: settle, fault(.serverGone, .waitingForDevice(.serverGone))),
+            row(.attemptingOpen, .to(.none, nil)),
+            row(.attemptingOpenAfterServer, .to(.none, nil)),
+            row(.opened, .to(.announceOpen, outage(announced: true))),
+            row(.openFailed, .to(.reopen(after: .milliseconds(100), fault(.noDevice, nil)), nil)),
+            row(.openFailedAfterServer, .to(.reopen(after: settle, fault(.serverGone, .waitingForDevice(.serverGone))),
                                                 outage(.waitingForDevice(.serverGone)))),
-            row(.cannotRender, .result(.reopen(after: .seconds(2), fault(.unknown, .waitingForDevice(.unknown))),
+            row(.cannotRender, .to(.reopen(after: .seconds(2), fault(.unknown, .waitingForDevice(.unknown))),
                                        outage(.waitingForDevice(.unknown)))),
-            row(.flowing, .result(.play(recovered: .init(reason: .noDevice, downtime: .seconds(1))),
+            row(.flowing, .to(.play(recovered: .init(reason: .noDevice, downtime: .seconds(1))),
                                   .playing(since: at(1000), announced: false))),
-            row(.underrun, .result(.repair(.prepare, fault(.underrun, .recovering(.noDevice))), outage(.recovering(.noDevice), repaired: true))),
-            row(.underrunAfterServer, .result(.reopen(after: settle, fault(.underrun, .recovering(.noDevice))), outage(.recovering(.noDevice)))),
-            row(.unplugged, .result(.reopen(after: .milliseconds(100), fault(.unplugged, .recovering(.noDevice))), outage(.recovering(.noDevice)))),
-            row(.repairFailed, .result(.reopen(after: .milliseconds(100), fault(.serverGone, .recovering(.noDevice))), outage(.recovering(.noDevice)))),
-            row(.lost, .result(.reopen(after: .milliseconds(100), fault(.stalled, .recovering(.noDevice))), outage(.recovering(.noDevice)))),
-            row(.waitSawNothing, .result(.none, nil)),
-            row(.waitSawCard, .result(.reopen(after: settle, nil), nil)),
-            row(.waitSawServer, .result(.reopen(after: settle, nil), nil)),
-            row(.playSawCard, .result(.none, nil)),
-            row(.playSawServer, .result(.reopen(after: settle, fault(.serverGone, .recovering(.noDevice), server)), outage(.recovering(.noDevice)))),
-            row(.stopped, .result(.stop, .stopped)),
-            row(.reconfigured, .result(.none, nil)),
+            row(.underrun, .to(.repair(.prepare, fault(.underrun, .recovering(.noDevice))), outage(.recovering(.noDevice), repaired: true))),
+            row(.underrunAfterServer, .to(.reopen(after: settle, fault(.underrun, .recovering(.noDevice))), outage(.recovering(.noDevice)))),
+            row(.unplugged, .to(.reopen(after: .milliseconds(100), fault(.unplugged, .recovering(.noDevice))), outage(.recovering(.noDevice)))),
+            row(.repairFailed, .to(.reopen(after: .milliseconds(100), fault(.serverGone, .recovering(.noDevice))), outage(.recovering(.noDevice)))),
+            row(.lost, .to(.reopen(after: .milliseconds(100), fault(.stalled, .recovering(.noDevice))), outage(.recovering(.noDevice)))),
+            row(.waitSawNothing, .to(.none, nil)),
+            row(.waitSawCard, .to(.reopen(after: settle, nil), nil)),
+            row(.waitSawServer, .to(.reopen(after: settle, nil), nil)),
+            row(.playSawCard, .to(.none, nil)),
+            row(.playSawServer, .to(.reopen(after: settle, fault(.serverGone, .recovering(.noDevice), server)), outage(.recovering(.noDevice)))),
+            row(.stopped, .to(.stop, .stopped)),
+            row(.reconfigured, .to(.none, nil)),
         ]
     }()
 
     /// Stopped: the thread has ended; only a configuration may still be handed over.
     static let stopped: [Row] = Event.allCases.map {
-        Row(setup: .stopped, event: $0, expected: $0 == .reconfigured ? .result(.none, nil) : .impossible)
+        Row(setup: .stopped, event: $0, transition: $0 == .reconfigured ? .to(.none, nil) : .impossible)
     }
 
     static let table: [Row] = [Setup.starting, .announced, .playing, .reopened].flatMap(withoutOutage) + repairing + waiting + stopped
 
-    static let possible = table.filter { if case .result = $0.expected { true } else { false } }
-    static let impossible = table.filter { if case .impossible = $0.expected { true } else { false } }
-
     @Test("the table holds every state × every event once")
-    func exhaustive() {
-        for setup in Setup.allCases {
-            for event in Event.allCases {
-                let rows = Self.table.filter { $0.setup == setup && $0.event == event }
-                #expect(rows.count == 1, "\(setup) × \(event)")
-            }
-        }
-    }
+    func exhaustive() { Self.expectExhaustive() }
 
     @Test("each event leads to its action and state", arguments: possible)
-    func row(_ row: Row) {
-        guard case .result(let action, let next) = row.expected else { return }
-        var machine = row.setup.make()
-        let before = machine.state
-        #expect(row.event.apply(to: &machine) == action)
-        #expect(machine.state == (next ?? before))
-    }
+    func row(_ row: Row) { Self.expect(row) }
 
     @Test("an event that cannot happen is a precondition failure", arguments: impossible)
     func impossibleRow(_ row: Row) async {
