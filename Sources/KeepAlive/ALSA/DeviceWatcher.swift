@@ -22,20 +22,11 @@ final class DeviceWatcher {
     /// The inotify descriptor to poll for readability, or -1 when nothing can be watched.
     private(set) var descriptor: Int32 = -1
 
-    /// What appeared.
-    struct Seen: OptionSet {
-        let rawValue: UInt8
-        /// A sound card's device node (or events were lost: anything may have happened).
-        static let device = Seen(rawValue: 1)
-        /// A sound server's socket: a server (re)started.
-        static let server = Seen(rawValue: 2)
-    }
-
     /// A directory whose entries matter: any entry (`names` nil) or only the given names.
     struct Spot {
         var directory: String
         var names: [String]?
-        var kind: Seen
+        var kind: DeviceChanges
     }
 
     private let spots: [Spot]
@@ -66,7 +57,7 @@ final class DeviceWatcher {
 
     /// The spots for `/dev/snd` and the PulseAudio and PipeWire sockets this process would use.
     static func defaultSpots() -> [Spot] {
-        var spots = [Spot(directory: "/dev/snd", names: nil, kind: .device)]
+        var spots = [Spot(directory: "/dev/snd", names: nil, kind: .card)]
         let runtime = environment("XDG_RUNTIME_DIR")
         if let server = environment("PULSE_SERVER") {
             // A list of servers, each maybe "unix:PATH"; only local socket paths can be watched.
@@ -95,9 +86,9 @@ final class DeviceWatcher {
     /// Reads everything inotify reported since the last call and returns what appeared that
     /// could bring an output back: a card's node, a server's socket (a watched directory that
     /// appeared counts once it holds them). Never blocks; empty without inotify.
-    func take() -> Seen {
+    func take() -> DeviceChanges {
         guard descriptor >= 0 else { return [] }
-        var seen: Seen = []
+        var seen: DeviceChanges = []
         var needsRefresh = false
         var appeared: [String] = []
         while true {
@@ -114,7 +105,7 @@ final class DeviceWatcher {
                 let name = length > 0 ? String(cString: (base + 16).assumingMemoryBound(to: CChar.self)) : ""
                 offset += 16 + length
                 if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                    seen.insert(.device)
+                    seen.insert(.card)
                     needsRefresh = true
                     continue
                 }

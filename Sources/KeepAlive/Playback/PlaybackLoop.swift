@@ -162,7 +162,7 @@ final class PlaybackLoop: @unchecked Sendable {
         } catch {
             return openFailed(error)
         }
-        if machine.opened().announceOpen || formatChanged { report(.opened(format, mode)) }
+        if machine.opened() == .announceOpen || formatChanged { report(.opened(format, mode)) }
         switch mode {
         case .openOnly: return holdOpen(pcm, format)
         case .ringLoop: return loopRing(pcm, format)
@@ -279,23 +279,37 @@ final class PlaybackLoop: @unchecked Sendable {
 
     /// What the watcher saw that concerns the open device: a sound server's socket only when a
     /// server may be behind it.
-    func seenWhileOpen() -> DeviceWatcher.Seen {
+    func seenWhileOpen() -> DeviceChanges {
         let seen = watcher?.take() ?? []
         return serverMayBeBehind ? seen : seen.subtracting(.server)
     }
 
-    /// Reports what a step says and turns its action into an outcome for the actions that end
-    /// an open (the in-place ones are the caller's to carry out).
+    /// Reports what an action says and turns it into an outcome for the actions that end an
+    /// open (an in-place repair is the caller's to carry out, see ``repair(_:_:restarted:)``).
     @discardableResult
-    func perform(_ step: RecoveryStateMachine.Step) -> Outcome {
-        if let fault = step.fault { report(.fault(fault.reason, fault.message)) }
-        if let state = step.state { report(.state(state)) }
-        if let recovered = step.recovered { report(.recovered(recovered.reason, recovered.downtime)) }
-        switch step.action {
-        case .reopen(let delay): return .reopen(after: delay)
-        case .stop: return .stopped
-        case .none, .prepare, .resume: return .reconfigure
+    func perform(_ action: RecoveryStateMachine.Action) -> Outcome {
+        switch action {
+        case .none, .announceOpen:
+            return .reconfigure
+        case .play(let recovered):
+            report(.state(.playing))
+            if let recovered { report(.recovered(recovered.reason, recovered.downtime)) }
+            return .reconfigure
+        case .repair(_, let fault):
+            reportFault(fault)
+            return .reconfigure
+        case .reopen(let delay, let fault):
+            if let fault { reportFault(fault) }
+            return .reopen(after: delay)
+        case .stop:
+            report(.state(.stopped))
+            return .stopped
         }
+    }
+
+    private func reportFault(_ fault: RecoveryStateMachine.Fault) {
+        report(.fault(fault.reason, fault.message))
+        if let state = fault.state { report(.state(state)) }
     }
 
     /// Sleeps the delay before the next open; a card or a sound server appearing (see
@@ -311,7 +325,7 @@ final class PlaybackLoop: @unchecked Sendable {
             case .timedOut, .rung:
                 continue
             case .readable:
-                if case .reopen(let settle) = machine.sawWhileWaiting(watcher?.take() ?? []) {
+                if case .reopen(let settle, _) = machine.sawWhileWaiting(watcher?.take() ?? []) {
                     return doorbell.wait(settle)
                 }
             }
@@ -321,15 +335,15 @@ final class PlaybackLoop: @unchecked Sendable {
     /// Carries out an in-place repair the state machine asked for. Returns nil when the stream
     /// goes on (`restarted` tells whether it starts again from an empty buffer), or the outcome
     /// when the device must be reopened.
-    func repair(_ pcm: PCMDevice, _ step: RecoveryStateMachine.Step, restarted: inout Bool) -> Outcome? {
-        let outcome = perform(step)
-        switch step.action {
-        case .prepare:
+    func repair(_ pcm: PCMDevice, _ action: RecoveryStateMachine.Action, restarted: inout Bool) -> Outcome? {
+        let outcome = perform(action)
+        switch action {
+        case .repair(.prepare, _):
             let result = pcm.prepare()
             if result < 0 { return perform(machine.repairFailed(result, message: ALSAError(code: result, operation: "prepare").description, at: clock.now)) }
             restarted = true
             return nil
-        case .resume:
+        case .repair(.resume, _):
             var result = pcm.resume()
             var attempts = 0
             // A device still waking answers EAGAIN; give it a moment, never a busy loop.
@@ -348,7 +362,7 @@ final class PlaybackLoop: @unchecked Sendable {
             if result < 0 { return perform(machine.repairFailed(result, message: ALSAError(code: result, operation: "prepare").description, at: clock.now)) }
             restarted = true
             return nil
-        case .none:
+        case .none, .announceOpen, .play:
             return nil
         case .reopen, .stop:
             return outcome

@@ -231,26 +231,26 @@ final class LingerWatcher: @unchecked Sendable {
 
     // MARK: - Actions
 
-    private func apply(_ actions: [LingerStateMachine.Action], because reason: String) {
+    private func apply(_ action: LingerStateMachine.Action, because reason: String) {
         let sink = machine.sink.flatMap { sinkNames[$0] } ?? "?"
-        for action in actions {
-            switch action {
-            case .pause:
-                logger.notice("nothing else played on sink \(sink) for \(Self.describe(duration)): letting it sleep (--linger)")
-                for output in outputs { manager.pause(.linger, output: output) }
-            case .resume:
-                if reason.isEmpty {
-                    logger.notice("another stream plays on sink \(sink): keeping it awake (--linger)")
-                } else {
-                    logger.notice("\(reason): keeping \(outputs.joined(separator: ", ")) awake (--linger)")
-                }
-                for output in outputs { manager.resume(.linger, output: output) }
-            case .armTimer(let deadline):
-                let delay = max(ContinuousClock.now.duration(to: deadline), .milliseconds(1))
-                if let lingerTimer { cpulse_timer_arm(loop, lingerTimer, delay.microseconds) }
-            case .cancelTimer:
-                if let lingerTimer { cpulse_timer_disarm(loop, lingerTimer) }
+        switch action {
+        case .none:
+            break
+        case .pause:
+            logger.notice("nothing else played on sink \(sink) for \(Self.describe(duration)): letting it sleep (--linger)")
+            for output in outputs { manager.pause(.linger, output: output) }
+        case .resume:
+            if reason.isEmpty {
+                logger.notice("another stream plays on sink \(sink): keeping it awake (--linger)")
+            } else {
+                logger.notice("\(reason): keeping \(outputs.joined(separator: ", ")) awake (--linger)")
             }
+            for output in outputs { manager.resume(.linger, output: output) }
+        case .armTimer(let deadline):
+            let delay = max(ContinuousClock.now.duration(to: deadline), .milliseconds(1))
+            if let lingerTimer { cpulse_timer_arm(loop, lingerTimer, delay.microseconds) }
+        case .cancelTimer:
+            if let lingerTimer { cpulse_timer_disarm(loop, lingerTimer) }
         }
         let machine = machine
         let connected = context != nil && machine.isConnected

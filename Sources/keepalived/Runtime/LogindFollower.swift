@@ -87,15 +87,25 @@ final class LogindFollower: @unchecked Sendable {
         }
     }
 
-    private func perform(_ actions: [PauseStateMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .pause(let reason): manager.pause(reason)
-            case .resume(let reason): manager.resume(reason)
-            case .releaseSleepLock: watcher?.releaseSleepLock()
-            case .takeSleepLock: watcher?.takeSleepLock()
-            case .armIdleTimer(let delay): idleTimer.arm(after: delay)
-            case .disarmIdleTimer: idleTimer.disarm()
+    private func perform(_ action: PauseStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .sleep:
+            manager.pause(.sleep)
+            watcher?.releaseSleepLock()
+        case .wake:
+            watcher?.takeSleepLock()
+            manager.resume(.sleep)
+        case .update(let pause, let resume, let timer):
+            // New holds before released ones: an output held for one reason or the other never
+            // opens in between.
+            for reason in PauseReason.allCases where pause.contains(reason) { manager.pause(reason) }
+            for reason in PauseReason.allCases where resume.contains(reason) { manager.resume(reason) }
+            switch timer {
+            case .unchanged: break
+            case .arm(let delay): idleTimer.arm(after: delay)
+            case .disarm: idleTimer.disarm()
             }
         }
     }

@@ -17,8 +17,8 @@ extension PlaybackLoop {
                 pcm.drop()
                 return .stopped
             case .readable:
-                let step = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
-                if step.action != .none { return perform(step) }
+                let action = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
+                if action != .none { return perform(action) }
             case .timedOut, .rung:
                 break
             }

@@ -46,11 +46,11 @@ extension PlaybackLoop {
         /// Handles a stream error; nil to go on playing (the ring is filled again when the
         /// buffer was emptied).
         func fail(_ code: Int32, _ operation: String) -> Outcome? {
-            let step = machine.streamFailed(
+            let action = machine.streamFailed(
                 code, message: ALSAError(code: code, operation: operation).description,
                 dryAt: nil, seen: seenWhileOpen(), at: clock.now)
             var restarted = false
-            if let outcome = repair(pcm, step, restarted: &restarted) { return outcome }
+            if let outcome = repair(pcm, action, restarted: &restarted) { return outcome }
             return restarted ? fillAndStart() : nil
         }
 

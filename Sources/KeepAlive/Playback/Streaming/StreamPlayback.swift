@@ -27,11 +27,11 @@ extension PlaybackLoop {
         /// Handles a stream error; nil to go on playing.
         func fail(_ code: Int32, _ operation: String) -> Outcome? {
             let now = clock.now
-            let step = machine.streamFailed(
+            let action = machine.streamFailed(
                 code, message: ALSAError(code: code, operation: operation).description,
                 dryAt: drainsAt < now ? drainsAt : nil, seen: seenWhileOpen(), at: now)
             var restarted = false
-            if let outcome = repair(pcm, step, restarted: &restarted) { return outcome }
+            if let outcome = repair(pcm, action, restarted: &restarted) { return outcome }
             // A prepared buffer is empty: the signal starts again at its first frame.
             if restarted { source.restart() }
             pacer.restart(at: clock.now)
@@ -106,8 +106,8 @@ extension PlaybackLoop {
             case .readable:
                 // A sound server's socket created again while this stream plays: the server
                 // restarted under it.
-                let step = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
-                if step.action != .none { return perform(step) }
+                let action = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
+                if action != .none { return perform(action) }
             }
             // What a poll would have reported, without waiting.
             let events = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
