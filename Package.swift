@@ -46,14 +46,32 @@ let package = Package(
         // libpulse for --linger, loaded with dlopen only when asked for (never linked: a headless
         // box needs no libpulse0). Its headers come from libpulse-dev at build time.
         .target(name: "CPulse"),
-        .executableTarget(
-            name: "keepalived",
+        // Everything the daemon decides and runs: its options and options file, the runtime loop,
+        // the control socket, logind, --linger, the output scanner and the status reports. A
+        // library of the package's own (not a product), so that its decisions are tested
+        // without the binary.
+        .target(
+            name: "KeepAliveDaemon",
             dependencies: [
                 "KeepAlive",
                 "_KeepalivedControlProtocol",
                 "CSystem",
                 "CSDBus",
                 "CPulse",
+                "CALSA",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // `@main` and the command types: what the shell sees.
+        .executableTarget(
+            name: "keepalived",
+            dependencies: [
+                "KeepAliveDaemon",
+                "KeepAlive",
+                "_KeepalivedControlProtocol",
+                "CSystem",
+                "CALSA",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -78,6 +96,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        .testTarget(
+            name: "KeepAliveDaemonTests",
+            dependencies: ["KeepAliveDaemon", "KeepAlive", "TestSupport"]
         ),
         .testTarget(
             name: "IntegrationTests",

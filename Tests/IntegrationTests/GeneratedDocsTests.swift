@@ -16,7 +16,7 @@ extension Integration {
             #expect(result.status == 0, "\(result.stderr)")
             let printed = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
-            let source = try String(contentsOf: Self.root.appendingPathComponent("Sources/keepalived/Commands/Version.swift"), encoding: .utf8)
+            let source = try String(contentsOf: Self.root.appendingPathComponent("Sources/keepalived/Version.swift"), encoding: .utf8)
             let defined = try #require(source.firstMatch(of: /static let version = "([^"]+)"/)?.1)
             #expect(printed == String(defined))
 

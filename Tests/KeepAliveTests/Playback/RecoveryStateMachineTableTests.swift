@@ -1,6 +1,7 @@
 import Glibc
 import Testing
 @testable import KeepAlive
+import TestSupport
 
 /// Every state of the recovery state machine against every event: the action and the state it
 /// leads to, and a precondition failure for the events that cannot happen in it.

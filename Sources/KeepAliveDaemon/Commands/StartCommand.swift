@@ -9,8 +9,10 @@ import Musl
 
 /// `keepalived start`: launch `keepalived run` as a detached daemon and return once it plays or
 /// waits for its device.
-struct StartCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct StartCommand: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "start",
         abstract: "Start a background daemon with run's options; return once it plays or waits for its device.",
         discussion: """
@@ -26,7 +28,7 @@ struct StartCommand: ParsableCommand {
     /// How long the daemon may take to open its outputs (or find them missing).
     static let readinessTimeout: Duration = .seconds(5)
 
-    func run() throws {
+    package func run() throws {
         // Refuse bad options and clips here, so no daemon is ever started only to die.
         do {
             _ = try playback.lingerPlan(for: playback.makeConfiguration())

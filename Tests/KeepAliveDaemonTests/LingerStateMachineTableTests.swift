@@ -1,6 +1,8 @@
 import Testing
 
-@testable import KeepAlive
+import KeepAlive
+@testable import KeepAliveDaemon
+import TestSupport
 
 /// Every state of the linger state machine against every event: the action and the state it
 /// leads to, and a precondition failure before the start and for a second start.

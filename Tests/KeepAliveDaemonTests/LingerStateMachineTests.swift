@@ -1,6 +1,8 @@
 import Testing
 
-@testable import KeepAlive
+import KeepAlive
+@testable import KeepAliveDaemon
+import TestSupport
 
 /// `--linger`'s decisions, without a server: fed views and instants, checked by the actions.
 @Suite("Linger state machine")

@@ -2,23 +2,28 @@ import Testing
 
 /// What one event does in one state: the action and the state after it (nil: unchanged), or
 /// nothing at all, because it cannot happen there (a precondition failure).
-enum Transition<Action: Equatable & Sendable, State: Equatable & Sendable>: Sendable {
+public enum Transition<Action: Equatable & Sendable, State: Equatable & Sendable>: Sendable {
     case to(Action, State?)
     case impossible
 }
 
 /// One state × one event of a state machine's table.
-struct TransitionRow<Setup: RawRepresentable<String> & Sendable, Event: RawRepresentable<String> & Sendable,
+public struct TransitionRow<Setup: RawRepresentable<String> & Sendable, Event: RawRepresentable<String> & Sendable,
                      Action: Equatable & Sendable, State: Equatable & Sendable>: Sendable, CustomTestStringConvertible {
-    var setup: Setup
-    var event: Event
-    var transition: Transition<Action, State>
-    var testDescription: String { "\(setup.rawValue) × \(event.rawValue)" }
+    public var setup: Setup
+    public var event: Event
+    public var transition: Transition<Action, State>
+    public init(setup: Setup, event: Event, transition: Transition<Action, State>) {
+        self.setup = setup
+        self.event = event
+        self.transition = transition
+    }
+    public var testDescription: String { "\(setup.rawValue) × \(event.rawValue)" }
 }
 
 /// A state machine's every state against its every event, for the table tests: how to reach
 /// each state (`Setup`), how to feed each event, and the table of what follows.
-protocol TransitionTable {
+public protocol TransitionTable {
     associatedtype Machine
     associatedtype Action: Equatable & Sendable
     associatedtype MachineState: Equatable & Sendable
@@ -33,7 +38,7 @@ protocol TransitionTable {
     static var table: [Row] { get }
 }
 
-extension TransitionTable {
+public extension TransitionTable {
     /// Rows from each state's list of events.
     static func rows(_ transitions: [(Setup, [(Event, Transition<Action, MachineState>)])]) -> [Row] {
         transitions.flatMap { setup, events in events.map { Row(setup: setup, event: $0.0, transition: $0.1) } }

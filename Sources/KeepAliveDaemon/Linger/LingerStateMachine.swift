@@ -15,9 +15,9 @@
 /// machine.serverChanged(view, at: .now)      // .cancelTimer while another stream plays
 /// machine.timerFired(at: .now)               // .pause once nothing else played for 600 s
 /// ```
-package struct LingerStateMachine: Sendable {
+struct LingerStateMachine: Sendable {
     /// What the watcher must do.
-    package enum Action: Equatable, Sendable {
+    enum Action: Equatable, Sendable {
         /// Nothing.
         case none
         /// Close the output: nothing else played for the whole linger time.
@@ -31,7 +31,7 @@ package struct LingerStateMachine: Sendable {
     }
 
     /// Where linger stands. The output is paused in ``paused`` only.
-    package enum State: Equatable, Sendable {
+    enum State: Equatable, Sendable {
         /// ``start(at:)`` did not come yet.
         case notStarted
         /// The server cannot be asked (not yet, or no more): awake. `deadline`: the start's
@@ -46,31 +46,31 @@ package struct LingerStateMachine: Sendable {
     }
 
     /// How long the output stays awake after the last other stream stopped.
-    package let duration: Duration
-    package private(set) var state = State.notStarted
+    let duration: Duration
+    private(set) var state = State.notStarted
     /// The sink watched: the one keepalived's own stream plays on, else the one it last played
     /// on, else the server's default. Beside `state` rather than in it, like `lastOwnSink`:
     /// what the server's streams show, whatever linger decided.
-    package private(set) var sink: UInt32?
+    private(set) var sink: UInt32?
     private var lastOwnSink: UInt32?
 
-    package init(duration: Duration) {
+    init(duration: Duration) {
         self.duration = duration
     }
 
     /// Whether the output is paused by linger now.
-    package var isPaused: Bool { state == .paused }
+    var isPaused: Bool { state == .paused }
     /// Whether another stream plays on the watched sink now.
-    package var othersPlaying: Bool { state == .othersPlaying }
+    var othersPlaying: Bool { state == .othersPlaying }
     /// Whether the server answers.
-    package var isConnected: Bool {
+    var isConnected: Bool {
         switch state {
         case .notStarted, .disconnected: false
         case .othersPlaying, .lingering, .paused: true
         }
     }
     /// When the output will be paused unless another stream plays first.
-    package var deadline: ContinuousClock.Instant? {
+    var deadline: ContinuousClock.Instant? {
         switch state {
         case .disconnected(let deadline): deadline
         case .lingering(let deadline): deadline
@@ -81,14 +81,14 @@ package struct LingerStateMachine: Sendable {
     // MARK: - Events
 
     /// The daemon starts: the first window runs from now.
-    package mutating func start(at now: ContinuousClock.Instant) -> Action {
+    mutating func start(at now: ContinuousClock.Instant) -> Action {
         guard case .notStarted = state else { preconditionFailure("linger started twice") }
         state = .disconnected(deadline: now + duration)
         return .armTimer(now + duration)
     }
 
     /// The server's streams and sinks, as they are after a change (or at connection).
-    package mutating func serverChanged(_ view: LingerView, at now: ContinuousClock.Instant) -> Action {
+    mutating func serverChanged(_ view: LingerView, at now: ContinuousClock.Instant) -> Action {
         let watched = watch(view)
         let others = view.streams.contains { !$0.isOwn && !$0.isCorked && watched.contains($0.sink) }
         switch (state, others) {
@@ -119,7 +119,7 @@ package struct LingerStateMachine: Sendable {
     }
 
     /// The armed deadline came (or a timer fired early, or late after the window closed).
-    package mutating func timerFired(at now: ContinuousClock.Instant) -> Action {
+    mutating func timerFired(at now: ContinuousClock.Instant) -> Action {
         switch state {
         case .notStarted:
             preconditionFailure("the linger timer fired before linger started")
@@ -133,7 +133,7 @@ package struct LingerStateMachine: Sendable {
     }
 
     /// The server went away or refused: keep the output awake until it answers again.
-    package mutating func serverLost() -> Action {
+    mutating func serverLost() -> Action {
         let action: Action
         switch state {
         case .notStarted:
@@ -175,30 +175,30 @@ package struct LingerStateMachine: Sendable {
 /// ```swift
 /// let view = LingerView(streams: [.init(sink: 0, isCorked: false, isOwn: false)], sinks: [0], defaultSink: 0)
 /// ```
-package struct LingerView: Equatable, Sendable {
+struct LingerView: Equatable, Sendable {
     /// One playback stream (a PulseAudio sink input).
-    package struct Stream: Equatable, Sendable {
+    struct Stream: Equatable, Sendable {
         /// The sink it plays on.
-        package var sink: UInt32
+        var sink: UInt32
         /// Paused by its client: it does not play.
-        package var isCorked: Bool
+        var isCorked: Bool
         /// keepalived's own stream (the same process id).
-        package var isOwn: Bool
+        var isOwn: Bool
 
-        package init(sink: UInt32, isCorked: Bool, isOwn: Bool) {
+        init(sink: UInt32, isCorked: Bool, isOwn: Bool) {
             self.sink = sink
             self.isCorked = isCorked
             self.isOwn = isOwn
         }
     }
 
-    package var streams: [Stream]
+    var streams: [Stream]
     /// The sinks that exist.
-    package var sinks: Set<UInt32>
+    var sinks: Set<UInt32>
     /// The server's default sink, if it has one.
-    package var defaultSink: UInt32?
+    var defaultSink: UInt32?
 
-    package init(streams: [Stream], sinks: Set<UInt32>, defaultSink: UInt32?) {
+    init(streams: [Stream], sinks: Set<UInt32>, defaultSink: UInt32?) {
         self.streams = streams
         self.sinks = sinks
         self.defaultSink = defaultSink

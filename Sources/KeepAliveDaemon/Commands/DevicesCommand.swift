@@ -8,8 +8,10 @@ import KeepAlive
 /// keepalived would open for each, which selections pick it (or why not), and whether a running
 /// keepalived plays to it now. `--verbose` adds every PCM ALSA lists, aliases and plug-ins
 /// marked as such.
-struct DevicesCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct DevicesCommand: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "devices",
         abstract: "List the sound cards' outputs: what keepalived opens for each and which selections pick it.",
         discussion: """
@@ -80,13 +82,13 @@ struct DevicesCommand: ParsableCommand {
         var pcms: [PCM]?
     }
 
-    func validate() throws {
+    package func validate() throws {
         for pattern in excludePatterns {
             do { _ = try OutputExclusion(pattern) } catch { throw ValidationError("--exclude '\(pattern)': \(error)") }
         }
     }
 
-    func run() throws {
+    package func run() throws {
         calsa_silence_library_errors()
         let listing = makeListing()
         if json {

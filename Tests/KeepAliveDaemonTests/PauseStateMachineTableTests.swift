@@ -1,6 +1,8 @@
 import Testing
 
-@testable import KeepAlive
+import KeepAlive
+@testable import KeepAliveDaemon
+import TestSupport
 
 /// Every state of the pause state machine against every event: the action and the state it
 /// leads to. No event is impossible: logind may repeat itself, and the idle timer also wakes the

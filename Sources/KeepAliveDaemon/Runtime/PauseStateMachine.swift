@@ -1,3 +1,5 @@
+import KeepAlive
+
 /// Decides when a daemon pauses for the system's sleep or the user's locked or idle session,
 /// from what logind says. Pure logic, in the shape of swift-nio's state machines: one ``State``
 /// whose cases carry their data, one mutating function per event returning the one ``Action``
@@ -16,30 +18,30 @@
 /// machine.prepareForSleep(true)   // .sleep: pause for sleep, then release the sleep lock
 /// machine.prepareForSleep(false)  // .wake: take the sleep lock, then resume
 /// ```
-package struct PauseStateMachine: Sendable {
+struct PauseStateMachine: Sendable {
     /// What the user asked to pause for.
-    package struct Policy: Sendable, Hashable {
-        package var pauseWhen: Set<Condition>
-        package var idleAfter: Duration
+    struct Policy: Sendable, Hashable {
+        var pauseWhen: Set<Condition>
+        var idleAfter: Duration
 
-        package init(pauseWhen: Set<Condition> = [], idleAfter: Duration = Self.defaultIdleAfter) {
+        init(pauseWhen: Set<Condition> = [], idleAfter: Duration = Self.defaultIdleAfter) {
             self.pauseWhen = pauseWhen
             self.idleAfter = idleAfter
         }
 
         /// `--idle-after`'s default.
-        package static let defaultIdleAfter: Duration = .seconds(600)
+        static let defaultIdleAfter: Duration = .seconds(600)
     }
 
     /// A session condition `--pause-when` names.
-    package enum Condition: String, Sendable, Hashable, CaseIterable, Comparable {
+    enum Condition: String, Sendable, Hashable, CaseIterable, Comparable {
         case locked, idle
 
-        package static func < (lhs: Condition, rhs: Condition) -> Bool { lhs.rawValue < rhs.rawValue }
+        static func < (lhs: Condition, rhs: Condition) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
     /// What the caller does next.
-    package enum Action: Sendable, Hashable {
+    enum Action: Sendable, Hashable {
         /// Nothing changes.
         case none
         /// The system is about to sleep: pause for sleep, then release the sleep lock (every
@@ -55,7 +57,7 @@ package struct PauseStateMachine: Sendable {
     }
 
     /// What to do with the idle timer.
-    package enum IdleTimer: Sendable, Hashable {
+    enum IdleTimer: Sendable, Hashable {
         case unchanged
         /// Call ``idleTimerFired(now:)`` after this long.
         case arm(Duration)
@@ -63,7 +65,7 @@ package struct PauseStateMachine: Sendable {
     }
 
     /// Where the system and the session stand, as logind last said.
-    package enum State: Sendable, Hashable {
+    enum State: Sendable, Hashable {
         case awake(Session)
         /// Between `PrepareForSleep(true)` and `PrepareForSleep(false)`: paused for sleep, the
         /// sleep lock released.
@@ -77,20 +79,20 @@ package struct PauseStateMachine: Sendable {
     }
 
     /// The session's hints, and what was decided about idle.
-    package struct Session: Sendable, Hashable {
+    struct Session: Sendable, Hashable {
         /// logind's `LockedHint`.
         var locked = false
         var idle = Idle.active
     }
 
-    package enum Idle: Sendable, Hashable {
+    enum Idle: Sendable, Hashable {
         case active
         /// Idle since `since` (CLOCK_MONOTONIC, the user's last activity).
         case idle(since: Duration, IdleDecision)
     }
 
     /// What was decided about an idle session.
-    package enum IdleDecision: Sendable, Hashable {
+    enum IdleDecision: Sendable, Hashable {
         /// Nothing: `--pause-when` leaves idle out.
         case ignored
         /// The idle timer runs for the rest of `--idle-after`.
@@ -99,19 +101,19 @@ package struct PauseStateMachine: Sendable {
         case paused
     }
 
-    package private(set) var policy: Policy
-    package private(set) var state: State = .awake(Session())
+    private(set) var policy: Policy
+    private(set) var state: State = .awake(Session())
 
-    package init(policy: Policy) {
+    init(policy: Policy) {
         self.policy = policy
     }
 
     /// What the manager was told to pause for and not yet to resume.
-    package var paused: Set<PauseReason> { Self.paused(state, policy) }
+    var paused: Set<PauseReason> { Self.paused(state, policy) }
 
     // MARK: - Events
 
-    package mutating func prepareForSleep(_ start: Bool) -> Action {
+    mutating func prepareForSleep(_ start: Bool) -> Action {
         // Close first, then let sleep go on; after resume, guard the next sleep before playing.
         switch (state, start) {
         case (.awake(let session), true):
@@ -129,7 +131,7 @@ package struct PauseStateMachine: Sendable {
     /// The session's `LockedHint`, `IdleHint` and `IdleSinceHintMonotonic` as logind has them
     /// now. `idleSince` is ignored while not idle; 0 (unknown) counts from when idle was
     /// first seen.
-    package mutating func session(locked: Bool, idle: Bool, idleSince: Duration, now: Duration) -> Action {
+    mutating func session(locked: Bool, idle: Bool, idleSince: Duration, now: Duration) -> Action {
         var session = state.session
         session.locked = locked
         switch (session.idle, idle) {
@@ -146,12 +148,12 @@ package struct PauseStateMachine: Sendable {
     }
 
     /// The idle timer fired (or the caller's timer woke it early).
-    package mutating func idleTimerFired(now: Duration) -> Action {
+    mutating func idleTimerFired(now: Duration) -> Action {
         decide(state.session, now: now, timerArmed: false)
     }
 
     /// A reload changed `--pause-when` or `--idle-after`.
-    package mutating func policyChanged(_ policy: Policy, now: Duration) -> Action {
+    mutating func policyChanged(_ policy: Policy, now: Duration) -> Action {
         let before = paused
         self.policy = policy
         return decide(state.session, now: now, timerArmed: timerArmed, pausedBefore: before)
@@ -159,7 +161,7 @@ package struct PauseStateMachine: Sendable {
 
     /// logind is out of reach: nothing it said holds any more, so play (keeping awake is the
     /// safe side), and no idle timer runs.
-    package mutating func lost() -> Action {
+    mutating func lost() -> Action {
         let action = Self.update(from: paused, to: [], timer: timerArmed ? .disarm : .unchanged)
         state = .awake(Session())
         return action

@@ -1,6 +1,8 @@
 import Testing
 
-@testable import KeepAlive
+import KeepAlive
+@testable import KeepAliveDaemon
+import TestSupport
 
 @Suite("Pause state machine")
 struct PauseStateMachineTests {

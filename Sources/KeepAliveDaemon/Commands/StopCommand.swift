@@ -6,15 +6,17 @@ import Musl
 #endif
 
 /// `keepalived stop`: ask the daemon to stop and wait until it is gone.
-struct StopCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct StopCommand: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "stop",
         abstract: "Stop the running daemon and wait until it has exited.",
         discussion: "Waits up to 2 s, then kills it with a warning. Nothing running is not an error (exit 0), like systemctl stop.")
 
     @OptionGroup var socket: SocketOption
 
-    func run() throws {
+    package func run() throws {
         let paths = socket.paths
         let pid: Int32
         switch ControlClient.send("stop", to: paths) {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import KeepAliveDaemon
 
 @main
 struct Keepalived: ParsableCommand {

@@ -7,8 +7,10 @@ import Musl
 #endif
 
 /// `keepalived status`: whether a daemon runs, and how each output is doing.
-struct StatusCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct StatusCommand: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show whether keepalived runs and how each output is doing.",
         discussion: "Exit status: 0 when running, 3 when not (the LSB convention), 1 when the socket misbehaves.")
@@ -18,7 +20,7 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "Print one JSON object.")
     var json = false
 
-    func run() throws {
+    package func run() throws {
         switch ControlClient.send("status", to: socket.paths) {
         case .success(let reply):
             guard let status = reply.status else { throw CleanExit.failure("no status in reply", code: ExitCode(1)).exit() }
