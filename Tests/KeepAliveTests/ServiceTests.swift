@@ -171,6 +171,15 @@ struct ServiceTests {
     func invalidConfiguration(_ configuration: KeepAliveConfiguration, _ error: KeepAliveConfigurationError) {
         #expect(throws: error) { try KeepAliveService(configuration: configuration, logger: Support.quietLogger) }
     }
+
+    @Test("a selection without devices is refused: the service rescans nothing, so it would keep nothing awake")
+    func selectionWithoutDevices() {
+        var configuration = KeepAliveConfiguration(devices: [])
+        configuration.selection = .digital
+        #expect(throws: KeepAliveConfigurationError.noDevices) { try KeepAliveService(configuration: configuration, logger: Support.quietLogger) }
+        // The manager, which a caller's scanner reconfigures, still takes it.
+        #expect(throws: Never.self) { try KeepAliveManager(configuration: configuration, logger: Support.quietLogger) }
+    }
 }
 
 /// A service of the embedding daemon's own, beside the keep-alive: runs until graceful shutdown.

@@ -52,10 +52,13 @@ public struct KeepAliveService: Service, Sendable {
     ///   - configuration: what to play where; validated here.
     ///   - isOn: the manager's initial gate (``KeepAliveManager/isOn``).
     ///   - logger: receives the manager's and the service's log lines.
-    /// - Throws: ``KeepAliveConfigurationError`` when the configuration breaks a rule.
+    /// - Throws: ``KeepAliveConfigurationError`` when the configuration breaks a rule, or names no
+    ///   device: nothing here rescans a ``KeepAliveConfiguration/selection``, so a service
+    ///   without devices would run and keep nothing awake.
     public init(
         configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger
     ) throws(KeepAliveConfigurationError) {
+        guard !configuration.devices.isEmpty else { throw .noDevices }
         self.manager = try KeepAliveManager(configuration: configuration, isOn: isOn, logger: logger)
         self.logger = logger
     }

@@ -28,7 +28,8 @@ enum UnixSocket {
 
     /// Connects a stream socket to `path`; returns the descriptor or a positive errno.
     static func connect(_ path: String) -> Result<Int32, Errno> {
-        guard var (address, length) = address(path) else { return .failure(Errno(ENAMETOOLONG)) }
+        guard let (found, length) = address(path) else { return .failure(Errno(ENAMETOOLONG)) }
+        var address = found
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return .failure(Errno(errno)) }
         let result = withUnsafePointer(to: &address) {
