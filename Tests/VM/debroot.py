@@ -14,7 +14,6 @@ The root is writable by the guest (the 9p share is not read-only and has no over
 boot changes is still there after a reboot.
 """
 
-import os
 import shlex
 import shutil
 import subprocess
