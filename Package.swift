@@ -68,12 +68,7 @@ let package = Package(
             name: "keepalived",
             dependencies: [
                 "KeepAliveDaemon",
-                "KeepAlive",
-                "_KeepalivedControlProtocol",
-                "CSystem",
-                "CALSA",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             linkerSettings: [
                 // A release daemon is linked at a fixed address: a position-independent binary has
@@ -83,7 +78,7 @@ let package = Package(
                 .unsafeFlags(["-Xclang-linker", "-no-pie"], .when(platforms: [.linux], configuration: .release)),
             ]
         ),
-        // What both test targets use: file reading that LeakSanitizer accepts, and the time
+        // What the test targets share: file reading that LeakSanitizer accepts, and the time
         // bounds that stretch under a sanitizer.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(
