@@ -32,6 +32,7 @@
     X(pa_operation *, pa_context_get_client_info_list, (pa_context *, pa_client_info_cb_t, void *))     \
     X(pa_operation *, pa_context_get_sink_info_list, (pa_context *, pa_sink_info_cb_t, void *))         \
     X(pa_operation *, pa_context_get_server_info, (pa_context *, pa_server_info_cb_t, void *))          \
+    X(pa_operation *, pa_context_get_card_info_list, (pa_context *, pa_card_info_cb_t, void *))         \
     X(void, pa_operation_unref, (pa_operation *))                                                        \
     X(const char *, pa_proplist_gets, (const pa_proplist *, const char *))
 
@@ -195,9 +196,12 @@ static void release_operation(pa_operation *operation) {
     if (operation) fn.pa_operation_unref(operation);
 }
 
-void cpulse_context_subscribe(cpulse_context *context) {
-    pa_subscription_mask_t mask = PA_SUBSCRIPTION_MASK_SINK | PA_SUBSCRIPTION_MASK_SINK_INPUT | PA_SUBSCRIPTION_MASK_SERVER;
-    // Clients are listed with every change, not watched: a client's own events alone change nothing.
+void cpulse_context_subscribe(cpulse_context *context, unsigned facilities) {
+    pa_subscription_mask_t mask = PA_SUBSCRIPTION_MASK_NULL;
+    if (facilities & CPULSE_WATCH_SINKS) mask |= PA_SUBSCRIPTION_MASK_SINK;
+    if (facilities & CPULSE_WATCH_SINK_INPUTS) mask |= PA_SUBSCRIPTION_MASK_SINK_INPUT;
+    if (facilities & CPULSE_WATCH_SERVER) mask |= PA_SUBSCRIPTION_MASK_SERVER;
+    if (facilities & CPULSE_WATCH_CARDS) mask |= PA_SUBSCRIPTION_MASK_CARD;
     release_operation(fn.pa_context_subscribe(context->context, mask, NULL, NULL));
 }
 
@@ -313,13 +317,70 @@ static void sink_listed(pa_context *context, const pa_sink_info *info, int eol, 
         query_end(q, NULL);
         return;
     }
-    cpulse_sink sink = {.index = info->index, .name = info->name};
+    int state = CPULSE_SINK_OTHER;
+    switch (info->state) {
+    case PA_SINK_RUNNING: state = CPULSE_SINK_RUNNING; break;
+    case PA_SINK_IDLE: state = CPULSE_SINK_IDLE; break;
+    case PA_SINK_SUSPENDED: state = CPULSE_SINK_SUSPENDED; break;
+    default: break;
+    }
+    cpulse_sink sink = {
+        .index = info->index,
+        .name = info->name,
+        .description = info->description,
+        .driver = info->driver,
+        .state = state,
+        .hardware = (info->flags & PA_SINK_HARDWARE) != 0,
+        .active_port = info->active_port ? info->active_port->name : NULL,
+        .active_port_type = info->active_port ? (int)info->active_port->type : CPULSE_PORT_UNKNOWN,
+        .properties = info->proplist,
+    };
     q->each(q->userdata, &sink);
 }
 
 void cpulse_query_sinks(cpulse_context *context, void (*each)(void *, const cpulse_sink *), void *userdata) {
     query *q = query_new(context, QUERY_CALLBACK(each), userdata);
     query_sent(q, q ? fn.pa_context_get_sink_info_list(context->context, sink_listed, q) : NULL, QUERY_CALLBACK(each), userdata);
+}
+
+const char *cpulse_property(const void *properties, const char *key) {
+    return properties ? fn.pa_proplist_gets(properties, key) : NULL;
+}
+
+static void card_listed(pa_context *context, const pa_card_info *info, int eol, void *userdata) {
+    (void)context;
+    query *q = userdata;
+    if (eol || !info) {
+        query_end(q, NULL);
+        return;
+    }
+    cpulse_card card = {
+        .index = info->index,
+        .name = info->name,
+        .active_profile = info->active_profile ? info->active_profile->name : NULL,
+        .properties = info->proplist,
+    };
+    q->each(q->userdata, &card);
+}
+
+void cpulse_query_cards(cpulse_context *context, void (*each)(void *, const cpulse_card *), void *userdata) {
+    query *q = query_new(context, QUERY_CALLBACK(each), userdata);
+    query_sent(q, q ? fn.pa_context_get_card_info_list(context->context, card_listed, q) : NULL, QUERY_CALLBACK(each), userdata);
+}
+
+static void server_described(pa_context *context, const pa_server_info *info, void *userdata) {
+    (void)context;
+    if (!info) {
+        query_end(userdata, NULL);
+        return;
+    }
+    cpulse_server server = {.name = info->server_name, .version = info->server_version, .default_sink = info->default_sink_name};
+    query_end(userdata, &server);
+}
+
+void cpulse_query_server(cpulse_context *context, void (*done)(void *, const cpulse_server *), void *userdata) {
+    query *q = query_new(context, QUERY_CALLBACK(done), userdata);
+    query_sent(q, q ? fn.pa_context_get_server_info(context->context, server_described, q) : NULL, QUERY_CALLBACK(done), userdata);
 }
 
 static void server_listed(pa_context *context, const pa_server_info *info, void *userdata) {

@@ -83,6 +83,12 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
     public var outputs: [OutputReport]
     /// The `--exclude` patterns the daemon's selection leaves out (absent when none).
     public var exclude: [String]?
+    /// The sound server a selection follows (`pulseaudio 16.1`), or why none is followed
+    /// (absent without a selection).
+    public var soundServer: String?
+    /// Outputs a selection would pick but leaves alone, with why: a card the sound server owns
+    /// or another program reserved (absent when none).
+    public var withheld: [String: String]?
 
     /// A status as the daemon reports it.
     public init(state: String, reason: String? = nil, pid: Int32, uptimeSeconds: Double, socket: String,
@@ -138,6 +144,12 @@ public struct OutputReport: Codable, Equatable, Sendable {
     public var lastError: String?
     /// `--linger` on this output, when given.
     public var linger: LingerReport?
+    /// The sound server this output plays through, when it plays to one of its sinks.
+    public var server: String?
+    /// The server's sink it keeps awake (`alsa_output.pci-0000_00_1f.3.hdmi-stereo`), and what
+    /// the sink is (`HDMI/DisplayPort`, `Bluetooth`, …).
+    public var sink: String?
+    public var sinkKind: String?
 
     /// A report with every field given.
     public init(device: String, state: String, reason: String? = nil, mode: String? = nil, format: String? = nil,

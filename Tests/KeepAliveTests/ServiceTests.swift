@@ -172,10 +172,9 @@ struct ServiceTests {
         #expect(throws: error) { try KeepAliveService(configuration: configuration, logger: Support.quietLogger) }
     }
 
-    @Test("a selection without devices is refused: the service rescans nothing, so it would keep nothing awake")
+    @Test("no devices is refused: the service adds no outputs, so it would keep nothing awake")
     func selectionWithoutDevices() {
-        var configuration = KeepAliveConfiguration(devices: [])
-        configuration.selection = .digital
+        let configuration = KeepAliveConfiguration(devices: [])
         #expect(throws: KeepAliveConfigurationError.noDevices) { try KeepAliveService(configuration: configuration, logger: Support.quietLogger) }
         // The manager, which a caller's scanner reconfigures, still takes it.
         #expect(throws: Never.self) { try KeepAliveManager(configuration: configuration, logger: Support.quietLogger) }

@@ -1,4 +1,5 @@
-// CPulse: libpulse, loaded with dlopen only when `--linger` asks for it. keepalived is never
+// CPulse: libpulse, loaded with dlopen only when `--linger` or a selection of the sound server's
+// sinks asks for it. keepalived is never
 // linked against libpulse: a headless box needs no libpulse0 (the package's dependencies come
 // from what the binary links), and a daemon without --linger does not map it (its private memory
 // is a measured feature). The .c file holds the dlsym table and thin wrappers with plain types;
@@ -50,7 +51,7 @@ enum {
 };
 
 /// A client connection, with its callbacks set: `state` on every state change, `changed` on every
-/// subscribed event (sinks, sink inputs, the server's defaults). NULL if libpulse refuses.
+/// subscribed event. NULL if libpulse refuses.
 cpulse_context *cpulse_context_new(cpulse_mainloop *loop, const char *name,
                                    void (*state)(void *userdata), void (*changed)(void *userdata), void *userdata);
 /// Connects to the default server (PULSE_SERVER, the user's runtime directory), never spawning
@@ -59,8 +60,16 @@ int cpulse_context_connect(cpulse_context *context);
 int cpulse_context_state(cpulse_context *context);
 /// The last error's text.
 const char *cpulse_context_error(cpulse_context *context);
-/// Subscribes to sink, sink-input and server events (delivered through `changed`).
-void cpulse_context_subscribe(cpulse_context *context);
+/// What a context watches: `changed` runs for each event of these facilities.
+enum {
+    CPULSE_WATCH_SINKS = 1,
+    CPULSE_WATCH_SINK_INPUTS = 2,
+    CPULSE_WATCH_SERVER = 4,
+    CPULSE_WATCH_CARDS = 8,
+};
+
+/// Subscribes to the events of `facilities` (CPULSE_WATCH_* or'ed), delivered through `changed`.
+void cpulse_context_subscribe(cpulse_context *context, unsigned facilities);
 /// Disconnects and frees; no callback runs afterwards.
 void cpulse_context_release(cpulse_context *context);
 
@@ -84,10 +93,57 @@ typedef struct cpulse_client {
     const char *process_id;
 } cpulse_client;
 
+/// A sink's state, reduced to what `devices` and `status` show.
+enum {
+    CPULSE_SINK_OTHER = 0,
+    CPULSE_SINK_RUNNING = 1,
+    CPULSE_SINK_IDLE = 2,
+    CPULSE_SINK_SUSPENDED = 3,
+};
+
+/// What a port is (pa_device_port_type_t, libpulse 14 and later; 0 when the server does not say).
+enum {
+    CPULSE_PORT_UNKNOWN = 0,
+    CPULSE_PORT_SPDIF = 9,
+    CPULSE_PORT_HDMI = 10,
+    CPULSE_PORT_USB = 14,
+    CPULSE_PORT_BLUETOOTH = 15,
+};
+
+/// One sink as a query reports it. Strings live as long as the callback; NULL when absent.
 typedef struct cpulse_sink {
     uint32_t index;
     const char *name;
+    const char *description;
+    /// The server module that made it (module-alsa-card.c, module-null-sink.c, PipeWire's names).
+    const char *driver;
+    int state;
+    /// PA_SINK_HARDWARE: the sink plays to a device, not into another sink or nowhere.
+    int hardware;
+    const char *active_port;
+    int active_port_type;
+    /// The sink's property list, read with cpulse_property.
+    const void *properties;
 } cpulse_sink;
+
+/// One card (a device the server has profiles for) as a query reports it.
+typedef struct cpulse_card {
+    uint32_t index;
+    const char *name;
+    const char *active_profile;
+    const void *properties;
+} cpulse_card;
+
+/// The server's answer to "who are you".
+typedef struct cpulse_server {
+    /// "pulseaudio", or "PulseAudio (on PipeWire 0.3.65)".
+    const char *name;
+    const char *version;
+    const char *default_sink;
+} cpulse_server;
+
+/// One property of a sink's or card's property list (`alsa.card`, `device.bus`), or NULL.
+const char *cpulse_property(const void *properties, const char *key);
 
 /// Lists the sink inputs: `each` once per input, then once with NULL at the end (also on error).
 void cpulse_query_sink_inputs(cpulse_context *context, void (*each)(void *userdata, const cpulse_sink_input *input), void *userdata);
@@ -96,8 +152,12 @@ void cpulse_query_sink_inputs(cpulse_context *context, void (*each)(void *userda
 void cpulse_query_clients(cpulse_context *context, void (*each)(void *userdata, const cpulse_client *client), void *userdata);
 /// Lists the sinks, the same way.
 void cpulse_query_sinks(cpulse_context *context, void (*each)(void *userdata, const cpulse_sink *sink), void *userdata);
+/// Lists the cards, the same way.
+void cpulse_query_cards(cpulse_context *context, void (*each)(void *userdata, const cpulse_card *card), void *userdata);
 /// The server's default sink name (NULL if none, or on error).
 void cpulse_query_default_sink(cpulse_context *context, void (*done)(void *userdata, const char *name), void *userdata);
+/// The server's name, version and default sink (`done` gets NULL on error).
+void cpulse_query_server(cpulse_context *context, void (*done)(void *userdata, const cpulse_server *server), void *userdata);
 
 #ifdef __cplusplus
 }

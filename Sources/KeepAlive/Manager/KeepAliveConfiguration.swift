@@ -7,19 +7,10 @@
 /// try configuration.validate()
 /// ```
 public struct KeepAliveConfiguration: Sendable, Equatable {
-    /// The ALSA PCM names to play to, one playback loop each.
+    /// The ALSA PCM names to play to, one playback loop each. A manager may start with none and
+    /// get its outputs from ``KeepAliveManager/reconfigure(_:)`` as they appear (keepalived's
+    /// selections do); ``KeepAliveService`` needs at least one.
     public var devices: [String]
-    /// Outputs chosen from ALSA's device hints rather than named (keepalived's `--all`,
-    /// `--digital`, `--analog`). The caller rescans and calls ``KeepAliveManager/reconfigure(_:)``
-    /// as outputs come and go; ``devices`` may be empty until one appears.
-    public var selection: OutputSelection?
-    /// Patterns that keep outputs out of ``selection`` (keepalived's `--exclude`); the caller
-    /// passes them to ``OutputSelection/pick(from:allowExclusive:excluding:)`` at each rescan.
-    ///
-    /// ```swift
-    /// configuration.exclusions = [try OutputExclusion("*bluez*")]
-    /// ```
-    public var exclusions: [OutputExclusion] = []
     /// What to play: the clip (the default), zeros, LSB pulses, a sine, noise, or nothing.
     public var signal: KeepAliveSignal
     /// The clip to loop when ``signal`` is ``KeepAliveSignal/clip``.
@@ -48,7 +39,7 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     /// ```
     public var allowsRingLoop = true
     /// Settings of single outputs that differ from this configuration's, by PCM name. An entry
-    /// applies whenever that output plays (named in ``devices`` or picked by ``selection``).
+    /// applies whenever that output is among ``devices``, now or after a ``KeepAliveManager/reconfigure(_:)``.
     ///
     /// ```swift
     /// configuration.outputSettings["hdmi:CARD=PCH,DEV=0"] = OutputSettings(signal: .fluctuate(perSecond: 50))
@@ -56,8 +47,8 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     public var outputSettings: [String: OutputSettings] = [:]
 
     /// What `device` plays: this configuration with that output's own settings applied, and
-    /// nothing about the other outputs (``devices`` is `[device]`, no selection, no settings of
-    /// other outputs), so two outputs' configurations compare equal when they play the same.
+    /// nothing about the other outputs (``devices`` is `[device]`, no settings of other
+    /// outputs), so two outputs' configurations compare equal when they play the same.
     ///
     /// ```swift
     /// let dac = configuration.configuration(for: "plughw:CARD=DAC")
@@ -66,8 +57,6 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     public func configuration(for device: String) -> KeepAliveConfiguration {
         var own = self
         own.devices = [device]
-        own.selection = nil
-        own.exclusions = []
         own.outputSettings = [:]
         guard let settings = outputSettings[device] else { return own }
         if let signal = settings.signal { own.signal = signal }
@@ -93,7 +82,6 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
         schedule: PlaySchedule? = nil, seed: UInt64 = 0x6B65_6570_616C_6976
     ) {
         self.devices = devices
-        self.selection = nil
         self.signal = signal
         self.schedule = schedule
         self.seed = seed
@@ -108,7 +96,6 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
     /// Checks the rules a keep-alive must not break.
     /// - Throws: ``KeepAliveConfigurationError`` naming the first broken rule.
     public func validate() throws(KeepAliveConfigurationError) {
-        guard !devices.isEmpty || selection != nil else { throw .noDevices }
         for device in devices where device.isEmpty { throw .emptyDeviceName }
         var seen = Set<String>()
         for device in devices where !seen.insert(device).inserted { throw .duplicateDevice(device) }
@@ -147,7 +134,7 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
 
 /// A rule that a ``KeepAliveConfiguration`` breaks.
 public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// No output device was named, and no selection may add one.
+    /// A ``KeepAliveService`` was given no output device.
     case noDevices
     /// A device name is empty.
     case emptyDeviceName

@@ -53,8 +53,8 @@ public struct KeepAliveService: Service, Sendable {
     ///   - isOn: the manager's initial gate (``KeepAliveManager/isOn``).
     ///   - logger: receives the manager's and the service's log lines.
     /// - Throws: ``KeepAliveConfigurationError`` when the configuration breaks a rule, or names no
-    ///   device: nothing here rescans a ``KeepAliveConfiguration/selection``, so a service
-    ///   without devices would run and keep nothing awake.
+    ///   device: a service never adds outputs on its own, so without devices it would run and
+    ///   keep nothing awake.
     public init(
         configuration: KeepAliveConfiguration, isOn: Bool = true, logger: Logger
     ) throws(KeepAliveConfigurationError) {

@@ -5,8 +5,8 @@
 ///
 /// ```swift
 /// let snapshot = manager.snapshot
-/// if snapshot.outputs.isEmpty, let selection = snapshot.configuration.selection {
-///     print("\(snapshot.state): no \(selection) output yet")
+/// if snapshot.outputs.isEmpty {
+///     print("\(snapshot.state): no output yet")
 /// }
 /// ```
 public struct KeepAliveSnapshot: Sendable, Equatable {
@@ -14,13 +14,13 @@ public struct KeepAliveSnapshot: Sendable, Equatable {
     public var isRunning: Bool
     /// The configuration in force.
     public var configuration: KeepAliveConfiguration
-    /// One status per configured output, in configuration order; empty while a selection has
-    /// found nothing.
+    /// One status per configured output, in configuration order; empty while the configuration
+    /// names none.
     public var outputs: [OutputStatus]
 
     /// The overall state: ``KeepAliveState/playing`` when every output plays, otherwise the state
-    /// of the first output that does not; ``KeepAliveState/waitingForDevice(_:)`` while a running
-    /// selection has no output.
+    /// of the first output that does not; ``KeepAliveState/waitingForDevice(_:)`` while it runs
+    /// with no output.
     public var state: KeepAliveState {
         guard isRunning else { return .stopped }
         guard !outputs.isEmpty else { return .waitingForDevice(.noDevice) }

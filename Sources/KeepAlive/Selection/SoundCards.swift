@@ -15,6 +15,9 @@ package enum OutputKind: String, Sendable, CaseIterable {
     case spdif = "S/PDIF"
     /// A USB audio device without an S/PDIF control.
     case usb = "USB"
+    /// A Bluetooth speaker or headset (a sound server's sink): never picked by a selection
+    /// unless Bluetooth is asked for, since a headset must sleep to save its battery.
+    case bluetooth = "Bluetooth"
 
     /// Whether `--digital` keeps it awake.
     package var isDigital: Bool { self == .hdmi || self == .spdif }

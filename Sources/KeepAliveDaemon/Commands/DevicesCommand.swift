@@ -3,6 +3,7 @@ import CALSA
 import _KeepalivedControlProtocol
 import FoundationEssentials
 import KeepAlive
+import Logging
 
 /// `keepalived devices`: the outputs a person has, one block per sound card device, with what
 /// keepalived would open for each, which selections pick it (or why not), and whether a running
@@ -56,6 +57,29 @@ package struct DevicesCommand: ParsableCommand {
         var playing: String?
         /// The `--exclude` pattern that leaves it out of every selection.
         var excludedBy: String?
+        /// Why no selection opens this card now: the sound server owns it, or another program
+        /// reserved it.
+        var leftAlone: String?
+    }
+
+    /// One of the sound server's sinks.
+    struct Sink: Codable, Equatable {
+        var name: String
+        var description: String
+        /// `HDMI/DisplayPort`, `S/PDIF`, `analog`, `USB`, `Bluetooth`.
+        var kind: String
+        /// Whether it plays to no device (null, combine, remap, filter sinks).
+        var virtual: Bool
+        /// `running`, `idle`, `suspended`.
+        var state: String
+        var isDefault: Bool
+        /// The ALSA card behind it, if any.
+        var card: Int?
+        /// The PCM keepalived opens for it (`-d` takes it as is).
+        var opens: String
+        var pickedBy: [String]
+        var notPickedBecause: [String: String]
+        var playing: String?
     }
 
     /// A PCM of the user's own configuration with a hint (taken as named by the selections).
@@ -77,6 +101,9 @@ package struct DevicesCommand: ParsableCommand {
     }
 
     struct Listing: Codable, Equatable {
+        /// The sound server that answered (`pulseaudio 16.1`), or why none did.
+        var soundServer: String
+        var sinks: [Sink]
         var outputs: [Output]
         var configured: [Configured]
         var pcms: [PCM]?
@@ -107,6 +134,26 @@ package struct DevicesCommand: ParsableCommand {
         for pattern in status?.exclude ?? [] where !patterns.contains(pattern) { patterns.append(pattern) }
         let exclusions = patterns.compactMap { try? OutputExclusion($0) }
         let excluded = OutputSelection.excluded(hints, by: exclusions)
+        let server = Self.askServer()
+        let offer = OutputOffer(hints: hints, server: server, cardIndices: OutputScanner.cardIndices(hints))
+        let choice = OutputChoice(selection: .all, bluetooth: true, exclusions: exclusions, allowExclusive: exclusive)
+        let playingNow = { (device: String) -> String? in
+            status?.outputs.first { $0.device == device }.map { output in
+                "\(output.state)\(output.reason.map { " (\($0))" } ?? "")\(output.mode.map { ", \($0)" } ?? "")"
+            }
+        }
+        let sinks = (server.view?.sinks ?? []).map { sink in
+            let verdict = OutputPlanner.verdict(for: sink, choice: choice)
+            return Sink(
+                name: sink.name, description: sink.description, kind: sink.kind.rawValue, virtual: sink.isVirtual,
+                state: sink.state.rawValue, isDefault: sink.name == server.view?.defaultSink, card: sink.alsaCard, opens: sink.pcm,
+                pickedBy: verdict.pickedBy, notPickedBecause: verdict.notPickedBecause, playing: playingNow(sink.pcm))
+        }
+        let soundServer = switch server {
+        case .connected(let view): view.server
+        case .unreachable(let why): "none answers (\(why))"
+        case .unknown: "none answered within 2 s"
+        }
         let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: exclusive, excluding: exclusions))) }
         let exclusivePicks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: true))) }
 
@@ -119,8 +166,11 @@ package struct DevicesCommand: ParsableCommand {
             var pickedBy: [String] = []
             var reasons: [String: String] = [:]
             let exclusion = excluded.cards["\(device.cardID),\(device.device)"]
+            let leftAlone = OutputPlanner.cardRefusal(device.pcm("hw"), in: offer)
             for (selection, picked) in picks {
-                if let opens, picked.contains(opens) {
+                if let leftAlone, opens != nil {
+                    reasons["--\(selection)"] = leftAlone
+                } else if let opens, picked.contains(opens) {
                     pickedBy.append("--\(selection)")
                 } else if selection == .digital, !device.kind.isDigital {
                     reasons["--\(selection)"] = "not a digital output"
@@ -140,7 +190,7 @@ package struct DevicesCommand: ParsableCommand {
             outputs.append(Output(
                 title: device.title, card: device.card, cardID: device.cardID, device: device.device, kind: device.kind.rawValue,
                 opens: opens, shared: hasShared, pickedBy: pickedBy, notPickedBecause: reasons, playing: playing,
-                excludedBy: exclusion?.pattern))
+                excludedBy: exclusion?.pattern, leftAlone: leftAlone))
         }
 
         var configured: [Configured] = []
@@ -153,7 +203,19 @@ package struct DevicesCommand: ParsableCommand {
                 name: hint.name, description: hint.description, digital: hint.isDigital,
                 pickedBy: picks.filter { $0.1.contains(hint.name) }.map { "--\($0.0)" }, excludedBy: excluded.names[hint.name]?.pattern))
         }
-        return Listing(outputs: outputs, configured: configured, pcms: verbose ? pcms : nil)
+        return Listing(soundServer: soundServer, sinks: sinks, outputs: outputs, configured: configured, pcms: verbose ? pcms : nil)
+    }
+
+    /// The sound server's sinks and cards, asked once (at most 2 s).
+    static func askServer() -> SoundServerReachability {
+        guard SinkWatcher.mayReachServer() else { return .unreachable("no XDG_RUNTIME_DIR or PULSE_SERVER for this user") }
+        let watcher: SinkWatcher
+        do { watcher = try SinkWatcher(logger: Logger(label: "keepalived.devices", factory: { _ in SwiftLogNoOpLogHandler() })) } catch {
+            return .unreachable("\(error)")
+        }
+        watcher.start()
+        defer { watcher.stop() }
+        return watcher.waitForAnswer(timeout: .seconds(2))
     }
 
     /// The names a card device goes by, for matching a running output to it.
@@ -180,11 +242,24 @@ package struct DevicesCommand: ParsableCommand {
 
     static func describe(_ listing: Listing) -> String {
         var lines: [String] = []
+        lines.append("Sound server: \(listing.soundServer)")
+        for sink in listing.sinks {
+            lines.append("")
+            lines.append("\(sink.description)    (sink \(sink.name)\(sink.isDefault ? ", the default" : ""))")
+            lines.append("  kind: \(sink.virtual ? "virtual (plays to no device)" : sink.kind)\(sink.card.map { ", card \($0)" } ?? ""), \(sink.state)")
+            lines.append("  keepalived opens: \(sink.opens)")
+            lines.append("  picked by: \(sink.pickedBy.isEmpty ? "no selection" : sink.pickedBy.joined(separator: ", "))")
+            for (option, reason) in sink.notPickedBecause.sorted(by: { $0.key < $1.key }) {
+                lines.append("  not by \(option): \(reason)")
+            }
+            if let playing = sink.playing { lines.append("  now: \(playing)") }
+        }
+        lines.append("")
         if listing.outputs.isEmpty {
-            lines.append("no sound card found (none in /proc/asound/cards, or its control device cannot be opened)")
+            lines.append("No sound card found (none in /proc/asound/cards, or its control device cannot be opened)")
         }
         for output in listing.outputs {
-            if !lines.isEmpty { lines.append("") }
+            if lines.last != "" { lines.append("") }
             lines.append("\(output.title)    (card \(output.card) \"\(output.cardID)\", device \(output.device))")
             lines.append("  kind: \(output.kind)")
             if let opens = output.opens {
@@ -192,6 +267,7 @@ package struct DevicesCommand: ParsableCommand {
             } else {
                 lines.append("  keepalived opens: nothing without --exclusive (no shared dmix form)")
             }
+            if let leftAlone = output.leftAlone { lines.append("  left alone: \(leftAlone)") }
             lines.append("  picked by: \(output.pickedBy.isEmpty ? "no selection" : output.pickedBy.joined(separator: ", "))")
             for (selection, reason) in output.notPickedBecause.sorted(by: { $0.key < $1.key }) {
                 lines.append("  not by \(selection): \(reason)")

@@ -79,12 +79,12 @@ package struct RunCommand: ParsableCommand {
         // daemon recovers from those on purpose and reports each once through its logger.
         calsa_silence_library_errors()
         let options: PlaybackOptions
-        let configuration: KeepAliveConfiguration
-        let lingerPlan: LingerPlan?
+        let base: KeepAliveConfiguration
         do {
             options = try currentOptions()
-            configuration = try options.makeConfiguration()
-            lingerPlan = try options.lingerPlan(for: configuration)
+            base = try options.makeConfiguration()
+            // Refused here, before anything starts, when only named hardware outputs would linger.
+            _ = try options.lingerPlan(for: base)
         } catch let exit as CleanExit {
             printError("keepalived: error: \(exit.description)")
             throw exit.code
@@ -98,7 +98,17 @@ package struct RunCommand: ParsableCommand {
             printError("keepalived: error: cannot receive signals: \(error)")
             throw SysExit.osError
         }
+        // The first plan waits for the sound server's answer: until then no card is taken.
+        let scanner = OutputScanner(logger: logger)
+        scanner.use(base, choice: options.choice)
+        let configuration = scanner.planned()
+        let lingerPlan: LingerPlan?
+        do { lingerPlan = try options.lingerPlan(for: configuration) } catch let exit as CleanExit {
+            printError("keepalived: error: \(exit.description)")
+            throw exit.code
+        }
         let manager = try KeepAliveManager(configuration: configuration, logger: logger)
+        scanner.attach(manager)
         let linger = LingerController(plan: lingerPlan, manager: manager, logger: logger)
         let started = ContinuousClock.now
         let paths = socket.paths
@@ -108,7 +118,7 @@ package struct RunCommand: ParsableCommand {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
-        let reloader = Reloader(manager: manager, logger: logger, load: { try currentOptions() }, prepare: { next, configuration in
+        let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: { try currentOptions() }, prepare: { next, configuration in
             let policy = (try? next.session.policy) ?? PauseStateMachine.Policy()
             let plan = try next.lingerPlan(for: configuration)
             return {
@@ -120,7 +130,7 @@ package struct RunCommand: ParsableCommand {
         let control: ControlServer
         do {
             control = try ControlServer(paths: paths, logger: logger, handlers: .init(
-                status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, linger: linger.snapshot) },
+                status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot) },
                 stop: { stopRequest.trigger() },
                 reload: { reloader.reload(trigger: "control socket") }))
         } catch {
@@ -128,12 +138,9 @@ package struct RunCommand: ParsableCommand {
             if case .alreadyRunning = error { throw SysExit.tempFail }
             throw SysExit.cannotCreate
         }
-        let scanner = options.selection.map {
-            OutputScanner(manager: manager, selection: $0, named: options.namedDevices, allowExclusive: options.exclusive, logger: logger)
-        }
         let runtime = DaemonRuntime(
             manager: manager, control: control, reloader: reloader,
-            notifier: SystemdNotifier(manager: manager, logger: logger), scanner: scanner, logind: logind, linger: linger, signals: signals, logger: logger)
+            notifier: SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, logger: logger), scanner: scanner, logind: logind, linger: linger, signals: signals, logger: logger)
         stopRequest.arm(runtime)
         // The control socket's handlers hold the request, the request the runtime, the runtime
         // the control socket: let go once it ran, so nothing outlives the command unreachable.
@@ -158,10 +165,12 @@ final class StopRequest: Sendable {
 
 extension DaemonStatus {
     init(manager: KeepAliveManager, started: ContinuousClock.Instant, paths: RuntimePaths, logFile: String?,
-         linger: (plan: LingerPlan?, watcher: LingerWatcher?) = (nil, nil)) {
+         scanner: OutputScanner? = nil, linger: (plan: LingerPlan?, watcher: LingerWatcher?) = (nil, nil)) {
         // One snapshot: the state is the outputs' own, the ceiling the configuration's they play.
         let snapshot = manager.snapshot
         let state = snapshot.state
+        let choice = scanner?.choice ?? OutputChoice()
+        let server = scanner?.server ?? .unreachable("")
         self.init(
             state: state.name, reason: state.wireReason, pid: getpid(),
             uptimeSeconds: started.duration(to: .now).seconds, socket: paths.socket, logFile: logFile,
@@ -169,8 +178,22 @@ extension DaemonStatus {
                 let own = snapshot.configuration.configuration(for: output.device)
                 var report = OutputReport(output, ceiling: own.ceiling, signal: own.signal.description)
                 if let plan = linger.plan { report.linger = LingerReport(device: output.device, plan: plan, watcher: linger.watcher) }
+                if let view = server.view, let sink = view.sink(forPCM: output.device) {
+                    report.server = view.server
+                    report.sink = sink.name
+                    report.sinkKind = sink.kind.rawValue
+                }
                 return report
             },
-            exclude: snapshot.configuration.exclusions.isEmpty ? nil : snapshot.configuration.exclusions.map(\.pattern))
+            exclude: choice.exclusions.isEmpty ? nil : choice.exclusions.map(\.pattern))
+        if !choice.isEmpty {
+            switch server {
+            case .connected(let view): soundServer = view.server
+            case .unreachable(let why): soundServer = "none (\(why.isEmpty ? "not followed" : why))"
+            case .unknown: soundServer = "not answered yet"
+            }
+            let withheld = scanner?.withheld() ?? [:]
+            self.withheld = withheld.isEmpty ? nil : withheld
+        }
     }
 }

@@ -39,10 +39,17 @@ package struct StatusCommand: ParsableCommand {
         lines.append("state: \(status.state)\(status.reason.map { " (\($0))" } ?? "")")
         lines.append("socket: \(status.socket)")
         if let log = status.logFile { lines.append("log: \(log)") }
+        if let server = status.soundServer { lines.append("sound server: \(server)") }
+        for (pcm, why) in (status.withheld ?? [:]).sorted(by: { $0.key < $1.key }) {
+            lines.append("left alone: \(pcm): \(why)")
+        }
         for output in status.outputs {
             lines.append("output \(output.device): \(output.state)\(output.reason.map { " (\($0))" } ?? "")")
             if let format = output.format, let rate = output.rate, let channels = output.channels {
                 lines.append("  format: \(format) \(rate) Hz \(channels) ch, buffer \(output.bufferFrames ?? 0) frames, period \(output.periodFrames ?? 0) frames")
+            }
+            if let sink = output.sink {
+                lines.append("  sink: \(sink)\(output.sinkKind.map { " (\($0))" } ?? "") on \(output.server ?? "the sound server")")
             }
             if let mode = output.mode { lines.append("  mode: \(Self.describe(mode: mode))") }
             let signal = output.signal.map { "signal: \($0), " } ?? ""

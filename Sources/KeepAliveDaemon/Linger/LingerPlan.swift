@@ -48,6 +48,6 @@ extension PlaybackOptions {
     /// check for `run`, `start` (before any daemon is spawned) and a reload.
     /// - Throws: ``CleanExit`` (64) when only named hardware outputs would linger.
     func lingerPlan(for configuration: KeepAliveConfiguration) throws -> LingerPlan? {
-        try lingerDuration.map { try LingerPlan(duration: $0, devices: configuration.devices, hasSelection: selection != nil) }
+        try lingerDuration.map { try LingerPlan(duration: $0, devices: configuration.devices, hasSelection: !choice.isEmpty) }
     }
 }

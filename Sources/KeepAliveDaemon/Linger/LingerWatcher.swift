@@ -132,7 +132,7 @@ final class LingerWatcher: @unchecked Sendable {
             if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
             warnedUnreachable = false
             reconnectDelay = Self.firstRetry
-            cpulse_context_subscribe(context)
+            cpulse_context_subscribe(context, UInt32(CPULSE_WATCH_SINKS | CPULSE_WATCH_SINK_INPUTS | CPULSE_WATCH_SERVER))
             query()
         case Int(CPULSE_FAILED), Int(CPULSE_TERMINATED):
             connectionLost(String(cString: cpulse_context_error(context)))

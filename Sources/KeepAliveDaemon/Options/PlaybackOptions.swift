@@ -15,11 +15,14 @@ struct PlaybackOptions: ParsableArguments {
     @Flag(help: ArgumentHelp("Keep the analog outputs awake, picked up and dropped as they come and go."))
     var analog = false
 
+    @Flag(help: ArgumentHelp("Also keep the sound server's Bluetooth sinks awake (no selection picks them on its own: a headset must sleep to save its battery); alone, only those. They play a low 30 Hz sine in bursts that survives the Bluetooth codec."))
+    var bluetooth = false
+
     @Flag(help: ArgumentHelp("With --all/--digital/--analog, take a card device without a shared (dmix) form through plughw, locking other programs out of it."))
     var exclusive = false
 
     @Option(name: .customLong("exclude"), help: ArgumentHelp(
-        "With --all/--digital/--analog, leave out the outputs whose PCM name or description matches this shell-style pattern ('*bluez*', 'USB*'; repeat for several). See 'keepalived devices --exclude'.",
+        "With --all/--digital/--analog/--bluetooth, leave out the outputs (cards' PCMs, the sound server's sinks) whose name or description matches this shell-style pattern ('*bluez*', 'USB*'; repeat for several). See 'keepalived devices --exclude'.",
         valueName: "pattern"))
     var excludePatterns: [String] = []
 
@@ -60,6 +63,11 @@ struct PlaybackOptions: ParsableArguments {
         all ? .all : digital ? .digital : analog ? .analog : nil
     }
 
+    /// The outputs picked besides the named ones; the patterns are checked by ``validate()``.
+    var choice: OutputChoice {
+        OutputChoice(selection: selection, bluetooth: bluetooth, exclusions: (try? exclusions) ?? [], allowExclusive: exclusive)
+    }
+
     /// `--linger`'s duration, checked by ``validate()``.
     var lingerDuration: Duration? { try? checkedLinger }
 
@@ -88,8 +96,8 @@ struct PlaybackOptions: ParsableArguments {
         guard [all, digital, analog].filter({ $0 }).count <= 1 else {
             throw ValidationError("--all, --digital and --analog are mutually exclusive")
         }
-        if !excludePatterns.isEmpty, selection == nil {
-            throw ValidationError("--exclude applies to --all, --digital and --analog; a device named with --device is always played")
+        if !excludePatterns.isEmpty, choice.isEmpty {
+            throw ValidationError("--exclude applies to --all, --digital, --analog and --bluetooth; a device named with --device is always played")
         }
         _ = try exclusions
         guard retryMax.isFinite, retryMax >= 0.05, retryMax <= 3600 else {
@@ -125,22 +133,14 @@ struct PlaybackOptions: ParsableArguments {
         }
     }
 
-    /// Builds the engine configuration. Exits with the sysexits code that fits a bad clip or bad
-    /// level: 64 for options, 65 for an undecodable WAV, 66 for an unreadable file.
+    /// Builds the engine configuration: the named outputs with every setting; what a selection
+    /// picks is added by ``OutputScanner``. Exits with the sysexits code that fits a bad clip or
+    /// bad level: 64 for options, 65 for an undecodable WAV, 66 for an unreadable file.
     func makeConfiguration() throws -> KeepAliveConfiguration {
         var configuration = KeepAliveConfiguration()
-        configuration.selection = selection
-        configuration.exclusions = (try? exclusions) ?? []
         configuration.allowsRingLoop = !noRingLoop
         let named = namedDevices
-        if let selection {
-            // Named devices stay; the selection adds what the device hints offer now, and the
-            // daemon rescans for outputs that come and go.
-            let picked = selection.pick(from: ALSADevice.playbackDevices(), allowExclusive: exclusive, excluding: configuration.exclusions)
-            configuration.devices = named + picked.filter { !named.contains($0) }
-        } else {
-            configuration.devices = named.isEmpty ? ["default"] : named
-        }
+        configuration.devices = named.isEmpty && choice.isEmpty ? ["default"] : named
         configuration.retry.maximumDelay = .milliseconds(Int64(retryMax * 1000))
         configuration.bufferDuration = .milliseconds(Int64(bufferSeconds * 1000))
         if let seed { configuration.seed = seed }

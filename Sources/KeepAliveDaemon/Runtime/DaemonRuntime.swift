@@ -16,8 +16,8 @@ import Musl
 /// - its doorbell: rung by a playback thread's state change (for systemd's STATUS), raised by the
 ///   control socket's `stop`;
 /// - the watchdog timer, when systemd asked for one;
-/// - with a selection, the hint watcher (cards and ALSA's configuration), and a one-shot timer
-///   that lets a burst of changes settle before the rescan;
+/// - the hint watcher (cards and ALSA's configuration) and, with a selection, the sound server's
+///   sink watcher, and a one-shot timer that lets a burst of changes settle before the rescan;
 /// - logind on the system bus, when there is one (``LogindWatcher``): outputs close before sleep.
 ///
 /// ```swift
@@ -29,7 +29,7 @@ final class DaemonRuntime: @unchecked Sendable {
     let control: ControlServer
     let reloader: Reloader
     let notifier: SystemdNotifier?
-    let scanner: OutputScanner?
+    let scanner: OutputScanner
     let logind: LogindFollower
     /// `--linger`'s watcher (swapped on reload): runs on libpulse's own thread, started after
     /// the outputs, stopped before them.
@@ -50,7 +50,7 @@ final class DaemonRuntime: @unchecked Sendable {
     }
 
     init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, notifier: SystemdNotifier?,
-         scanner: OutputScanner?, logind: LogindFollower, linger: LingerController? = nil, signals: SignalDescriptor, logger: Logger) {
+         scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, signals: SignalDescriptor, logger: Logger) {
         self.manager = manager
         self.control = control
         self.reloader = reloader
@@ -72,7 +72,7 @@ final class DaemonRuntime: @unchecked Sendable {
         let watchdog = try IntervalTimer()
         let rescan = try IntervalTimer()
         try control.start()
-        let hints = scanner.map { _ in HintWatcher() }
+        let hints = HintWatcher()
         manager.observe { [doorbell] event in
             switch event {
             case .stateChanged, .started, .stopped: doorbell.ring()
@@ -90,11 +90,12 @@ final class DaemonRuntime: @unchecked Sendable {
             pollfd(fd: doorbell.descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: watchdog.descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: rescan.descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: hints?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: hints.descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: -1, events: 0, revents: 0),
             pollfd(fd: logind.idleTimer.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: -1, events: Int16(POLLIN), revents: 0),
         ]
-        if scanner != nil, (hints?.descriptor ?? -1) < 0 {
+        if !scanner.choice.isEmpty, hints.descriptor < 0 {
             // No inotify: fall back to looking every second.
             rescan.arm(after: Self.rescanFollowUp, every: Self.rescanFollowUp)
         }
@@ -104,6 +105,8 @@ final class DaemonRuntime: @unchecked Sendable {
             // timeouts (method calls): both change between polls.
             fds[5].fd = logind.busDescriptor
             fds[5].events = logind.busEvents
+            // A reload may start following a sound server.
+            fds[7].fd = scanner.serverDescriptor
             if poll(&fds, nfds_t(fds.count), logind.pollTimeout) < 0 {
                 if errno == EINTR { continue }
                 throw Errno(errno)
@@ -127,12 +130,16 @@ final class DaemonRuntime: @unchecked Sendable {
                 watchdog.acknowledge()
                 notifier?.pingWatchdog()
             }
-            if fds[4].revents != 0, hints?.drain() == true {
+            if fds[4].revents != 0, hints.drain(), !scanner.choice.isEmpty {
+                rescan.arm(after: Self.rescanSettle)
+            }
+            if fds[7].revents != 0 {
+                scanner.acknowledgeServer()
                 rescan.arm(after: Self.rescanSettle)
             }
             if fds[3].revents != 0 {
                 rescan.acknowledge()
-                if scanner?.rescan() == true { rescan.arm(after: Self.rescanFollowUp) }
+                if scanner.rescan() { rescan.arm(after: Self.rescanFollowUp) }
                 notifier?.update()
             }
             logind.process(idleTimerFired: fds[6].revents != 0)
@@ -141,5 +148,6 @@ final class DaemonRuntime: @unchecked Sendable {
         control.stop()
         linger?.stop()
         manager.stop()
+        scanner.stop()
     }
 }

@@ -8,6 +8,8 @@ import Logging
 /// control socket's, never on a cooperative pool: reconfiguring may join playback threads.
 struct Reloader: Sendable {
     let manager: KeepAliveManager
+    /// Adds what the reloaded choice picks, as at start.
+    let scanner: OutputScanner
     let logger: Logger
     let load: @Sendable () throws -> PlaybackOptions
     /// Checks the daemon's own settings (`--pause-when`, `--linger`, …) before anything changes,
@@ -18,10 +20,16 @@ struct Reloader: Sendable {
     func reload(trigger: String) -> ControlReply {
         let configuration: KeepAliveConfiguration
         let apply: @Sendable () -> Void
+        let previous = (base: scanner.base, choice: scanner.choice)
         do {
             let options = try load()
-            configuration = try options.makeConfiguration()
-            apply = try prepare(options, configuration)
+            let base = try options.makeConfiguration()
+            scanner.use(base, choice: options.choice)
+            configuration = scanner.planned()
+            do { apply = try prepare(options, configuration) } catch {
+                scanner.use(previous.base, choice: previous.choice)
+                throw error
+            }
         } catch {
             let message = (error as? CleanExit)?.description ?? "\(error)"
             logger.error("reload refused; keeping the running configuration", metadata: ["trigger": "\(trigger)", "error": "\(message)"])
@@ -33,6 +41,7 @@ struct Reloader: Sendable {
             logger.info("reloaded", metadata: ["trigger": "\(trigger)", "outcome": "\(outcome)"])
             return ControlReply(ok: true, changed: outcome != .unchanged)
         } catch {
+            scanner.use(previous.base, choice: previous.choice)
             logger.error("reload refused; keeping the running configuration", metadata: ["trigger": "\(trigger)", "error": "\(error)"])
             return .failure("reload refused: \(error)")
         }

@@ -12,7 +12,7 @@ import Logging
 /// ``watchdogInterval``.
 ///
 /// ```swift
-/// if let notifier = SystemdNotifier(manager: manager, logger: logger) { notifier.update() }
+/// if let notifier = SystemdNotifier(manager: manager, awaited: { "output" }, logger: logger) { notifier.update() }
 /// ```
 final class SystemdNotifier {
     let manager: KeepAliveManager
@@ -22,15 +22,18 @@ final class SystemdNotifier {
     /// at least once per write while streaming, once per retry while waiting, once per health
     /// check in a ring loop (the manager allows for that).
     let responsiveness: Duration
+    /// What a selection that found nothing waits for ("output", "digital output").
+    let awaited: () -> String
     let logger: Logger
     private var ready = false
     private var lastStatus = ""
 
     /// A notifier for the environment systemd gave this process, or nil when not under a
     /// notify-type unit.
-    init?(manager: KeepAliveManager, logger: Logger) {
+    init?(manager: KeepAliveManager, awaited: @escaping () -> String = { "output" }, logger: Logger) {
         guard RuntimePaths.environment("NOTIFY_SOCKET") != nil else { return nil }
         self.manager = manager
+        self.awaited = awaited
         self.logger = logger
         let configuration = manager.configuration
         responsiveness = max(configuration.bufferDuration, configuration.retry.maximumDelay) + .seconds(1)
@@ -48,7 +51,7 @@ final class SystemdNotifier {
         let snapshot = manager.snapshot
         // A "stopped" before the manager ever ran would be news of nothing.
         guard ready || snapshot.isRunning else { return }
-        let status = Self.status(snapshot)
+        let status = Self.status(snapshot, awaiting: awaited())
         var message = ""
         if !ready, snapshot.isRunning, snapshot.outputs.allSatisfy({ $0.state != .starting && $0.state != .stopped }) {
             ready = true
@@ -63,11 +66,10 @@ final class SystemdNotifier {
 
     /// `STATUS=playing on hdmi:CARD=PCH,DEV=0`, one entry per output when there are several, and
     /// what a selection that found nothing waits for.
-    static func status(_ snapshot: KeepAliveSnapshot) -> String {
+    static func status(_ snapshot: KeepAliveSnapshot, awaiting what: String = "output") -> String {
         let state = snapshot.state
         switch snapshot.outputs.count {
         case 0:
-            let what = snapshot.configuration.selection.map { $0 == .all ? "output" : "\($0) output" } ?? "output"
             return "STATUS=\(state): no \(what) yet"
         case 1:
             return "STATUS=\(state) on \(snapshot.outputs[0].device)"

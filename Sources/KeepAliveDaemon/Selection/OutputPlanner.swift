@@ -1,0 +1,124 @@
+import KeepAlive
+
+/// What the machine offers now, all read before anything is decided: ALSA's hints, the sound
+/// server's view, the cards other programs reserved, and the cards' ids by index.
+///
+/// ```swift
+/// let offer = OutputOffer(hints: ALSADevice.playbackDevices(), server: watcher.reachability)
+/// ```
+struct OutputOffer: Sendable, Equatable {
+    var hints: [ALSADevice]
+    var server: SoundServerReachability
+    /// Cards another program holds through org.freedesktop.ReserveDevice1, by index: who.
+    var reservedCards: [Int: String] = [:]
+    /// ALSA card index by card id (`Intel` → 0), to match `dmix:CARD=Intel,…` to a server's
+    /// `alsa.card`.
+    var cardIndices: [String: Int] = [:]
+}
+
+/// One output a choice picks: its PCM, and the sink it plays to when it is a sink.
+struct PickedOutput: Sendable, Equatable {
+    var pcm: String
+    var sink: ServerSink?
+}
+
+/// Decides which outputs an ``OutputChoice`` keeps awake in an ``OutputOffer``: pure, so every
+/// rule is tested without a server or a card.
+///
+/// The rules:
+/// - When a sound server answers, its sinks are the outputs: each physical sink the choice asks
+///   for, played through ALSA's pulse plug-in. Virtual sinks are never picked; Bluetooth sinks
+///   only with `bluetooth`.
+/// - A card the server owns (any of its sinks or cards names it), or that another program
+///   reserved, is never opened: the card's own devices are left out.
+/// - While the server has not answered yet, no card is picked: it may own them all.
+///
+/// ```swift
+/// let picks = OutputPlanner.pick(OutputChoice(selection: .digital), in: offer)
+/// picks.map(\.pcm)   // ["pulse:DEVICE=alsa_output.pci-0000_00_1f.3.hdmi-stereo"]
+/// ```
+enum OutputPlanner {
+    static func pick(_ choice: OutputChoice, in offer: OutputOffer) -> [PickedOutput] {
+        var picks: [PickedOutput] = []
+        if let selection = choice.selection {
+            for pcm in selection.pick(from: offer.hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions)
+            where cardRefusal(pcm, in: offer) == nil {
+                picks.append(PickedOutput(pcm: pcm))
+            }
+        }
+        for sink in offer.server.view?.sinks ?? [] where verdict(for: sink, choice: choice).picked {
+            picks.append(PickedOutput(pcm: sink.pcm, sink: sink))
+        }
+        return picks
+    }
+
+    /// Why a card's PCM must not be opened now (nil: it may): the server owns the card, another
+    /// program reserved it, or the server has not said yet.
+    static func cardRefusal(_ pcm: String, in offer: OutputOffer) -> String? {
+        guard let card = card(of: pcm, in: offer) else { return nil }
+        switch offer.server {
+        case .unknown:
+            return "waiting for the sound server's answer"
+        case .connected(let view) where view.ownedCards.contains(card):
+            return "the sound server (\(view.server)) owns card \(card): its sinks are kept awake instead"
+        default:
+            break
+        }
+        if let who = offer.reservedCards[card] { return "reserved by \(who)" }
+        return nil
+    }
+
+    /// The ALSA card index a PCM name plays to (`dmix:CARD=Intel,DEV=0`, `plughw:CARD=1`), or
+    /// nil for a name that names no card.
+    static func card(of pcm: String, in offer: OutputOffer) -> Int? {
+        guard let colon = pcm.firstIndex(of: ":") else { return nil }
+        let parts = pcm[pcm.index(after: colon)...].split(separator: ",")
+        // CARD=… anywhere, or the first positional argument (`hw:0,3`).
+        guard var value = parts.first(where: { $0.hasPrefix("CARD=") }).map({ $0.dropFirst(5) })
+            ?? parts.first.flatMap({ $0.contains("=") ? nil : $0 }) else { return nil }
+        if value.count >= 2, value.first == "\"", value.last == "\"" { value = value.dropFirst().dropLast() }
+        return Int(value) ?? offer.cardIndices[String(value)]
+    }
+
+    /// Whether the choice picks `sink`, by which options, and why each other option does not.
+    static func verdict(for sink: ServerSink, choice: OutputChoice) -> SinkVerdict {
+        var verdict = SinkVerdict()
+        let exclusion = choice.exclusions.first { exclusion in
+            exclusion.matches(ALSADevice(name: sink.name, description: sink.description))
+                || exclusion.matches(ALSADevice(name: sink.pcm, description: sink.description))
+        }
+        let kind = sink.kind
+        for option in SinkVerdict.options {
+            let reason: String?
+            if sink.isVirtual {
+                reason = "a virtual sink (it plays to no device): only by name"
+            } else if let exclusion {
+                reason = "excluded by --exclude '\(exclusion)'"
+            } else {
+                switch option {
+                case "--bluetooth": reason = kind == .bluetooth ? nil : "not a Bluetooth sink"
+                case _ where kind == .bluetooth: reason = "a Bluetooth sink: only with --bluetooth or by name"
+                case "--digital": reason = kind.isDigital ? nil : "not a digital output"
+                case "--analog": reason = kind.isDigital ? "a digital output" : nil
+                default: reason = nil
+                }
+            }
+            if let reason {
+                verdict.notPickedBecause[option] = reason
+            } else {
+                verdict.pickedBy.append(option)
+            }
+        }
+        verdict.picked = verdict.pickedBy.contains { choice.flags.contains($0) }
+        return verdict
+    }
+}
+
+/// Which options pick a sink, and why the others do not.
+struct SinkVerdict: Sendable, Equatable {
+    static let options = ["--all", "--digital", "--analog", "--bluetooth"]
+    var pickedBy: [String] = []
+    var notPickedBecause: [String: String] = [:]
+    /// Whether the choice it was judged for picks it.
+    var picked = false
+}

@@ -1,0 +1,170 @@
+import CALSA
+import KeepAlive
+import Logging
+import Synchronization
+
+/// Keeps the running outputs equal to what the options ask for: the named outputs, plus what the
+/// ``OutputChoice`` (`--all`, `--digital`, `--analog`, `--bluetooth`) picks from the cards and
+/// the sound server's sinks now. It rescans when a card or ALSA's configuration changes
+/// (``HintWatcher``) and when the server's sinks or cards change (``SinkWatcher``), and applies
+/// the difference through ``KeepAliveManager/reconfigure(_:)``: the other outputs play on
+/// untouched.
+///
+/// The one place where the options' configuration becomes the manager's: at start, on reload and
+/// on every rescan, ``planned(_:choice:)`` adds the picks and each Bluetooth sink's own signal
+/// to the same base.
+///
+/// ```swift
+/// let scanner = OutputScanner(manager: nil, logger: logger)
+/// scanner.use(base, choice: OutputChoice(selection: .digital))
+/// let configuration = scanner.planned()     // the named outputs and the digital ones found now
+/// ```
+/// Concurrency: any thread; rescans run on the daemon's main thread (a rescan reads the card list
+/// and reconfiguring joins playback threads), a reload on the main or the control socket's.
+final class OutputScanner: Sendable {
+    let logger: Logger
+    private let state: Mutex<State>
+    /// Set once the manager exists (it is made from the first plan).
+    private let manager = Mutex<KeepAliveManager?>(nil)
+
+    private struct State: @unchecked Sendable {
+        var base = KeepAliveConfiguration(devices: [])
+        var choice = OutputChoice()
+        var watcher: SinkWatcher?
+        /// Why no server is watched, when none is.
+        var unwatched = "no selection"
+    }
+
+    /// How long the first plan waits for the sound server's first answer: until it answers, no
+    /// card is picked (it may own them all).
+    static let firstAnswer: Duration = .seconds(2)
+
+    init(logger: Logger) {
+        self.logger = logger
+        state = Mutex(State())
+    }
+
+    func attach(_ manager: KeepAliveManager) { self.manager.withLock { $0 = manager } }
+
+    /// The choice in force.
+    var choice: OutputChoice { state.withLock { $0.choice } }
+
+    /// The options' configuration in force, without the picks.
+    var base: KeepAliveConfiguration { state.withLock { $0.base } }
+
+    /// What the sound server showed last (`.unreachable` when none is watched).
+    var server: SoundServerReachability {
+        let (watcher, why) = state.withLock { ($0.watcher, $0.unwatched) }
+        return watcher?.reachability ?? .unreachable(why)
+    }
+
+    /// The sink watcher's doorbell, -1 without one: the main loop polls it.
+    var serverDescriptor: Int32 { state.withLock { $0.watcher?.doorbell.descriptor } ?? -1 }
+
+    /// Drains the sink watcher's doorbell after its descriptor polled readable.
+    func acknowledgeServer() { state.withLock { $0.watcher }?.doorbell.drain() }
+
+    /// Takes the options' configuration and choice (at start, and once a reload is applied);
+    /// starts following the sound server when the choice first needs it, and waits for its
+    /// first answer (at most ``firstAnswer``).
+    func use(_ base: KeepAliveConfiguration, choice: OutputChoice) {
+        let started: SinkWatcher? = state.withLock { state in
+            state.base = base
+            state.choice = choice
+            guard !choice.isEmpty, state.watcher == nil else { return nil }
+            guard SinkWatcher.mayReachServer() else {
+                state.unwatched = "no sound server for this user (no XDG_RUNTIME_DIR or PULSE_SERVER)"
+                return nil
+            }
+            do {
+                state.watcher = try SinkWatcher(logger: logger)
+            } catch {
+                state.unwatched = "\(error)"
+                logger.debug("not following a sound server", metadata: ["error": "\(error)"])
+            }
+            return state.watcher
+        }
+        guard let started else { return }
+        started.start()
+        _ = started.waitForAnswer(timeout: Self.firstAnswer)
+    }
+
+    /// Stops following the server.
+    func stop() {
+        state.withLock { $0.watcher }?.stop()
+    }
+
+    /// The base with the choice's picks found now, and a Bluetooth sink's own settings.
+    func planned() -> KeepAliveConfiguration {
+        let (base, choice) = state.withLock { ($0.base, $0.choice) }
+        return planned(base, choice: choice)
+    }
+
+    /// `base` with what `choice` picks now.
+    func planned(_ base: KeepAliveConfiguration, choice: OutputChoice) -> KeepAliveConfiguration {
+        let server = server
+        var configuration = base
+        if !choice.isEmpty {
+            let hints = ALSADevice.playbackDevices()
+            let offer = OutputOffer(hints: hints, server: server, cardIndices: Self.cardIndices(hints))
+            for pick in OutputPlanner.pick(choice, in: offer) where !configuration.devices.contains(pick.pcm) {
+                configuration.devices.append(pick.pcm)
+            }
+        }
+        if let view = server.view {
+            for device in configuration.devices where view.sink(forPCM: device)?.kind == .bluetooth {
+                configuration.outputSettings[device] = Self.bluetoothSettings(under: configuration.outputSettings[device], in: configuration)
+            }
+        }
+        return configuration
+    }
+
+    /// The outputs the choice's selection would pick from the cards but leaves alone now, with
+    /// why (for `status`).
+    func withheld() -> [String: String] {
+        guard let selection = choice.selection else { return [:] }
+        let hints = ALSADevice.playbackDevices()
+        let offer = OutputOffer(hints: hints, server: server, cardIndices: Self.cardIndices(hints))
+        var withheld: [String: String] = [:]
+        for pcm in selection.pick(from: hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions) {
+            if let why = OutputPlanner.cardRefusal(pcm, in: offer) { withheld[pcm] = why }
+        }
+        return withheld
+    }
+
+    /// Rescans and applies what changed; true when the outputs changed.
+    @discardableResult
+    func rescan() -> Bool {
+        guard let manager = manager.withLock({ $0 }) else { return false }
+        let next = planned()
+        let current = manager.configuration
+        guard next.devices != current.devices || next.outputSettings != current.outputSettings else { return false }
+        // New PCMs may come from an edited configuration file, which opens would not see.
+        ALSADevice.reloadConfiguration()
+        do {
+            let outcome = try manager.reconfigure(next)
+            logger.info("outputs changed", metadata: ["choice": "\(choice.flags.joined(separator: " "))", "outcome": "\(outcome)"])
+            return true
+        } catch {
+            logger.error("cannot apply the new outputs", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
+
+    // TODO(merge): the Bluetooth default (BluetoothSignal) replaces this.
+    static func bluetoothSettings(under own: OutputSettings?, in configuration: KeepAliveConfiguration) -> OutputSettings? { own }
+
+    /// Card index by ALSA card id, for the cards the hints name (`snd_card_get_index` resolves an
+    /// id without opening anything).
+    static func cardIndices(_ hints: [ALSADevice]) -> [String: Int] {
+        var indices: [String: Int] = [:]
+        for hint in hints {
+            let (_, card) = OutputSelection.split(hint.name)
+            guard let id = card?.split(separator: ",").first.map(String.init) else { continue }
+            guard indices[id] == nil else { continue }
+            let index = snd_card_get_index(id)
+            if index >= 0 { indices[id] = Int(index) }
+        }
+        return indices
+    }
+}

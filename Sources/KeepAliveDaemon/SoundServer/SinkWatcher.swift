@@ -1,0 +1,267 @@
+import CPulse
+import KeepAlive
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Follows the sound server's sinks and cards with libpulse (PulseAudio, or PipeWire through
+/// pipewire-pulse), for a selection that keeps sinks awake: every sink, card or server event
+/// lists them again, and a change that matters to a selection (a sink or card that came or went,
+/// a profile switched) rings ``doorbell``. The daemon's main loop polls the doorbell and rescans.
+///
+/// Runs on libpulse's threaded main loop: one thread blocked in poll while nothing changes. When
+/// the server goes away it reports ``SoundServerReachability/unreachable(_:)`` and reconnects
+/// with backoff, so a restarted server's sinks come back.
+///
+/// ```swift
+/// let watcher = try SinkWatcher(logger: logger)
+/// watcher.start()
+/// let first = watcher.waitForAnswer(timeout: .seconds(2))
+/// // poll watcher.doorbell.descriptor; on POLLIN: watcher.doorbell.drain(), read watcher.reachability
+/// watcher.stop()
+/// ```
+final class SinkWatcher: @unchecked Sendable {
+    let logger: Logger
+    /// Rung when the server's view changed in a way a selection sees, or it came or went.
+    let doorbell = Doorbell()
+
+    // Touched only on the main loop's thread, or with its lock held.
+    private let loop: OpaquePointer
+    private var context: OpaquePointer?
+    private var reconnectTimer: OpaquePointer?
+    private var reconnectDelay = SinkWatcher.firstRetry
+    private var lostContext: OpaquePointer?
+    private var querying = false
+    private var queryAgain = false
+    private var warnedUnreachable = false
+    private var draft = SoundServerView(server: "", sinks: [])
+
+    private let published = Mutex<SoundServerReachability>(.unknown)
+    /// Rung on every publication, also one that changes nothing a selection sees.
+    private let answered = Doorbell()
+
+    static let firstRetry: Duration = .milliseconds(250)
+    static let longestRetry: Duration = .seconds(10)
+
+    /// Loads libpulse. Throws its loader's message when it cannot.
+    init(logger: Logger) throws(LingerWatcher.LibraryMissing) {
+        if let failure = cpulse_load() { throw LingerWatcher.LibraryMissing(message: String(cString: failure)) }
+        guard let loop = cpulse_mainloop_new() else { throw LingerWatcher.LibraryMissing(message: "pa_threaded_mainloop_new failed") }
+        self.loop = loop
+        self.logger = logger
+    }
+
+    deinit { cpulse_mainloop_free(loop) }
+
+    /// Whether a server could answer this process at all: libpulse looks for one through
+    /// PULSE_SERVER, the user's runtime directory, or the system-wide socket. A system service
+    /// has none of them, and then nothing is watched (no reconnect timer wakes it).
+    static func mayReachServer(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> Bool {
+        if environment("PULSE_SERVER") != nil || environment("XDG_RUNTIME_DIR") != nil { return true }
+        let systemSockets = ["/run/pulse/native", "/var/run/pulse/native"]
+        return systemSockets.contains { path in access(path, F_OK) == 0 }
+    }
+
+    /// What the server showed last.
+    var reachability: SoundServerReachability { published.withLock { $0 } }
+
+    /// Connects and starts the main loop's thread.
+    func start() {
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        cpulse_mainloop_lock(loop)
+        reconnectTimer = cpulse_timer_new(loop, { SinkWatcher.from($0).connect() }, userdata)
+        connect()
+        cpulse_mainloop_unlock(loop)
+        if cpulse_mainloop_start(loop) < 0 {
+            publish(.unreachable("cannot start libpulse's main loop"))
+        }
+    }
+
+    /// Stops the thread and lets go of the server.
+    func stop() {
+        cpulse_mainloop_stop(loop)
+        if let context { cpulse_context_release(context) }
+        context = nil
+        if let reconnectTimer { cpulse_timer_free(loop, reconnectTimer) }
+        reconnectTimer = nil
+    }
+
+    /// Waits until the server answered (or was found unreachable), at most `timeout`; returns
+    /// what is known then (`.unknown` after the timeout).
+    func waitForAnswer(timeout: Duration) -> SoundServerReachability {
+        let deadline = ContinuousClock.now + timeout
+        while case .unknown = reachability {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { break }
+            var fd = pollfd(fd: answered.descriptor, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(clamping: (left + .milliseconds(1)).components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+            if poll(&fd, 1, milliseconds) > 0 { answered.drain() }
+        }
+        return reachability
+    }
+
+    private static func from(_ userdata: UnsafeMutableRawPointer?) -> SinkWatcher {
+        Unmanaged<SinkWatcher>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    private func publish(_ next: SoundServerReachability) {
+        let changed = published.withLock { current in
+            defer { current = next }
+            return Self.selectionSees(current) != Self.selectionSees(next)
+        }
+        answered.ring()
+        if changed { doorbell.ring() }
+    }
+
+    /// What a selection decides on: the states of sinks and the default sink change nothing.
+    static func selectionSees(_ reachability: SoundServerReachability) -> SoundServerReachability {
+        guard case .connected(var view) = reachability else {
+            // Every reason of an unreachable server means the same to a selection.
+            if case .unreachable = reachability { return .unreachable("") }
+            return reachability
+        }
+        view.defaultSink = nil
+        for index in view.sinks.indices { view.sinks[index].state = .other }
+        return .connected(view)
+    }
+
+    // MARK: - The connection
+
+    private func connect() {
+        if let context { cpulse_context_release(context) }
+        lostContext = nil
+        querying = false
+        queryAgain = false
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        context = cpulse_context_new(loop, "keepalived",
+                                     { SinkWatcher.from($0).stateChanged() },
+                                     { SinkWatcher.from($0).query() }, userdata)
+        guard let context else { return connectionLost("cannot create a libpulse context") }
+        if cpulse_context_connect(context) < 0 { connectionLost(String(cString: cpulse_context_error(context))) }
+    }
+
+    private func stateChanged() {
+        guard let context else { return }
+        switch Int(cpulse_context_state(context)) {
+        case Int(CPULSE_READY):
+            reconnectDelay = Self.firstRetry
+            cpulse_context_subscribe(context, UInt32(CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER))
+            query()
+        case Int(CPULSE_FAILED), Int(CPULSE_TERMINATED):
+            connectionLost(String(cString: cpulse_context_error(context)))
+        default:
+            break
+        }
+    }
+
+    private func connectionLost(_ error: String) {
+        guard context == nil || lostContext != context else { return }
+        lostContext = context
+        let delay = reconnectDelay
+        reconnectDelay = min(reconnectDelay * 2, Self.longestRetry)
+        if case .connected(let view) = reachability {
+            logger.notice("the sound server went away; its cards are left alone until it answers or is gone for good",
+                          metadata: ["server": "\(view.server)", "error": "\(error)"])
+        } else if !warnedUnreachable {
+            logger.debug("no sound server answers", metadata: ["error": "\(error)"])
+        }
+        warnedUnreachable = true
+        publish(.unreachable(error))
+        if let reconnectTimer { cpulse_timer_arm(loop, reconnectTimer, delay.microseconds) }
+    }
+
+    // MARK: - What the server shows
+
+    /// Lists the server, the sinks and the cards, one query after the other; a change that comes
+    /// meanwhile runs the whole list once more.
+    private func query() {
+        guard let context else { return }
+        guard !querying else {
+            queryAgain = true
+            return
+        }
+        querying = true
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        cpulse_query_server(context, { userdata, server in
+            let watcher = SinkWatcher.from(userdata)
+            let name = server.flatMap { $0.pointee.name }.map { String(cString: $0) } ?? "sound server"
+            let version = server.flatMap { $0.pointee.version }.map { String(cString: $0) }
+            watcher.draft = SoundServerView(
+                server: version.map { "\(name) \($0)" } ?? name,
+                defaultSink: server.flatMap { $0.pointee.default_sink }.map { String(cString: $0) }, sinks: [])
+            guard let context = watcher.context else { return }
+            cpulse_query_sinks(context, { userdata, sink in
+                let watcher = SinkWatcher.from(userdata)
+                if let sink {
+                    watcher.draft.sinks.append(ServerSink(sink.pointee))
+                    return
+                }
+                guard let context = watcher.context else { return }
+                cpulse_query_cards(context, { userdata, card in
+                    let watcher = SinkWatcher.from(userdata)
+                    if let card {
+                        watcher.draft.cards.append(ServerCard(card.pointee))
+                        return
+                    }
+                    watcher.listed()
+                }, userdata)
+            }, userdata)
+        }, userdata)
+    }
+
+    private func listed() {
+        querying = false
+        // A query that ended because the connection failed lists nothing: the state callback
+        // reports the loss instead.
+        guard let context, Int(cpulse_context_state(context)) == Int(CPULSE_READY) else { return }
+        if warnedUnreachable, reachability.view == nil {
+            logger.notice("the sound server answers", metadata: ["server": "\(draft.server)", "sinks": "\(draft.sinks.count)"])
+        }
+        warnedUnreachable = false
+        publish(.connected(draft))
+        if queryAgain {
+            queryAgain = false
+            query()
+        }
+    }
+}
+
+extension ServerSink {
+    /// A sink as libpulse listed it; the strings are copied (they live only in the callback).
+    init(_ sink: cpulse_sink) {
+        self.init(name: String(cString: sink.name), description: sink.description.map { String(cString: $0) } ?? "")
+        index = sink.index
+        driver = sink.driver.map { String(cString: $0) } ?? ""
+        state = switch Int(sink.state) {
+        case Int(CPULSE_SINK_RUNNING): .running
+        case Int(CPULSE_SINK_IDLE): .idle
+        case Int(CPULSE_SINK_SUSPENDED): .suspended
+        default: .other
+        }
+        isHardware = sink.hardware != 0
+        activePort = sink.active_port.map { String(cString: $0) }
+        activePortType = Int(sink.active_port_type)
+        properties = Self.read(sink.properties)
+    }
+
+    /// The properties keepalived reads, from a libpulse property list.
+    static func read(_ list: UnsafeRawPointer?) -> [String: String] {
+        var properties: [String: String] = [:]
+        for key in Property.all {
+            if let value = cpulse_property(list, key) { properties[key] = String(cString: value) }
+        }
+        return properties
+    }
+}
+
+extension ServerCard {
+    init(_ card: cpulse_card) {
+        self.init(name: String(cString: card.name), activeProfile: card.active_profile.map { String(cString: $0) },
+                  properties: ServerSink.read(card.properties))
+        index = card.index
+    }
+}
