@@ -11,6 +11,9 @@ struct OutputOffer: Sendable, Equatable {
     var server: SoundServerReachability
     /// Cards another program holds through org.freedesktop.ReserveDevice1, by index: who.
     var reservedCards: [Int: String] = [:]
+    /// Cards a sound server owned earlier in this process: while it is gone (restarting, or
+    /// stopped by its user) they stay its own.
+    var formerServerCards: Set<Int> = []
     /// ALSA card index by card id (`Intel` → 0), to match `dmix:CARD=Intel,…` to a server's
     /// `alsa.card`.
     var cardIndices: [String: Int] = [:]
@@ -31,7 +34,8 @@ struct PickedOutput: Sendable, Equatable {
 ///   only with `bluetooth`.
 /// - A card the server owns (any of its sinks or cards names it), or that another program
 ///   reserved, is never opened: the card's own devices are left out.
-/// - While the server has not answered yet, no card is picked: it may own them all.
+/// - While the server has not answered yet, no card is picked: it may own them all. A card a
+///   server owned stays its own while the server is gone (a restart, a crash).
 ///
 /// ```swift
 /// let picks = OutputPlanner.pick(OutputChoice(selection: .digital), in: offer)
@@ -61,6 +65,8 @@ enum OutputPlanner {
             return "waiting for the sound server's answer"
         case .connected(let view) where view.ownedCards.contains(card):
             return "the sound server (\(view.server)) owns card \(card): its sinks are kept awake instead"
+        case .unreachable where offer.formerServerCards.contains(card):
+            return "the sound server that owns card \(card) does not answer now: left to it"
         default:
             break
         }

@@ -61,6 +61,14 @@ final class OutputScanner: Sendable {
     /// The sink watcher's doorbell, -1 without one: the main loop polls it.
     var serverDescriptor: Int32 { state.withLock { $0.watcher?.doorbell.descriptor } ?? -1 }
 
+    /// Cards a server owned since the daemon started.
+    var formerServerCards: Set<Int> { state.withLock { $0.watcher }?.formerServerCards ?? [] }
+
+    /// What the machine offers now.
+    func offer(_ hints: [ALSADevice]) -> OutputOffer {
+        OutputOffer(hints: hints, server: server, formerServerCards: formerServerCards, cardIndices: Self.cardIndices(hints))
+    }
+
     /// Drains the sink watcher's doorbell after its descriptor polled readable.
     func acknowledgeServer() { state.withLock { $0.watcher }?.doorbell.drain() }
 
@@ -102,11 +110,12 @@ final class OutputScanner: Sendable {
 
     /// `base` with what `choice` picks now.
     func planned(_ base: KeepAliveConfiguration, choice: OutputChoice) -> KeepAliveConfiguration {
-        let server = server
         var configuration = base
+        // One reading of the server for the picks and the Bluetooth settings.
+        var server = server
         if !choice.isEmpty {
-            let hints = ALSADevice.playbackDevices()
-            let offer = OutputOffer(hints: hints, server: server, cardIndices: Self.cardIndices(hints))
+            let offer = offer(ALSADevice.playbackDevices())
+            server = offer.server
             for pick in OutputPlanner.pick(choice, in: offer) where !configuration.devices.contains(pick.pcm) {
                 configuration.devices.append(pick.pcm)
             }
@@ -124,7 +133,7 @@ final class OutputScanner: Sendable {
     func withheld() -> [String: String] {
         guard let selection = choice.selection else { return [:] }
         let hints = ALSADevice.playbackDevices()
-        let offer = OutputOffer(hints: hints, server: server, cardIndices: Self.cardIndices(hints))
+        let offer = offer(hints)
         var withheld: [String: String] = [:]
         for pcm in selection.pick(from: hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions) {
             if let why = OutputPlanner.cardRefusal(pcm, in: offer) { withheld[pcm] = why }

@@ -41,6 +41,7 @@ final class SinkWatcher: @unchecked Sendable {
     private var draft = SoundServerView(server: "", sinks: [])
 
     private let published = Mutex<SoundServerReachability>(.unknown)
+    private let everOwned = Mutex<Set<Int>>([])
     /// Rung on every publication, also one that changes nothing a selection sees.
     private let answered = Doorbell()
 
@@ -68,6 +69,9 @@ final class SinkWatcher: @unchecked Sendable {
 
     /// What the server showed last.
     var reachability: SoundServerReachability { published.withLock { $0 } }
+
+    /// Every card a server owned since the watcher started: left to it while it is gone.
+    var formerServerCards: Set<Int> { everOwned.withLock { $0 } }
 
     /// Connects and starts the main loop's thread.
     func start() {
@@ -109,6 +113,7 @@ final class SinkWatcher: @unchecked Sendable {
     }
 
     private func publish(_ next: SoundServerReachability) {
+        if let view = next.view { everOwned.withLock { $0.formUnion(view.ownedCards) } }
         let changed = published.withLock { current in
             defer { current = next }
             return Self.selectionSees(current) != Self.selectionSees(next)

@@ -1,0 +1,120 @@
+import KeepAlive
+import Testing
+
+@testable import KeepAliveDaemon
+
+/// The rules by which a choice picks outputs from what the machine offers, without a server or a
+/// card: a desktop whose server owns the cards, a headless box without one, the moment before the
+/// server answered, a server gone for a restart, a card another program reserved.
+@Suite("OutputPlanner: which outputs a choice keeps awake")
+struct OutputPlannerTests {
+    static let hints = [
+        ALSADevice(name: "hw:CARD=Intel,DEV=0", description: "HDA Intel, ALC887 Analog"),
+        ALSADevice(name: "dmix:CARD=Intel,DEV=0", description: "HDA Intel, ALC887 Analog\nDirect sample mixing device"),
+        ALSADevice(name: "dmix:CARD=Intel,DEV=3", description: "HDA Intel, HDMI 0\nDirect sample mixing device"),
+        ALSADevice(name: "dmix:CARD=DAC,DEV=0", description: "USB DAC, USB Audio\nDirect sample mixing device"),
+        ALSADevice(name: "my-receiver", description: "Receiver via S/PDIF"),
+    ]
+    static let cards = ["Intel": 0, "DAC": 1]
+
+    static func sink(_ name: String, _ description: String, _ properties: [String: String]) -> ServerSink {
+        ServerSink(name: name, description: description, properties: properties)
+    }
+
+    static let hdmi = sink("alsa_output.pci.hdmi-stereo", "Built-in Audio Digital Stereo (HDMI)",
+                           ["device.api": "alsa", "alsa.card": "0", "device.profile.name": "hdmi-stereo"])
+    static let analog = sink("alsa_output.pci.analog-stereo", "Built-in Audio Analog Stereo",
+                             ["device.api": "alsa", "alsa.card": "0", "device.profile.name": "analog-stereo"])
+    static let speaker = sink("bluez_output.00_11.1", "JBL Flip 5", ["device.api": "bluez5", "device.bus": "bluetooth"])
+    static let effects = sink("easyeffects_sink", "Easy Effects Sink", [:])
+    static let desktop = SoundServerView(server: "PulseAudio (on PipeWire 0.3.65) 15.0.0", sinks: [hdmi, analog, speaker, effects])
+
+    static func offer(_ server: SoundServerReachability, reserved: [Int: String] = [:], former: Set<Int> = []) -> OutputOffer {
+        OutputOffer(hints: hints, server: server, reservedCards: reserved, formerServerCards: former, cardIndices: cards)
+    }
+
+    static func picks(_ choice: OutputChoice, _ offer: OutputOffer) -> [String] {
+        OutputPlanner.pick(choice, in: offer).map(\.pcm)
+    }
+
+    @Test("on a desktop, the server's physical sinks, never its card's dmix; the card it does not own stays a card")
+    func desktop() {
+        let offer = Self.offer(.connected(Self.desktop))
+        #expect(Self.picks(OutputChoice(selection: .all), offer) == [
+            "dmix:CARD=DAC,DEV=0", "my-receiver", Self.hdmi.pcm, Self.analog.pcm,
+        ])
+        #expect(Self.picks(OutputChoice(selection: .digital), offer) == ["my-receiver", Self.hdmi.pcm])
+        #expect(Self.picks(OutputChoice(selection: .analog), offer) == ["dmix:CARD=DAC,DEV=0", Self.analog.pcm])
+        #expect(OutputPlanner.cardRefusal("dmix:CARD=Intel,DEV=3", in: offer)?.contains("owns card 0") == true)
+    }
+
+    @Test("Bluetooth sinks only with --bluetooth; alone, only them")
+    func bluetooth() {
+        let offer = Self.offer(.connected(Self.desktop))
+        #expect(!Self.picks(OutputChoice(selection: .all), offer).contains(Self.speaker.pcm))
+        #expect(Self.picks(OutputChoice(selection: .all, bluetooth: true), offer).contains(Self.speaker.pcm))
+        #expect(Self.picks(OutputChoice(bluetooth: true), offer) == [Self.speaker.pcm])
+        let verdict = OutputPlanner.verdict(for: Self.speaker, choice: OutputChoice(selection: .all))
+        #expect(verdict.pickedBy == ["--bluetooth"])
+        #expect(verdict.notPickedBecause["--all"] == "a Bluetooth sink: only with --bluetooth or by name")
+        #expect(!verdict.picked)
+    }
+
+    @Test("virtual sinks are never picked, whatever the choice")
+    func virtualSinks() {
+        let verdict = OutputPlanner.verdict(for: Self.effects, choice: OutputChoice(selection: .all, bluetooth: true))
+        #expect(verdict.pickedBy.isEmpty)
+        #expect(!verdict.picked)
+        #expect(Set(verdict.notPickedBecause.keys) == Set(SinkVerdict.options))
+    }
+
+    @Test("an exclusion matches a sink's name, its PCM or its description")
+    func exclusions() throws {
+        let offer = Self.offer(.connected(Self.desktop))
+        for pattern in ["*hdmi*", "Built-in Audio Digital*", "pulse:DEVICE=alsa_output.pci.hdmi*"] {
+            let choice = OutputChoice(selection: .all, exclusions: [try OutputExclusion(pattern)])
+            #expect(!Self.picks(choice, offer).contains(Self.hdmi.pcm), "\(pattern)")
+            #expect(Self.picks(choice, offer).contains(Self.analog.pcm), "\(pattern)")
+            #expect(OutputPlanner.verdict(for: Self.hdmi, choice: choice).notPickedBecause["--all"] == "excluded by --exclude '\(pattern)'")
+        }
+    }
+
+    @Test("before the server answers no card is picked; without a server the cards are keepalived's")
+    func serverNotYetOrNone() {
+        #expect(Self.picks(OutputChoice(selection: .all), Self.offer(.unknown)) == ["my-receiver"])
+        #expect(Self.picks(OutputChoice(selection: .all), Self.offer(.unreachable("Connection refused"))) == [
+            "dmix:CARD=Intel,DEV=0", "dmix:CARD=Intel,DEV=3", "dmix:CARD=DAC,DEV=0", "my-receiver",
+        ])
+    }
+
+    @Test("a server gone for a restart keeps its cards; a reserved card is never opened")
+    func goneAndReserved() {
+        let gone = Self.offer(.unreachable("Connection refused"), former: [0])
+        #expect(Self.picks(OutputChoice(selection: .all), gone) == ["dmix:CARD=DAC,DEV=0", "my-receiver"])
+        #expect(OutputPlanner.cardRefusal("dmix:CARD=Intel,DEV=0", in: gone)?.contains("does not answer") == true)
+        let reserved = Self.offer(.unreachable("Connection refused"), reserved: [1: "JACK (hw:1)"])
+        #expect(Self.picks(OutputChoice(selection: .all), reserved) == ["dmix:CARD=Intel,DEV=0", "dmix:CARD=Intel,DEV=3", "my-receiver"])
+        #expect(OutputPlanner.cardRefusal("dmix:CARD=DAC,DEV=0", in: reserved) == "reserved by JACK (hw:1)")
+    }
+
+    @Test("the card a PCM name plays to, by index or id", arguments: [
+        ("dmix:CARD=Intel,DEV=3", 0), ("plughw:CARD=DAC", 1), ("hw:1,0", 1), ("plughw:0", 0), ("dmix:CARD=\"DAC\",DEV=0", 1),
+    ])
+    func cards(_ pcm: String, _ card: Int) {
+        #expect(OutputPlanner.card(of: pcm, in: Self.offer(.unknown)) == card)
+    }
+
+    @Test("names that name no card", arguments: ["default", "pulse", "pulse:DEVICE=alsa_output.x", "my-receiver", "dmix:CARD=Nope,DEV=0"])
+    func noCard(_ pcm: String) {
+        #expect(OutputPlanner.card(of: pcm, in: Self.offer(.unknown)) == nil)
+    }
+
+    @Test("what a choice says it waits for, and its flags")
+    func choiceWords() {
+        #expect(OutputChoice(selection: .all).awaited == "output")
+        #expect(OutputChoice(selection: .digital, bluetooth: true).awaited == "digital output")
+        #expect(OutputChoice(bluetooth: true).awaited == "Bluetooth sink")
+        #expect(OutputChoice(selection: .analog, bluetooth: true).flags == ["--analog", "--bluetooth"])
+        #expect(OutputChoice().isEmpty)
+    }
+}
