@@ -94,6 +94,15 @@ final class PipeWireServer: @unchecked Sendable {
         }
     }
 
+    /// One more null sink, with the properties a device's node has (`device.api`, `alsa.card`,
+    /// …; values without spaces); returns once the graph shows it.
+    func createSink(_ name: String, properties: [String: String]) throws {
+        let extra = properties.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        guard commandOutput("pw-cli", ["create-node", "adapter",
+            "{ factory.name=support.null-audio-sink node.name=\(name) media.class=Audio/Sink object.linger=true audio.position=[FL FR] \(extra) }"],
+            environment: environment, timeout: .seconds(5)) != nil else { throw Failed(what: "pw-cli create-node \(name)", log: "") }
+    }
+
     /// SIGKILLs PipeWire, as a crash would; WirePlumber loses it and exits (killed if it lingers).
     func kill() async throws {
         guard let pipewire else { return }
@@ -202,8 +211,9 @@ final class PipeWireServer: @unchecked Sendable {
     }
 
     /// Whether a playback stream of `application` runs into the sink through an active link.
-    func streamPlaysIntoSink(application: String) -> Bool {
-        guard let graph = dump(), let sink = graph.nodes.first(where: { $0.name == sinkName }) else { return false }
+    func streamPlaysIntoSink(application: String, sink name: String? = nil) -> Bool {
+        let name = name ?? sinkName
+        guard let graph = dump(), let sink = graph.nodes.first(where: { $0.name == name }) else { return false }
         return graph.nodes.contains { node in
             node.mediaClass == "Stream/Output/Audio" && node.applicationName.contains(application) && node.state == "running"
                 && graph.links.contains { $0.0 == node.id && $0.1 == sink.id }

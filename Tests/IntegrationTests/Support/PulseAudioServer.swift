@@ -27,14 +27,17 @@ final class PulseAudioServer: @unchecked Sendable {
             && FileManager.default.isExecutableFile(atPath: ChildProcess.which("pactl"))
     }
 
-    /// Starts the server and waits until it accepts clients.
-    func start(suspendTimeout: Int = 1) async throws {
-        server = try ChildProcess("pulseaudio", [
+    /// Starts the server and waits until it accepts clients. `sinks` are more null sinks, by
+    /// name, with the properties a real device's sink has (`device.api`, `alsa.card`, …).
+    func start(suspendTimeout: Int = 1, sinks: [(name: String, properties: [String: String])] = []) async throws {
+        var arguments = [
             "-n", "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit", "--log-target=stderr",
             "-L", "module-null-sink sink_name=\(sinkName) rate=44100",
             "-L", "module-native-protocol-unix",
             "-L", "module-suspend-on-idle timeout=\(suspendTimeout)",
-        ], environment: environment, directory: directory, label: "pulseaudio")
+        ]
+        for sink in sinks { arguments += ["-L", "module-null-sink " + Self.arguments(sink: sink.name, sink.properties)] }
+        server = try ChildProcess("pulseaudio", arguments, environment: environment, directory: directory, label: "pulseaudio")
         try await waitUntil("PulseAudio to accept clients", timeout: .seconds(10), every: .milliseconds(50)) {
             guard server?.isRunning == true else { throw ServerFailed(log: server?.stderr ?? "") }
             return sinkStateNow() != nil
@@ -52,6 +55,34 @@ final class PulseAudioServer: @unchecked Sendable {
     func stop() {
         server?.signal(SIGTERM)
         server = nil
+    }
+
+    /// A null sink's module arguments: its name and properties (values without spaces or quotes).
+    static func arguments(sink name: String, _ properties: [String: String]) -> String {
+        let list = properties.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        return "sink_name=\(name) rate=44100" + (list.isEmpty ? "" : " sink_properties=\"\(list)\"")
+    }
+
+    /// Loads one more null sink while the server runs; returns its module's index.
+    func loadSink(_ name: String, _ properties: [String: String]) throws -> Int {
+        let arguments = Self.arguments(sink: name, properties).split(separator: " ", maxSplits: 1).map(String.init)
+        guard let text = commandOutput("pactl", ["load-module", "module-null-sink"] + arguments, environment: environment),
+              let index = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw ServerFailed(log: "pactl load-module \(name) failed") }
+        return index
+    }
+
+    func unloadModule(_ index: Int) {
+        _ = commandOutput("pactl", ["unload-module", "\(index)"], environment: environment)
+    }
+
+    /// Every sink's state by name, as `pactl list short sinks` shows them.
+    func sinkStates() -> [String: String] {
+        var states: [String: String] = [:]
+        for line in (commandOutput("pactl", ["list", "short", "sinks"], environment: environment) ?? "").split(separator: "\n") {
+            let fields = line.split(separator: "\t")
+            if fields.count >= 5 { states[String(fields[1])] = String(fields[4]) }
+        }
+        return states
     }
 
     /// The sink's state as `pactl list short sinks` shows it: RUNNING, IDLE or SUSPENDED.

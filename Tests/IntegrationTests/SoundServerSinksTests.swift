@@ -1,0 +1,170 @@
+import Foundation
+import TestSupport
+import Testing
+
+extension Integration {
+    /// Selections over a real sound server's sinks: a private PulseAudio, and a private PipeWire
+    /// with WirePlumber behind its pulse server, each with null sinks that carry the properties a
+    /// real device's sink has (an HDMI sink of card 5, an analog one of card 6, a Bluetooth
+    /// speaker), beside the virtual sinks a desktop has. The real binary, as a process.
+    @Suite("selections keep the sound server's sinks awake")
+    struct SoundServerSinksTests {
+        static let tv = (name: "tv", properties: ["device.class": "sound", "device.api": "alsa", "alsa.card": "5",
+                                                  "device.profile.name": "hdmi-stereo", "device.description": "Living-room-TV"])
+        static let speakers = (name: "speakers", properties: ["device.class": "sound", "device.api": "alsa", "alsa.card": "6",
+                                                              "device.profile.name": "analog-stereo", "device.description": "Desk-speakers"])
+        static let bluetooth = (name: "flip", properties: ["device.class": "sound", "device.api": "bluez5", "device.bus": "bluetooth",
+                                                           "device.description": "JBL-Flip"])
+        static let dac = (name: "dac", properties: ["device.class": "sound", "device.api": "alsa", "alsa.card": "7", "device.bus": "usb",
+                                                    "device.profile.name": "analog-stereo"])
+
+        static func status(_ socket: String, _ environment: [String: String]) -> [String: Any] {
+            let text = commandOutput(TestPaths.keepalivedBinary.path, ["status", "--json", "--socket", socket], environment: environment) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+        }
+
+        static func outputs(_ status: [String: Any]) -> [String: [String: Any]] {
+            var outputs: [String: [String: Any]] = [:]
+            for output in status["outputs"] as? [[String: Any]] ?? [] { outputs[output["device"] as? String ?? ""] = output }
+            return outputs
+        }
+
+        @Test("PulseAudio: --all keeps the HDMI and analog sinks awake, never the Bluetooth or virtual ones; sinks loaded later are picked within 2 s, unloaded ones dropped",
+              .enabled(if: PulseAudioServer.isInstalled))
+        func pulseAudioAll() async throws {
+            let server = try PulseAudioServer()
+            try await server.start(suspendTimeout: 1, sinks: [Self.tv, Self.speakers, Self.bluetooth])
+            defer { server.stop() }
+            try await waitUntil("every sink to suspend", timeout: .seconds(5)) {
+                let states = server.sinkStates()
+                return states.count == 4 && states.values.allSatisfy { $0 == "SUSPENDED" }
+            }
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--socket", socket],
+                                          environment: server.environment, directory: server.directory, label: "keepalived")
+            try await waitUntil("the TV and the speakers to run", timeout: .seconds(5)) {
+                let states = server.sinkStates()
+                return states["tv"] == "RUNNING" && states["speakers"] == "RUNNING"
+            }
+            let status = Self.status(socket, server.environment)
+            let outputs = Self.outputs(status)
+            #expect(Set(outputs.keys) == ["pulse:DEVICE=tv", "pulse:DEVICE=speakers"], "\(status)")
+            #expect(outputs["pulse:DEVICE=tv"]?["sinkKind"] as? String == "HDMI/DisplayPort")
+            #expect(outputs["pulse:DEVICE=speakers"]?["sinkKind"] as? String == "analog")
+            #expect((outputs["pulse:DEVICE=tv"]?["server"] as? String)?.hasPrefix("pulseaudio") == true)
+            #expect((status["soundServer"] as? String)?.hasPrefix("pulseaudio") == true)
+            // Suspended before keepalived started, and still: it never opened them.
+            #expect(server.sinkStates()["flip"] == "SUSPENDED")
+            #expect(server.sinkStates()[server.sinkName] == "SUSPENDED")
+
+            // A USB DAC plugged in: its sink is kept awake within 2 s.
+            let plugged = ContinuousClock.now
+            let module = try server.loadSink(Self.dac.name, Self.dac.properties)
+            try await waitUntil("the new sink to run", timeout: .seconds(2).underSanitizer) { server.sinkStates()["dac"] == "RUNNING" }
+            print("sink loaded → RUNNING in \(plugged.duration(to: .now))")
+            // Unplugged: dropped from the outputs.
+            server.unloadModule(module)
+            try await waitUntil("the sink's output to be dropped", timeout: .seconds(2).underSanitizer) {
+                let outputs = Self.outputs(Self.status(socket, server.environment))
+                return outputs.count == 2 && outputs["pulse:DEVICE=dac"] == nil
+            }
+            #expect(daemon.stderr.contains("outcome=removed pulse:DEVICE=dac"), "\(daemon.stderr)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
+        @Test("PulseAudio: --bluetooth adds the Bluetooth sink; --exclude leaves a sink out by its description; devices lists every sink with what picks it",
+              .enabled(if: PulseAudioServer.isInstalled))
+        func pulseAudioBluetoothAndExclude() async throws {
+            let server = try PulseAudioServer()
+            try await server.start(suspendTimeout: 1, sinks: [Self.tv, Self.speakers, Self.bluetooth])
+            defer { server.stop() }
+            try await waitUntil("every sink to suspend", timeout: .seconds(5)) {
+                let states = server.sinkStates()
+                return states.count == 4 && states.values.allSatisfy { $0 == "SUSPENDED" }
+            }
+
+            let devices = try await runCommand(TestPaths.keepalivedBinary.path, ["devices", "--json"], environment: server.environment)
+            #expect(devices.status == 0, "\(devices.stderr)")
+            let listing = (try? JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [String: Any]) ?? [:]
+            var sinks: [String: [String: Any]] = [:]
+            for sink in listing["sinks"] as? [[String: Any]] ?? [] { sinks[sink["name"] as? String ?? ""] = sink }
+            #expect(Set(sinks.keys) == ["tv", "speakers", "flip", server.sinkName], "\(devices.stdout)")
+            #expect(sinks["tv"]?["pickedBy"] as? [String] == ["--all", "--digital"])
+            #expect(sinks["flip"]?["pickedBy"] as? [String] == ["--bluetooth"])
+            #expect(sinks["flip"]?["kind"] as? String == "Bluetooth")
+            #expect(sinks[server.sinkName]?["virtual"] as? Bool == true)
+            #expect(sinks["tv"]?["opens"] as? String == "pulse:DEVICE=tv")
+            let text = try await runCommand(TestPaths.keepalivedBinary.path, ["devices"], environment: server.environment)
+            #expect(text.stdout.contains("Sound server: pulseaudio"), "\(text.stdout)")
+            #expect(text.stdout.contains("not by --all: a Bluetooth sink: only with --bluetooth or by name"), "\(text.stdout)")
+
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--bluetooth", "--exclude", "Living-room*", "--socket", socket],
+                                          environment: server.environment, directory: server.directory, label: "keepalived")
+            try await waitUntil("the speakers and the Bluetooth sink to run", timeout: .seconds(5)) {
+                let states = server.sinkStates()
+                return states["flip"] == "RUNNING" && states["speakers"] == "RUNNING"
+            }
+            let outputs = Self.outputs(Self.status(socket, server.environment))
+            #expect(Set(outputs.keys) == ["pulse:DEVICE=flip", "pulse:DEVICE=speakers"])
+            #expect(server.sinkStates()["tv"] == "SUSPENDED")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
+        @Test("PulseAudio killed and restarted: the picked sinks come back, the daemon never exits",
+              .enabled(if: PulseAudioServer.isInstalled))
+        func pulseAudioRestart() async throws {
+            let server = try PulseAudioServer()
+            try await server.start(suspendTimeout: 1, sinks: [Self.tv, Self.speakers])
+            defer { server.stop() }
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--socket", socket],
+                                          environment: server.environment, directory: server.directory, label: "keepalived")
+            try await waitUntil("both sinks to run", timeout: .seconds(5)) {
+                server.sinkStates()["tv"] == "RUNNING" && server.sinkStates()["speakers"] == "RUNNING"
+            }
+            try await server.kill()
+            try await waitUntil("keepalived to see the server gone", timeout: .seconds(5)) {
+                (Self.status(socket, server.environment)["soundServer"] as? String)?.hasPrefix("none") == true
+            }
+            try await server.start(suspendTimeout: 1, sinks: [Self.tv, Self.speakers])
+            let back = ContinuousClock.now
+            try await waitUntil("both sinks to run again", timeout: .seconds(5).underSanitizer) {
+                server.sinkStates()["tv"] == "RUNNING" && server.sinkStates()["speakers"] == "RUNNING"
+            }
+            print("server restarted → both sinks RUNNING in \(back.duration(to: .now))")
+            #expect(daemon.isRunning)
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
+        @Test("PipeWire + WirePlumber through its pulse server: --all keeps the device-like sink awake, not the null sink",
+              .enabled(if: PipeWireServer.isInstalled && PipeWireServer.hasPulseModule && PulseAudioServer.isInstalled))
+        func pipeWireAll() async throws {
+            let server = try PipeWireServer()
+            try await server.start()
+            try await server.startPulseServer()
+            defer { server.stop() }
+            try server.createSink("tv", properties: Self.tv.properties)
+            try await waitUntil("pipewire-pulse to list the TV", timeout: .seconds(5)) {
+                commandOutput("pactl", ["list", "short", "sinks"], environment: server.pulseEnvironment)?.contains("\ttv\t") == true
+            }
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            var environment = server.pulseEnvironment
+            environment["KEEPALIVED_SOCKET"] = socket
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--socket", socket],
+                                          environment: environment, directory: server.directory, label: "keepalived")
+            try await waitUntil("keepalived's stream linked into the TV", timeout: .seconds(5)) {
+                server.streamPlaysIntoSink(application: "keepalived", sink: "tv")
+            }
+            let outputs = Self.outputs(Self.status(socket, environment))
+            #expect(Set(outputs.keys) == ["pulse:DEVICE=tv"], "\(outputs.keys)")
+            #expect((outputs["pulse:DEVICE=tv"]?["server"] as? String)?.contains("PipeWire") == true, "\(outputs)")
+            #expect(!server.streamPlaysIntoSink(application: "keepalived", sink: server.sinkName))
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+    }
+}
