@@ -64,7 +64,7 @@ extension Integration {
             #expect(empty.stderr.contains("--exclude '': an empty pattern would exclude nothing"), "\(empty.stderr)")
             let named = try await runCommand(binary, ["run", "-d", "null", "--exclude", "USB*"])
             #expect(named.status == 64)
-            #expect(named.stderr.contains("--exclude applies to --all, --digital and --analog"), "\(named.stderr)")
+            #expect(named.stderr.contains("--exclude applies to --all, --digital, --analog and --bluetooth"), "\(named.stderr)")
             let devices = try await runCommand(binary, ["devices", "--exclude", " "])
             #expect(devices.status == 64, "\(devices.stderr)")
         }

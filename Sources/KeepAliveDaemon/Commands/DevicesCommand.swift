@@ -256,7 +256,7 @@ package struct DevicesCommand: ParsableCommand {
         }
         lines.append("")
         if listing.outputs.isEmpty {
-            lines.append("No sound card found (none in /proc/asound/cards, or its control device cannot be opened)")
+            lines.append("no sound card found (none in /proc/asound/cards, or its control device cannot be opened)")
         }
         for output in listing.outputs {
             if lines.last != "" { lines.append("") }
