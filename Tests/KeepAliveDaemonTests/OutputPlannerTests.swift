@@ -118,3 +118,29 @@ struct OutputPlannerTests {
         #expect(OutputChoice().isEmpty)
     }
 }
+
+@Suite("BluetoothDefaults: a Bluetooth sink's own signal, under the user's settings")
+struct BluetoothDefaultsTests {
+    @Test("with nothing of the user's: a 30 Hz sine at −50 dBFS, 2 s in every 30")
+    func defaults() {
+        let settings = BluetoothDefaults.settings(under: nil, ceiling: .defaultCeiling)
+        #expect(settings.signal == .sine(frequency: 30))
+        #expect(abs((settings.volume?.linear ?? 0) - 0.0031623) < 1e-6)
+        #expect(settings.schedule == PlaySchedule(playFor: .seconds(2), pauseFor: .seconds(28), fade: .milliseconds(200)))
+    }
+
+    @Test("every setting the user gave wins; the volume stays under both ceilings")
+    func userWins() throws {
+        let own = OutputSettings(signal: .pink, volume: try Level(parsing: "-60dB"))
+        let settings = BluetoothDefaults.settings(under: own, ceiling: .defaultCeiling)
+        #expect(settings.signal == .pink)
+        #expect(settings.volume == own.volume)
+        #expect(settings.schedule != nil)
+        let low = BluetoothDefaults.settings(under: nil, ceiling: try Level(parsing: "-60dB"))
+        #expect(low.volume == (try Level(parsing: "-60dB")))
+        let ownCeiling = BluetoothDefaults.settings(under: OutputSettings(ceiling: try Level(parsing: "-55dB")), ceiling: .defaultCeiling)
+        #expect(ownCeiling.volume == (try Level(parsing: "-55dB")))
+        let clip = BluetoothDefaults.settings(under: OutputSettings(clip: .embedded), ceiling: .defaultCeiling)
+        #expect(clip.signal == nil, "a clip given for the output is what it plays")
+    }
+}

@@ -122,7 +122,7 @@ final class OutputScanner: Sendable {
         }
         if let view = server.view {
             for device in configuration.devices where view.sink(forPCM: device)?.kind == .bluetooth {
-                configuration.outputSettings[device] = Self.bluetoothSettings(under: configuration.outputSettings[device], in: configuration)
+                configuration.outputSettings[device] = BluetoothDefaults.settings(under: configuration.outputSettings[device], ceiling: configuration.ceiling)
             }
         }
         return configuration
@@ -159,9 +159,6 @@ final class OutputScanner: Sendable {
             return false
         }
     }
-
-    // TODO(merge): the Bluetooth default (BluetoothSignal) replaces this.
-    static func bluetoothSettings(under own: OutputSettings?, in configuration: KeepAliveConfiguration) -> OutputSettings? { own }
 
     /// Card index by ALSA card id, for the cards the hints name (`snd_card_get_index` resolves an
     /// id without opening anything).

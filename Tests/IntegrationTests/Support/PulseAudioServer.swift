@@ -102,12 +102,13 @@ final class PulseAudioServer: @unchecked Sendable {
             .map { $0.split(separator: "\n").count }
     }
 
-    /// Records `seconds` of the sink's monitor as 16-bit mono 44.1 kHz samples.
-    func recordMonitor(seconds: Double) async throws -> [Int16] {
+    /// Records `seconds` of a sink's monitor (``sinkName``'s by default) as 16-bit 44.1 kHz
+    /// samples, interleaved when `channels` is 2.
+    func recordMonitor(seconds: Double, sink: String? = nil, channels: Int = 1) async throws -> [Int16] {
         let recorder = try ChildProcess("parec", [
-            "-d", "\(sinkName).monitor", "--raw", "--format=s16le", "--channels=1", "--rate=44100", "--latency-msec=50",
+            "-d", "\(sink ?? sinkName).monitor", "--raw", "--format=s16le", "--channels=\(channels)", "--rate=44100", "--latency-msec=50",
         ], environment: environment, directory: directory, label: "parec")
-        let wanted = Int(seconds * 44100) * 2
+        let wanted = Int(seconds * 44100) * 2 * channels
         try await waitUntil("\(seconds) s from the monitor", timeout: .seconds(seconds * 3 + 5)) {
             (try? FileManager.default.attributesOfItem(atPath: recorder.stdoutURL.path)[.size] as? Int).flatMap { $0 } ?? 0 >= wanted
         }
