@@ -32,8 +32,10 @@ struct PickedOutput: Sendable, Equatable {
 /// - When a sound server answers, its sinks are the outputs: each physical sink the choice asks
 ///   for, played through ALSA's pulse plug-in. Virtual sinks are never picked; Bluetooth sinks
 ///   only with `bluetooth`.
-/// - A card the server owns (any of its sinks or cards names it), or that another program
-///   reserved, is never opened: the card's own devices are left out.
+/// - While a server answers, no card is opened by a selection: the cards it owns (any of its
+///   sinks or cards names them) are kept awake through its sinks, and a card it does not list
+///   yet is one it is about to claim (a USB DAC just plugged in). A card another program
+///   reserved is never opened.
 /// - While the server has not answered yet, no card is picked: it may own them all. A card a
 ///   server owned stays its own while the server is gone (a restart, a crash).
 ///
@@ -63,8 +65,13 @@ enum OutputPlanner {
         switch offer.server {
         case .unknown:
             return "waiting for the sound server's answer"
-        case .connected(let view) where view.ownedCards.contains(card):
+        case .connected(let view) where view.ownedCards.contains(card) || offer.formerServerCards.contains(card):
             return "the sound server (\(view.server)) owns card \(card): its sinks are kept awake instead"
+        case .connected(let view):
+            // A card the server does not list yet is one it is about to claim (a USB DAC whose
+            // node udev just made, before the server's module loads), or one it was told to leave
+            // alone: either way not keepalived's to take.
+            return "a sound server runs (\(view.server)) and does not list card \(card): left to it; name it with -d to keep it awake"
         case .unreachable where offer.formerServerCards.contains(card):
             return "the sound server that owns card \(card) does not answer now: left to it"
         default:

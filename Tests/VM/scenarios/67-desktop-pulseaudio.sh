@@ -1,0 +1,109 @@
+#!/bin/sh
+# vm: devices=hda,usb power_save=1 hda_wav=yes mode=systemd smp=2 timeout=420
+# A desktop's order: a logged-in user (logind's user manager, the user's own session bus) whose
+# PulseAudio, socket-activated with the stock default.pa (module-udev-detect), owns the HDA card
+# and the USB audio device, both sinks suspended (idle 5 s, devices closed) when keepalived
+# starts. `keepalived start --all` as that user must:
+# - keep both sinks awake through the server (pulse:DEVICE=<sink>), never opening a card itself:
+#   the HDA codec's power_off_acct does not grow, the USB substream runs, and every open
+#   substream belongs to PulseAudio;
+# - leave the user's own sound alone: paplay of a 1 s tone finishes, PulseAudio logs no "busy",
+#   and the tone reaches the codec (the host checks QEMU's WAV: 67-desktop-pulseaudio.host.py);
+# - drop the USB sink when the device is unplugged and keep it awake again within 2 s of the
+#   server's new sink after a replug;
+# - bring both sinks back after `systemctl --user restart pulseaudio`.
+. "$VM_GUEST/vmlib.sh"
+udevadm settle --timeout=60
+useradd -m -G audio kdesk
+uid=$(id -u kdesk)
+export XDG_RUNTIME_DIR=/run/user/$uid
+as_user() { runuser -u kdesk -- env XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=/home/kdesk DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus "$@"; }
+loginctl enable-linger kdesk
+manager() { [ "$(systemctl is-active user@$uid.service)" = active ] && [ -S $XDG_RUNTIME_DIR/bus ]; }
+vm_wait 60 manager
+vm_check user-session "user@$uid.service $(systemctl is-active user@$uid.service), session bus $(ls $XDG_RUNTIME_DIR/bus 2>&1) after $VM_WAITED s" manager
+
+# This root enables both servers' user sockets (it has PipeWire and PulseAudio installed side by
+# side, which no desktop does): a PulseAudio desktop has no PipeWire, so it is masked here.
+# Left running, WirePlumber takes the same cards and PulseAudio cannot resume its sinks.
+as_user systemctl --user stop wireplumber.service pipewire.service pipewire.socket 2>/dev/null
+as_user systemctl --user mask wireplumber.service pipewire.service pipewire.socket >/dev/null 2>&1
+sinks() { as_user pactl list short sinks 2>/dev/null; }
+two_sinks() { [ "$(sinks | grep -c alsa_output)" -eq 2 ]; }
+as_user systemctl --user start pulseaudio.socket pulseaudio.service
+vm_wait 30 two_sinks
+vm_check server-owns-both "PulseAudio (stock default.pa) after $VM_WAITED s: $(sinks | cut -f2,5 | tr '\n\t' '; ')" two_sinks
+hda_sink=$(sinks | cut -f2 | grep alsa_output.pci | head -1)
+usb_sink=$(sinks | cut -f2 | grep alsa_output.usb | head -1)
+suspended() { [ "$(sinks | grep -c SUSPENDED)" -ge 2 ]; }
+vm_wait 30 suspended
+vm_check sinks-suspended "both sinks suspended, devices closed: $(cat /proc/asound/card0/pcm0p/sub0/status | head -1), $(sinks | cut -f2,5 | tr '\n\t' '; ')" suspended
+
+# A loud 1 s tone, the user's own sound (the host finds it in the codec's WAV). Played once
+# before keepalived starts: the server resumes a suspended sink for it on its own.
+python3 - <<'PY'
+import math, struct, wave
+with wave.open("/tmp/tone.wav", "wb") as w:
+    w.setnchannels(2); w.setsampwidth(2); w.setframerate(48000)
+    w.writeframes(b"".join(struct.pack("<hh", v, v) for v in (int(16000 * math.sin(2 * math.pi * 1000 * i / 48000)) for i in range(48000))))
+PY
+chmod 644 /tmp/tone.wav
+play_tone() { timeout 15 runuser -u kdesk -- env XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=/home/kdesk paplay -d "$hda_sink" /tmp/tone.wav 2>&1; }
+t0=$(_vm_ms); out=$(play_tone); rc=$?; t1=$(_vm_ms)
+vm_check user-sound-before "paplay before keepalived: exit $rc in $(((t1 - t0) / 100)).$(((t1 - t0) % 100)) s $out" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || { as_user pactl list sinks 2>&1 | grep -i -E "^Sink|State|Suspend" | sed 's/^/#   /'; loginctl list-sessions --no-legend | sed 's/^/#   /'; ls -l /dev/snd | sed 's/^/#   /'; getfacl /dev/snd/pcmC0D0p 2>/dev/null | sed 's/^/#   /'; journalctl --no-pager -u user@$uid.service -n 30 | grep -v Started | sed 's/^/#   /'; }
+vm_wait 30 suspended
+
+out=$(as_user "$KEEPALIVED" start --all 2>&1); rc=$?
+vm_note "keepalived start --all: exit $rc: $out"
+both_running() { [ "$(sinks | grep alsa_output | grep -c RUNNING)" -eq 2 ]; }
+vm_wait 10 both_running
+vm_check sinks-kept-awake "both sinks RUNNING after $VM_WAITED s: $(sinks | cut -f2,5 | tr '\n\t' '; ')" both_running
+both_running || { vm_note "journal:"; journalctl --no-pager -n 60 2>&1 | grep -i -E "pulse|alsa|reserv" | tail -30 | sed 's/^/#   /'; vm_note "keepalived:"; sed 's/^/#   /' $XDG_RUNTIME_DIR/keepalived/keepalived.log | tail -20; as_user pactl list sink-inputs 2>&1 | grep -E "Sink Input|Sink:|Corked|application.name" | sed 's/^/#   /'; }
+status=$(as_user "$KEEPALIVED" status --json 2>&1)
+vm_check outputs-are-sinks "$(echo "$status" | python3 -c 'import json,sys; s=json.load(sys.stdin); print([o["device"] for o in s["outputs"]], s.get("withheld"))')" \
+    sh -c "echo '$status' | python3 -c 'import json,sys; s=json.load(sys.stdin); d=sorted(o[\"device\"] for o in s[\"outputs\"]); sys.exit(0 if d == sorted([\"pulse:DEVICE=$hda_sink\", \"pulse:DEVICE=$usb_sink\"]) else 1)'"
+pa=$(pgrep -u kdesk -x pulseaudio | head -1)
+owners() {
+    for f in /proc/asound/card*/pcm*p/sub*/status; do
+        # owner_pid is the thread that opened it: its process is the thread's Tgid.
+        o=$(awk '/owner_pid/ {print $3}' "$f"); [ -n "$o" ] || continue
+        p=$(awk '/^Tgid:/ {print $2}' /proc/$o/status 2>/dev/null)
+        echo "$f:$p:$(cat /proc/$p/comm 2>/dev/null)"
+    done
+}
+only_server() { [ -n "$(owners)" ] && ! owners | grep -v ":$pa:"; }
+vm_check cards-left-to-server "open substreams: $(owners | tr '\n' ' ') (pulseaudio is $pa)" only_server
+set -- $(vm_codec_power); off0=$2
+sleep 8
+set -- $(vm_codec_power); off1=$2
+vm_check codec-awake "power_off_acct +$((off1 - off0)) ms over 8 s" [ "$off1" -eq "$off0" ]
+
+out=$(play_tone); rc=$?
+vm_check user-sound-plays "paplay of a 1 s tone: exit $rc $out" [ "$rc" -eq 0 ]
+busy=$(journalctl _UID=$uid --no-pager 2>/dev/null | grep -ci busy)
+vm_check server-never-busy "PulseAudio's journal: $busy lines with 'busy'" [ "$busy" -eq 0 ]
+
+# USB unplugged, then plugged in again.
+vm_host unplug usbaudio >/dev/null
+usb_gone() { ! sinks | grep -q alsa_output.usb && ! as_user "$KEEPALIVED" status --json 2>/dev/null | grep -q "alsa_output.usb"; }
+vm_wait 10 usb_gone
+vm_check usb-dropped "USB sink and output gone after $VM_WAITED s" usb_gone
+vm_host replug usbaudio >/dev/null
+usb_sink_back() { sinks | grep -q alsa_output.usb; }
+vm_wait 30 usb_sink_back
+# RUNNING: a stream plays into the new sink, and nothing but keepalived plays (one pactl call per
+# poll: the check's own cost under the emulated CPU stays small).
+usb_running() { sinks | grep alsa_output.usb | grep -q RUNNING; }
+vm_wait 2 usb_running
+vm_check usb-back-within-2s "USB sink kept awake $VM_WAITED s after the server made it: $(sinks | cut -f2,5 | tr '\n\t' '; ')" usb_running
+vm_check usb-output-back "$(as_user "$KEEPALIVED" status 2>&1 | grep '^output' | tr '\n' ' ')" sh -c "as_user() { runuser -u kdesk -- env XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR \"\$@\"; }; as_user '$KEEPALIVED' status | grep -q '^output pulse:DEVICE=alsa_output.usb.*: playing'"
+
+# The server restarted.
+as_user systemctl --user restart pulseaudio.service
+vm_wait 15 both_running
+vm_check server-restart "both sinks RUNNING $VM_WAITED s after the restart: $(sinks | cut -f2,5 | tr '\n\t' '; ')" both_running
+pa=$(pgrep -u kdesk -x pulseaudio | head -1)
+vm_check cards-left-after-restart "open substreams: $(owners | tr '\n' ' ') (pulseaudio is $pa)" only_server
+as_user "$KEEPALIVED" stop >/dev/null 2>&1
+vm_finish
