@@ -186,7 +186,7 @@ _keepalived() {
 
 _keepalived_run() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
     non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket --config)
     __keepalived_offer_flags_options 0
@@ -256,7 +256,7 @@ _keepalived_run() {
 
 _keepalived_start() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --exclusive --no-ring-loop --verbose -v --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
     non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket)
     __keepalived_offer_flags_options 0
