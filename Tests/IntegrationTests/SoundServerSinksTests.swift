@@ -29,16 +29,23 @@ extension Integration {
             return outputs
         }
 
-        @Test("PulseAudio: --all keeps the HDMI and analog sinks awake, never the Bluetooth or virtual ones; sinks loaded later are picked within 2 s, unloaded ones dropped",
-              .enabled(if: PulseAudioServer.isInstalled))
-        func pulseAudioAll() async throws {
+        /// A PulseAudio with the TV, the speakers and the Bluetooth speaker beside its null sink,
+        /// once all four are suspended (devices closed: when keepalived used to take the card).
+        static func desktopServer() async throws -> PulseAudioServer {
             let server = try PulseAudioServer()
-            try await server.start(suspendTimeout: 1, sinks: [Self.tv, Self.speakers, Self.bluetooth])
-            defer { server.stop() }
+            try await server.start(suspendTimeout: 1, sinks: [tv, speakers, bluetooth])
             try await waitUntil("every sink to suspend", timeout: .seconds(5)) {
                 let states = server.sinkStates()
                 return states.count == 4 && states.values.allSatisfy { $0 == "SUSPENDED" }
             }
+            return server
+        }
+
+        @Test("PulseAudio: --all keeps the HDMI and analog sinks awake, never the Bluetooth or virtual ones; sinks loaded later are picked within 2 s, unloaded ones dropped",
+              .enabled(if: PulseAudioServer.isInstalled))
+        func pulseAudioAll() async throws {
+            let server = try await Self.desktopServer()
+            defer { server.stop() }
             let socket = server.directory.appendingPathComponent("k.sock").path
             let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--socket", socket],
                                           environment: server.environment, directory: server.directory, label: "keepalived")
@@ -76,13 +83,8 @@ extension Integration {
         @Test("PulseAudio: --bluetooth adds the Bluetooth sink; --exclude leaves a sink out by its description; devices lists every sink with what picks it",
               .enabled(if: PulseAudioServer.isInstalled))
         func pulseAudioBluetoothAndExclude() async throws {
-            let server = try PulseAudioServer()
-            try await server.start(suspendTimeout: 1, sinks: [Self.tv, Self.speakers, Self.bluetooth])
+            let server = try await Self.desktopServer()
             defer { server.stop() }
-            try await waitUntil("every sink to suspend", timeout: .seconds(5)) {
-                let states = server.sinkStates()
-                return states.count == 4 && states.values.allSatisfy { $0 == "SUSPENDED" }
-            }
 
             let devices = try await runCommand(TestPaths.keepalivedBinary.path, ["devices", "--json"], environment: server.environment)
             #expect(devices.status == 0, "\(devices.stderr)")

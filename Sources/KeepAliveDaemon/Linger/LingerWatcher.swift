@@ -33,17 +33,12 @@ final class LingerWatcher: @unchecked Sendable {
     let logger: Logger
 
     // Touched only on the main loop's thread, or with its lock held.
-    private let loop: OpaquePointer
-    private var context: OpaquePointer?
+    private let connection: PulseConnection
+    private var loop: OpaquePointer { connection.loop }
+    private var context: OpaquePointer? { connection.context }
     private var lingerTimer: OpaquePointer?
-    private var reconnectTimer: OpaquePointer?
     private var machine: LingerStateMachine
-    private var reconnectDelay = LingerWatcher.firstRetry
     private var warnedUnreachable = false
-    /// The context whose loss was handled: libpulse may report a failed connect both ways.
-    private var lostContext: OpaquePointer?
-    private var querying = false
-    private var queryAgain = false
     private var defaultSinkName: String?
     private var sinkNames: [UInt32: String] = [:]
     private var streams: [LingerView.Stream] = []
@@ -53,39 +48,33 @@ final class LingerWatcher: @unchecked Sendable {
     /// What `status` shows, updated after every decision.
     private let published: Mutex<LingerStatus>
 
-    static let firstRetry: Duration = .milliseconds(500)
-    static let longestRetry: Duration = .seconds(10)
-
     /// Loads libpulse. Throws its loader's message when it cannot.
-    init(duration: Duration, outputs: [String], manager: KeepAliveManager, logger: Logger) throws(LibraryMissing) {
-        if let failure = cpulse_load() { throw LibraryMissing(message: String(cString: failure)) }
-        guard let loop = cpulse_mainloop_new() else { throw LibraryMissing(message: "pa_threaded_mainloop_new failed") }
-        self.loop = loop
+    init(duration: Duration, outputs: [String], manager: KeepAliveManager, logger: Logger) throws(PulseConnection.LibraryMissing) {
+        connection = try PulseConnection(name: "keepalived --linger", facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_SINK_INPUTS | CPULSE_WATCH_SERVER,
+                                         firstRetry: .milliseconds(500))
         self.duration = duration
         self.outputs = outputs
         self.manager = manager
         self.logger = logger
         machine = LingerStateMachine(duration: duration)
         published = Mutex(LingerStatus(seconds: duration.seconds))
-    }
-
-    deinit { cpulse_mainloop_free(loop) }
-
-    struct LibraryMissing: Error, CustomStringConvertible {
-        let message: String
-        var description: String { "cannot load libpulse.so.0 (\(message))" }
+        connection.onReady = { [unowned self] in
+            if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
+            warnedUnreachable = false
+            query()
+        }
+        connection.onChange = { [unowned self] in query() }
+        connection.onLost = { [unowned self] error in connectionLost(error) }
     }
 
     /// Starts the window (the outputs play for DURATION from now) and the main loop's thread.
     func start() {
         let userdata = Unmanaged.passUnretained(self).toOpaque()
-        cpulse_mainloop_lock(loop)
-        lingerTimer = cpulse_timer_new(loop, { LingerWatcher.from($0).lingerTimerFired() }, userdata)
-        reconnectTimer = cpulse_timer_new(loop, { LingerWatcher.from($0).connect() }, userdata)
-        apply(machine.start(at: .now), because: "")
-        connect()
-        cpulse_mainloop_unlock(loop)
-        if cpulse_mainloop_start(loop) < 0 {
+        let started = connection.start {
+            lingerTimer = cpulse_timer_new(loop, { LingerWatcher.from($0).lingerTimerFired() }, userdata)
+            apply(machine.start(at: .now), because: "")
+        }
+        if !started {
             logger.warning("--linger: cannot start libpulse's main loop: keeping \(outputs.joined(separator: ", ")) awake")
         }
     }
@@ -93,13 +82,10 @@ final class LingerWatcher: @unchecked Sendable {
     /// Stops the thread and lets go of the server; the outputs stay as they are (the manager
     /// stops them next).
     func stop() {
-        cpulse_mainloop_stop(loop)
-        if let context { cpulse_context_release(context) }
-        context = nil
-        if let lingerTimer { cpulse_timer_free(loop, lingerTimer) }
-        if let reconnectTimer { cpulse_timer_free(loop, reconnectTimer) }
-        lingerTimer = nil
-        reconnectTimer = nil
+        connection.stop {
+            if let lingerTimer { cpulse_timer_free(loop, lingerTimer) }
+            lingerTimer = nil
+        }
     }
 
     /// For `status`.
@@ -111,48 +97,12 @@ final class LingerWatcher: @unchecked Sendable {
 
     // MARK: - The connection
 
-    private func connect() {
-        if let context { cpulse_context_release(context) }
-        // A new context may get the freed one's address.
-        lostContext = nil
-        querying = false
-        queryAgain = false
-        let userdata = Unmanaged.passUnretained(self).toOpaque()
-        context = cpulse_context_new(loop, "keepalived --linger",
-                                     { LingerWatcher.from($0).stateChanged() },
-                                     { LingerWatcher.from($0).query() }, userdata)
-        guard let context else { return connectionLost("cannot create a libpulse context") }
-        if cpulse_context_connect(context) < 0 { connectionLost(String(cString: cpulse_context_error(context))) }
-    }
-
-    private func stateChanged() {
-        guard let context else { return }
-        switch Int(cpulse_context_state(context)) {
-        case Int(CPULSE_READY):
-            if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
-            warnedUnreachable = false
-            reconnectDelay = Self.firstRetry
-            cpulse_context_subscribe(context, UInt32(CPULSE_WATCH_SINKS | CPULSE_WATCH_SINK_INPUTS | CPULSE_WATCH_SERVER))
-            query()
-        case Int(CPULSE_FAILED), Int(CPULSE_TERMINATED):
-            connectionLost(String(cString: cpulse_context_error(context)))
-        default:
-            break
-        }
-    }
-
     private func connectionLost(_ error: String) {
-        guard context == nil || lostContext != context else { return }
-        lostContext = context
-        let delay = reconnectDelay
-        reconnectDelay = min(reconnectDelay * 2, Self.longestRetry)
         if !warnedUnreachable {
             warnedUnreachable = true
             logger.warning("--linger: cannot watch the sound server (\(error)): keeping \(outputs.joined(separator: ", ")) awake; retrying")
         }
         apply(machine.serverLost(), because: "the sound server cannot be watched")
-        // The context is released by the next attempt, outside its own callback.
-        if let reconnectTimer { cpulse_timer_arm(loop, reconnectTimer, delay.microseconds) }
     }
 
     // MARK: - What the server shows
@@ -160,12 +110,7 @@ final class LingerWatcher: @unchecked Sendable {
     /// Lists the default sink, the sinks, the clients and the streams, one query after the other; a change
     /// that comes meanwhile runs the whole list once more.
     private func query() {
-        guard let context else { return }
-        guard !querying else {
-            queryAgain = true
-            return
-        }
-        querying = true
+        guard let context, connection.beginQuery() else { return }
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         cpulse_query_default_sink(context, { userdata, name in
             let watcher = LingerWatcher.from(userdata)
@@ -212,17 +157,14 @@ final class LingerWatcher: @unchecked Sendable {
     }
 
     private func listed() {
-        querying = false
+        let again = connection.endQuery()
         // A query that ended because the connection failed lists nothing: the state callback
         // reports the loss instead.
-        guard let context, Int(cpulse_context_state(context)) == Int(CPULSE_READY) else { return }
+        guard connection.isReady else { return }
         let defaultSink = defaultSinkName.flatMap { name in sinkNames.first { $0.value == name }?.key }
         let view = LingerView(streams: streams, sinks: Set(sinkNames.keys), defaultSink: defaultSink)
         apply(machine.serverChanged(view, at: .now), because: "")
-        if queryAgain {
-            queryAgain = false
-            query()
-        }
+        if again { query() }
     }
 
     private func lingerTimerFired() {

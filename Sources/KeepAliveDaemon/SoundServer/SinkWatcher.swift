@@ -30,13 +30,7 @@ final class SinkWatcher: @unchecked Sendable {
     let doorbell = Doorbell()
 
     // Touched only on the main loop's thread, or with its lock held.
-    private let loop: OpaquePointer
-    private var context: OpaquePointer?
-    private var reconnectTimer: OpaquePointer?
-    private var reconnectDelay = SinkWatcher.firstRetry
-    private var lostContext: OpaquePointer?
-    private var querying = false
-    private var queryAgain = false
+    private let connection: PulseConnection
     private var warnedUnreachable = false
     private var draft = SoundServerView(server: "", sinks: [])
 
@@ -45,18 +39,15 @@ final class SinkWatcher: @unchecked Sendable {
     /// Rung on every publication, also one that changes nothing a selection sees.
     private let answered = Doorbell()
 
-    static let firstRetry: Duration = .milliseconds(250)
-    static let longestRetry: Duration = .seconds(10)
-
     /// Loads libpulse. Throws its loader's message when it cannot.
-    init(logger: Logger) throws(LingerWatcher.LibraryMissing) {
-        if let failure = cpulse_load() { throw LingerWatcher.LibraryMissing(message: String(cString: failure)) }
-        guard let loop = cpulse_mainloop_new() else { throw LingerWatcher.LibraryMissing(message: "pa_threaded_mainloop_new failed") }
-        self.loop = loop
+    init(logger: Logger) throws(PulseConnection.LibraryMissing) {
+        connection = try PulseConnection(name: "keepalived", facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER,
+                                         firstRetry: .milliseconds(250))
         self.logger = logger
+        connection.onReady = { [unowned self] in query() }
+        connection.onChange = { [unowned self] in query() }
+        connection.onLost = { [unowned self] error in connectionLost(error) }
     }
-
-    deinit { cpulse_mainloop_free(loop) }
 
     /// Whether a server could answer this process at all: libpulse looks for one through
     /// PULSE_SERVER, the user's runtime directory, or the system-wide socket. A system service
@@ -75,24 +66,11 @@ final class SinkWatcher: @unchecked Sendable {
 
     /// Connects and starts the main loop's thread.
     func start() {
-        let userdata = Unmanaged.passUnretained(self).toOpaque()
-        cpulse_mainloop_lock(loop)
-        reconnectTimer = cpulse_timer_new(loop, { SinkWatcher.from($0).connect() }, userdata)
-        connect()
-        cpulse_mainloop_unlock(loop)
-        if cpulse_mainloop_start(loop) < 0 {
-            publish(.unreachable("cannot start libpulse's main loop"))
-        }
+        if !connection.start() { publish(.unreachable("cannot start libpulse's main loop")) }
     }
 
     /// Stops the thread and lets go of the server.
-    func stop() {
-        cpulse_mainloop_stop(loop)
-        if let context { cpulse_context_release(context) }
-        context = nil
-        if let reconnectTimer { cpulse_timer_free(loop, reconnectTimer) }
-        reconnectTimer = nil
-    }
+    func stop() { connection.stop() }
 
     /// Waits until the server answered (or was found unreachable), at most `timeout`; returns
     /// what is known then (`.unknown` after the timeout).
@@ -136,47 +114,15 @@ final class SinkWatcher: @unchecked Sendable {
 
     // MARK: - The connection
 
-    private func connect() {
-        if let context { cpulse_context_release(context) }
-        lostContext = nil
-        querying = false
-        queryAgain = false
-        let userdata = Unmanaged.passUnretained(self).toOpaque()
-        context = cpulse_context_new(loop, "keepalived",
-                                     { SinkWatcher.from($0).stateChanged() },
-                                     { SinkWatcher.from($0).query() }, userdata)
-        guard let context else { return connectionLost("cannot create a libpulse context") }
-        if cpulse_context_connect(context) < 0 { connectionLost(String(cString: cpulse_context_error(context))) }
-    }
-
-    private func stateChanged() {
-        guard let context else { return }
-        switch Int(cpulse_context_state(context)) {
-        case Int(CPULSE_READY):
-            reconnectDelay = Self.firstRetry
-            cpulse_context_subscribe(context, UInt32(CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER))
-            query()
-        case Int(CPULSE_FAILED), Int(CPULSE_TERMINATED):
-            connectionLost(String(cString: cpulse_context_error(context)))
-        default:
-            break
-        }
-    }
-
     private func connectionLost(_ error: String) {
-        guard context == nil || lostContext != context else { return }
-        lostContext = context
-        let delay = reconnectDelay
-        reconnectDelay = min(reconnectDelay * 2, Self.longestRetry)
         if case .connected(let view) = reachability {
-            logger.notice("the sound server went away; its cards are left alone until it answers or is gone for good",
+            logger.notice("the sound server went away; its cards are left to it until it answers again",
                           metadata: ["server": "\(view.server)", "error": "\(error)"])
         } else if !warnedUnreachable {
             logger.debug("no sound server answers", metadata: ["error": "\(error)"])
         }
         warnedUnreachable = true
         publish(.unreachable(error))
-        if let reconnectTimer { cpulse_timer_arm(loop, reconnectTimer, delay.microseconds) }
     }
 
     // MARK: - What the server shows
@@ -184,12 +130,7 @@ final class SinkWatcher: @unchecked Sendable {
     /// Lists the server, the sinks and the cards, one query after the other; a change that comes
     /// meanwhile runs the whole list once more.
     private func query() {
-        guard let context else { return }
-        guard !querying else {
-            queryAgain = true
-            return
-        }
-        querying = true
+        guard let context = connection.context, connection.beginQuery() else { return }
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         cpulse_query_server(context, { userdata, server in
             let watcher = SinkWatcher.from(userdata)
@@ -198,14 +139,14 @@ final class SinkWatcher: @unchecked Sendable {
             watcher.draft = SoundServerView(
                 server: version.map { "\(name) \($0)" } ?? name,
                 defaultSink: server.flatMap { $0.pointee.default_sink }.map { String(cString: $0) }, sinks: [])
-            guard let context = watcher.context else { return }
+            guard let context = watcher.connection.context else { return }
             cpulse_query_sinks(context, { userdata, sink in
                 let watcher = SinkWatcher.from(userdata)
                 if let sink {
                     watcher.draft.sinks.append(ServerSink(sink.pointee))
                     return
                 }
-                guard let context = watcher.context else { return }
+                guard let context = watcher.connection.context else { return }
                 cpulse_query_cards(context, { userdata, card in
                     let watcher = SinkWatcher.from(userdata)
                     if let card {
@@ -219,19 +160,16 @@ final class SinkWatcher: @unchecked Sendable {
     }
 
     private func listed() {
-        querying = false
+        let again = connection.endQuery()
         // A query that ended because the connection failed lists nothing: the state callback
         // reports the loss instead.
-        guard let context, Int(cpulse_context_state(context)) == Int(CPULSE_READY) else { return }
+        guard connection.isReady else { return }
         if warnedUnreachable, reachability.view == nil {
             logger.notice("the sound server answers", metadata: ["server": "\(draft.server)", "sinks": "\(draft.sinks.count)"])
         }
         warnedUnreachable = false
         publish(.connected(draft))
-        if queryAgain {
-            queryAgain = false
-            query()
-        }
+        if again { query() }
     }
 }
 

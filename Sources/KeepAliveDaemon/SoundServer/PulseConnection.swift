@@ -1,0 +1,150 @@
+import CPulse
+import Logging
+
+/// One connection to the sound server through libpulse, on its own threaded main loop, that
+/// comes back by itself: a lost or refused connection is retried with backoff (250 ms doubling
+/// to 10 s), and every event of the watched facilities asks the owner to list again. What to
+/// list and what to make of it is the owner's (``SinkWatcher``, ``LingerWatcher``).
+///
+/// Everything but ``start()`` and ``stop()`` runs on the main loop's thread (inside a callback)
+/// or with ``lock()`` held.
+///
+/// ```swift
+/// let connection = try PulseConnection(name: "keepalived", facilities: CPULSE_WATCH_SINKS, firstRetry: .milliseconds(250))
+/// connection.onReady = { list() }
+/// connection.onChange = { if connection.beginQuery() { list() } }
+/// connection.onLost = { error in print("lost: \(error)") }
+/// connection.start()
+/// ```
+final class PulseConnection {
+    let loop: OpaquePointer
+    /// The connection now; nil between a loss and the next attempt.
+    private(set) var context: OpaquePointer?
+    let name: String
+    let facilities: UInt32
+    let firstRetry: Duration
+    static let longestRetry: Duration = .seconds(10)
+
+    /// Runs once the server answers (after every reconnection), subscribed already.
+    var onReady: (() -> Void)?
+    /// Runs on every event of the watched facilities.
+    var onChange: (() -> Void)?
+    /// Runs once per loss, with libpulse's words; a retry is scheduled after it.
+    var onLost: ((String) -> Void)?
+
+    private var reconnectTimer: OpaquePointer?
+    private var retryDelay: Duration
+    /// The context whose loss was handled: libpulse may report a failed connect both ways.
+    private var lostContext: OpaquePointer?
+    private var querying = false
+    private var queryAgain = false
+
+    /// Loads libpulse and makes the main loop. Throws its loader's message when it cannot.
+    init(name: String, facilities: Int, firstRetry: Duration) throws(LibraryMissing) {
+        if let failure = cpulse_load() { throw LibraryMissing(message: String(cString: failure)) }
+        guard let loop = cpulse_mainloop_new() else { throw LibraryMissing(message: "pa_threaded_mainloop_new failed") }
+        self.loop = loop
+        self.name = name
+        self.facilities = UInt32(facilities)
+        self.firstRetry = firstRetry
+        retryDelay = firstRetry
+    }
+
+    deinit { cpulse_mainloop_free(loop) }
+
+    /// libpulse is not there (a headless box needs no libpulse0).
+    struct LibraryMissing: Error, CustomStringConvertible {
+        let message: String
+        var description: String { "cannot load libpulse.so.0 (\(message))" }
+    }
+
+    func lock() { cpulse_mainloop_lock(loop) }
+    func unlock() { cpulse_mainloop_unlock(loop) }
+
+    /// Connects and starts the main loop's thread; false when the thread cannot start. `before`
+    /// runs first on the locked loop (a timer of the owner's).
+    func start(before: () -> Void = {}) -> Bool {
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        lock()
+        reconnectTimer = cpulse_timer_new(loop, { PulseConnection.from($0).connect() }, userdata)
+        before()
+        connect()
+        unlock()
+        return cpulse_mainloop_start(loop) >= 0
+    }
+
+    /// Stops the thread and lets go of the server; no callback runs afterwards. `after` runs
+    /// once the thread is gone (to free the owner's timers).
+    func stop(after: () -> Void = {}) {
+        cpulse_mainloop_stop(loop)
+        if let context { cpulse_context_release(context) }
+        context = nil
+        if let reconnectTimer { cpulse_timer_free(loop, reconnectTimer) }
+        reconnectTimer = nil
+        after()
+    }
+
+    /// Whether the connection is ready now.
+    var isReady: Bool { context.map { Int(cpulse_context_state($0)) == Int(CPULSE_READY) } ?? false }
+
+    /// Starts a listing unless one runs; a change that comes meanwhile is remembered, and
+    /// ``endQuery()`` says to list once more.
+    func beginQuery() -> Bool {
+        guard context != nil else { return false }
+        guard !querying else {
+            queryAgain = true
+            return false
+        }
+        querying = true
+        return true
+    }
+
+    /// Ends a listing; true when a change came meanwhile (the owner lists again).
+    func endQuery() -> Bool {
+        querying = false
+        defer { queryAgain = false }
+        return queryAgain
+    }
+
+    private static func from(_ userdata: UnsafeMutableRawPointer?) -> PulseConnection {
+        Unmanaged<PulseConnection>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    private func connect() {
+        if let context { cpulse_context_release(context) }
+        // A new context may get the freed one's address.
+        lostContext = nil
+        querying = false
+        queryAgain = false
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        context = cpulse_context_new(loop, name,
+                                     { PulseConnection.from($0).stateChanged() },
+                                     { PulseConnection.from($0).onChange?() }, userdata)
+        guard let context else { return lost("cannot create a libpulse context") }
+        if cpulse_context_connect(context) < 0 { lost(String(cString: cpulse_context_error(context))) }
+    }
+
+    private func stateChanged() {
+        guard let context else { return }
+        switch Int(cpulse_context_state(context)) {
+        case Int(CPULSE_READY):
+            retryDelay = firstRetry
+            cpulse_context_subscribe(context, facilities)
+            onReady?()
+        case Int(CPULSE_FAILED), Int(CPULSE_TERMINATED):
+            lost(String(cString: cpulse_context_error(context)))
+        default:
+            break
+        }
+    }
+
+    private func lost(_ error: String) {
+        guard context == nil || lostContext != context else { return }
+        lostContext = context
+        let delay = retryDelay
+        retryDelay = min(retryDelay * 2, Self.longestRetry)
+        onLost?(error)
+        // The context is released by the next attempt, outside its own callback.
+        if let reconnectTimer { cpulse_timer_arm(loop, reconnectTimer, delay.microseconds) }
+    }
+}
