@@ -1,6 +1,7 @@
 #include "CSDBus.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ int ka_bus_read_new_owner(sd_bus_message *message, const char **owner) {
     return sd_bus_message_read(message, "sss", &name, &old_owner, owner);
 }
 
-// An object path lives only as long as its message: the caller gets a copy of its own.
+// A string read from a message lives only as long as the message: the caller gets a copy.
 static int copy_path(const char *object, char **path) {
     *path = strdup(object);
     return *path ? 0 : -ENOMEM;
@@ -98,4 +99,64 @@ int ka_bus_session_u64(sd_bus *bus, const char *path, const char *property, uint
 
 int ka_bus_match_properties_changed(sd_bus *bus, const char *path, sd_bus_slot **slot, sd_bus_message_handler_t handler, void *userdata) {
     return sd_bus_match_signal(bus, slot, login1, path, "org.freedesktop.DBus.Properties", "PropertiesChanged", handler, userdata);
+}
+
+// MARK: - Device reservation
+
+static int request_release(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+    (void)error;
+    const ka_reservation *reservation = userdata;
+    int32_t priority = 0;
+    int r = sd_bus_message_read(message, "i", &priority);
+    if (r < 0) return r;
+    int released = reservation->on_request(reservation->userdata, priority) > 0;
+    return sd_bus_reply_method_return(message, "b", released);
+}
+
+static const sd_bus_vtable reservation_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_METHOD("RequestRelease", "i", "b", request_release, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_PROPERTY("Priority", "i", NULL, offsetof(ka_reservation, priority), SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("ApplicationName", "s", NULL, offsetof(ka_reservation, application_name), SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("ApplicationDeviceName", "s", NULL, offsetof(ka_reservation, application_device_name), SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_VTABLE_END,
+};
+
+int ka_bus_export_reservation(sd_bus *bus, sd_bus_slot **slot, const char *path, ka_reservation *reservation) {
+    return sd_bus_add_object_vtable(bus, slot, path, "org.freedesktop.ReserveDevice1", reservation_vtable, reservation);
+}
+
+static const char *const bus_name = "org.freedesktop.DBus";
+static const char *const bus_path = "/org/freedesktop/DBus";
+
+int ka_bus_list_names(sd_bus *bus, char ***names) {
+    sd_bus_message *reply = NULL;
+    int r = sd_bus_call_method(bus, bus_name, bus_path, bus_name, "ListNames", NULL, &reply, "");
+    if (r < 0) return r;
+    r = sd_bus_message_read_strv(reply, names);
+    sd_bus_message_unref(reply);
+    return r;
+}
+
+int ka_bus_name_owner(sd_bus *bus, const char *name, char **owner) {
+    sd_bus_message *reply = NULL;
+    int r = sd_bus_call_method(bus, bus_name, bus_path, bus_name, "GetNameOwner", NULL, &reply, "s", name);
+    if (r < 0) return r;
+    const char *unique = NULL;
+    r = sd_bus_message_read(reply, "s", &unique);
+    if (r >= 0) r = copy_path(unique, owner);
+    sd_bus_message_unref(reply);
+    return r;
+}
+
+int ka_bus_match_reservations(sd_bus *bus, sd_bus_slot **slot, sd_bus_message_handler_t handler, void *userdata) {
+    return sd_bus_add_match(bus, slot,
+                            "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                            "interface='org.freedesktop.DBus',member='NameOwnerChanged',"
+                            "arg0namespace='org.freedesktop.ReserveDevice1'",
+                            handler, userdata);
+}
+
+int ka_bus_read_owner_change(sd_bus_message *message, const char **name, const char **old_owner, const char **new_owner) {
+    return sd_bus_message_read(message, "sss", name, old_owner, new_owner);
 }

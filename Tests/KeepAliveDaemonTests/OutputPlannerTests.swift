@@ -97,7 +97,7 @@ struct OutputPlannerTests {
         #expect(OutputPlanner.cardRefusal("dmix:CARD=Intel,DEV=0", in: gone)?.contains("does not answer") == true)
         let reserved = Self.offer(.unreachable("Connection refused"), reserved: [1: "JACK (hw:1)"])
         #expect(Self.picks(OutputChoice(selection: .all), reserved) == ["dmix:CARD=Intel,DEV=0", "dmix:CARD=Intel,DEV=3", "my-receiver"])
-        #expect(OutputPlanner.cardRefusal("dmix:CARD=DAC,DEV=0", in: reserved) == "reserved by JACK (hw:1)")
+        #expect(OutputPlanner.cardRefusal("dmix:CARD=DAC,DEV=0", in: reserved) == "card 1 is reserved by JACK (hw:1): left to it until it lets go")
     }
 
     @Test("the card a PCM name plays to, by index or id", arguments: [

@@ -99,7 +99,7 @@ package struct RunCommand: ParsableCommand {
             throw SysExit.osError
         }
         // The first plan waits for the sound server's answer: until then no card is taken.
-        let scanner = OutputScanner(logger: logger)
+        let scanner = OutputScanner(logger: logger, reservations: DeviceReservations.open(logger: logger))
         scanner.use(base, choice: options.choice)
         let configuration = scanner.planned()
         let lingerPlan: LingerPlan?
@@ -192,8 +192,9 @@ extension DaemonStatus {
             case .unreachable(let why): soundServer = "none (\(why.isEmpty ? "not followed" : why))"
             case .unknown: soundServer = "not answered yet"
             }
-            let withheld = scanner?.withheld() ?? [:]
-            self.withheld = withheld.isEmpty ? nil : withheld
         }
+        // Named outputs too: a card another program reserved.
+        let withheld = scanner?.withheld() ?? [:]
+        self.withheld = withheld.isEmpty ? nil : withheld
     }
 }

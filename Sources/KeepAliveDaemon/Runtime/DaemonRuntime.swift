@@ -18,7 +18,9 @@ import Musl
 /// - the watchdog timer, when systemd asked for one;
 /// - the hint watcher (cards and ALSA's configuration) and, with a selection, the sound server's
 ///   sink watcher, and a one-shot timer that lets a burst of changes settle before the rescan;
-/// - logind on the system bus, when there is one (``LogindWatcher``): outputs close before sleep.
+/// - logind on the system bus, when there is one (``LogindWatcher``): outputs close before sleep;
+/// - the session bus's device reservations, when there is one (``DeviceReservations``): a card
+///   another program asks for is closed and given to it.
 ///
 /// ```swift
 /// let runtime = DaemonRuntime(manager: manager, control: control, reloader: reloader, logger: logger)
@@ -43,6 +45,13 @@ final class DaemonRuntime: @unchecked Sendable {
     /// rescanned, and when to look once more after a change (udev may still be at work).
     static let rescanSettle: Duration = .milliseconds(250)
     static let rescanFollowUp: Duration = .seconds(1)
+
+    /// The shorter of two `poll` timeouts in ms, -1 meaning none.
+    static func earliest(_ a: Int32, _ b: Int32) -> Int32 {
+        if a < 0 { return b }
+        if b < 0 { return a }
+        return min(a, b)
+    }
 
     /// Blocks the daemon's signals: call before any thread starts, so that all inherit the mask.
     static func blockSignals() throws(Errno) -> SignalDescriptor {
@@ -94,7 +103,13 @@ final class DaemonRuntime: @unchecked Sendable {
             pollfd(fd: -1, events: 0, revents: 0),
             pollfd(fd: logind.idleTimer.descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: -1, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: scanner.reservations?.descriptor ?? -1, events: 0, revents: 0),
         ]
+        let reservations = scanner.reservations
+        // A server that asks for a card keepalived holds gets it closed before the answer.
+        reservations?.onReleaseRequest = { [weak scanner] _ in scanner?.rescan() }
+        // The outputs whose cards are reserved now: the reservations follow the outputs.
+        var reservedFor: [String]?
         if !scanner.choice.isEmpty, hints.descriptor < 0 {
             // No inotify: fall back to looking every second.
             rescan.arm(after: Self.rescanFollowUp, every: Self.rescanFollowUp)
@@ -107,7 +122,8 @@ final class DaemonRuntime: @unchecked Sendable {
             fds[5].events = logind.busEvents
             // A reload may start following a sound server.
             fds[7].fd = scanner.serverDescriptor
-            if poll(&fds, nfds_t(fds.count), logind.pollTimeout) < 0 {
+            fds[8].events = reservations?.events ?? 0
+            if poll(&fds, nfds_t(fds.count), Self.earliest(logind.pollTimeout, reservations?.pollTimeout ?? -1)) < 0 {
                 if errno == EINTR { continue }
                 throw Errno(errno)
             }
@@ -143,6 +159,21 @@ final class DaemonRuntime: @unchecked Sendable {
                 notifier?.update()
             }
             logind.process(idleTimerFired: fds[6].revents != 0)
+            // Also when nothing came: a call (reserving a card) may have queued what arrived.
+            if reservations?.process() == true {
+                // A program took or let go of a card: the outputs follow, and a server that
+                // just started is asked at once.
+                reservedFor = nil
+                scanner.retryServerNow()
+                rescan.arm(after: Self.rescanSettle)
+            }
+            if let reservations {
+                let devices = manager.configuration.devices
+                if devices != reservedFor {
+                    reservations.hold(scanner.cardsOpened(by: devices))
+                    reservedFor = devices
+                }
+            }
         }
         notifier?.stopping()
         control.stop()

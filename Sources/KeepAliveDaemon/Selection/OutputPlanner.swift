@@ -77,8 +77,14 @@ enum OutputPlanner {
         default:
             break
         }
-        if let who = offer.reservedCards[card] { return "reserved by \(who)" }
-        return nil
+        return reservation(pcm, in: offer)
+    }
+
+    /// Why a PCM's card is another program's through its reservation (nil: it is not), for a
+    /// named output as much as a picked one.
+    static func reservation(_ pcm: String, in offer: OutputOffer) -> String? {
+        guard let card = card(of: pcm, in: offer), let who = offer.reservedCards[card] else { return nil }
+        return "card \(card) is reserved by \(who): left to it until it lets go"
     }
 
     /// The ALSA card index a PCM name plays to (`dmix:CARD=Intel,DEV=0`, `plughw:CARD=1`), or

@@ -12,7 +12,8 @@ import Synchronization
 ///
 /// The one place where the options' configuration becomes the manager's: at start, on reload and
 /// on every rescan, ``planned(_:choice:)`` adds the picks and each Bluetooth sink's own signal
-/// to the same base.
+/// to the same base. Cards another program reserved (``DeviceReservations``) are left to it,
+/// the named ones too, until it lets go.
 ///
 /// ```swift
 /// let scanner = OutputScanner(manager: nil, logger: logger)
@@ -39,8 +40,12 @@ final class OutputScanner: Sendable {
     /// card is picked (it may own them all).
     static let firstAnswer: Duration = .seconds(2)
 
-    init(logger: Logger) {
+    /// The session bus's device reservations, when there is a session bus.
+    let reservations: DeviceReservations?
+
+    init(logger: Logger, reservations: DeviceReservations? = nil) {
         self.logger = logger
+        self.reservations = reservations
         state = Mutex(State())
     }
 
@@ -66,7 +71,8 @@ final class OutputScanner: Sendable {
 
     /// What the machine offers now.
     func offer(_ hints: [ALSADevice]) -> OutputOffer {
-        OutputOffer(hints: hints, server: server, formerServerCards: formerServerCards, cardIndices: Self.cardIndices(hints))
+        OutputOffer(hints: hints, server: server, reservedCards: reservations?.reservedByOthers ?? [:],
+                    formerServerCards: formerServerCards, cardIndices: Self.cardIndices(hints))
     }
 
     /// Drains the sink watcher's doorbell after its descriptor polled readable.
@@ -97,6 +103,10 @@ final class OutputScanner: Sendable {
         _ = started.waitForAnswer(timeout: Self.firstAnswer)
     }
 
+    /// Asks the sink watcher to try the server again now (a program just took a card: a server
+    /// may have started).
+    func retryServerNow() { state.withLock { $0.watcher }?.retryNow() }
+
     /// Stops following the server.
     func stop() {
         state.withLock { $0.watcher }?.stop()
@@ -113,9 +123,12 @@ final class OutputScanner: Sendable {
         var configuration = base
         // One reading of the server for the picks and the Bluetooth settings.
         var server = server
-        if !choice.isEmpty {
+        let reserved = reservations?.reservedByOthers ?? [:]
+        if !choice.isEmpty || !reserved.isEmpty {
             let offer = offer(ALSADevice.playbackDevices())
             server = offer.server
+            // A named output too: another program is entitled to its card until it lets go.
+            configuration.devices.removeAll { OutputPlanner.reservation($0, in: offer) != nil }
             for pick in OutputPlanner.pick(choice, in: offer) where !configuration.devices.contains(pick.pcm) {
                 configuration.devices.append(pick.pcm)
             }
@@ -131,14 +144,34 @@ final class OutputScanner: Sendable {
     /// The outputs the choice's selection would pick from the cards but leaves alone now, with
     /// why (for `status`).
     func withheld() -> [String: String] {
-        guard let selection = choice.selection else { return [:] }
+        let (base, choice) = state.withLock { ($0.base, $0.choice) }
+        let reserved = reservations?.reservedByOthers ?? [:]
+        guard choice.selection != nil || !reserved.isEmpty else { return [:] }
         let hints = ALSADevice.playbackDevices()
         let offer = offer(hints)
         var withheld: [String: String] = [:]
-        for pcm in selection.pick(from: hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions) {
+        for pcm in base.devices {
+            if let why = OutputPlanner.reservation(pcm, in: offer) { withheld[pcm] = why }
+        }
+        for pcm in choice.selection?.pick(from: hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions) ?? [] {
             if let why = OutputPlanner.cardRefusal(pcm, in: offer) { withheld[pcm] = why }
         }
         return withheld
+    }
+
+    /// The cards `devices` open themselves (card → PCM), which keepalived reserves at the lowest
+    /// priority; a sink or a name without a card is none.
+    func cardsOpened(by devices: [String]) -> [Int: String] {
+        // Only a name with arguments names a card (`hw:0`, `dmix:CARD=Intel,DEV=0`).
+        let naming = devices.filter { $0.contains(":") && !$0.hasPrefix("pulse") }
+        guard !naming.isEmpty else { return [:] }
+        let offer = OutputOffer(hints: [], server: .unknown,
+                                cardIndices: Self.cardIndices(naming.map { ALSADevice(name: $0, description: "") }))
+        var cards: [Int: String] = [:]
+        for pcm in naming {
+            if let card = OutputPlanner.card(of: pcm, in: offer), cards[card] == nil { cards[card] = pcm }
+        }
+        return cards
     }
 
     /// Rescans and applies what changed; true when the outputs changed.

@@ -84,6 +84,16 @@ final class PulseConnection {
         after()
     }
 
+    /// Tries again at once, with the first delay, when the server does not answer now (a sign
+    /// that it just started came from elsewhere); nothing while connected or connecting.
+    func retryNow() {
+        lock()
+        defer { unlock() }
+        guard context == nil || lostContext == context, let reconnectTimer else { return }
+        retryDelay = firstRetry
+        cpulse_timer_arm(loop, reconnectTimer, 0)
+    }
+
     /// Whether the connection is ready now.
     var isReady: Bool { context.map { Int(cpulse_context_state($0)) == Int(CPULSE_READY) } ?? false }
 

@@ -72,6 +72,9 @@ final class SinkWatcher: @unchecked Sendable {
     /// Stops the thread and lets go of the server.
     func stop() { connection.stop() }
 
+    /// Tries the server again now when it does not answer (``PulseConnection/retryNow()``).
+    func retryNow() { connection.retryNow() }
+
     /// Waits until the server answered (or was found unreachable), at most `timeout`; returns
     /// what is known then (`.unknown` after the timeout).
     func waitForAnswer(timeout: Duration) -> SoundServerReachability {

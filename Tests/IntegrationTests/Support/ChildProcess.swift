@@ -183,3 +183,10 @@ func logFields(_ log: String, line marker: String) -> [String: String]? {
     }
     return fields
 }
+
+/// A helper process that failed or died, with what it wrote.
+struct Failed: Error, CustomStringConvertible {
+    let what: String
+    let log: String
+    var description: String { "\(what) failed:\n\(log)" }
+}

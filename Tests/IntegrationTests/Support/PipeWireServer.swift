@@ -263,10 +263,4 @@ final class PipeWireServer: @unchecked Sendable {
         let status = child.waitForExitBlocking(timeout: .seconds(120)) ?? -1
         return (status, child.stdout + child.stderr)
     }
-
-    struct Failed: Error, CustomStringConvertible {
-        let what: String
-        let log: String
-        var description: String { "\(what) failed:\n\(log)" }
-    }
 }

@@ -1,0 +1,304 @@
+import CSDBus
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The session bus's device reservations (`org.freedesktop.ReserveDevice1.Audio<N>`), the
+/// protocol through which PulseAudio, PipeWire and JACK share ALSA cards: whoever owns a card's
+/// name may open the card; others ask it to let go (`RequestRelease`), and it agrees only to a
+/// higher priority.
+///
+/// keepalived asks for no card and yields every card: it reserves the cards it opens itself at
+/// the lowest priority, so any server that starts later gets them (it closes them first, then
+/// says yes, and keeps the server's sink awake instead), and ``reservedByOthers`` tells the
+/// planner which cards another program holds, which a selection never opens.
+///
+/// Runs on the daemon's main thread: the bus's descriptor joins the main `poll` and
+/// ``process()`` handles what came; only ``reservedByOthers`` may be read from any thread.
+/// Without a session bus (a system service) ``open(logger:)`` returns `nil`.
+///
+/// ```swift
+/// if let reservations = DeviceReservations.open(logger: logger) {
+///     reservations.onReleaseRequest = { card in closeOutputs(on: card) }
+///     reservations.hold([0: "dmix:CARD=Intel,DEV=0"])
+///     if reservations.process() { rescan() }   // after poll says the bus is readable
+/// }
+/// ```
+final class DeviceReservations: @unchecked Sendable {
+    /// Below every other program's: PulseAudio asks with 0, WirePlumber with -20, JACK with more.
+    static let priority = Int32.min
+    static let namePrefix = "org.freedesktop.ReserveDevice1.Audio"
+    static let pathPrefix = "/org/freedesktop/ReserveDevice1/Audio"
+    /// How long a card given up on request stays another's while its new owner has not taken the
+    /// name yet.
+    static let handOver: Duration = .seconds(5)
+    /// How long a call to another program's reservation may take.
+    static let callTimeout: Duration = .seconds(1)
+
+    let logger: Logger
+    private let bus: OpaquePointer
+    private let unique: String
+    private var matchSlot: OpaquePointer?
+    /// The reservations keepalived holds, by card.
+    private var held: [Int: Held] = [:]
+    /// Names whose owner changed since the last ``process()``: their application is read then,
+    /// outside the signal's callback.
+    private var changedNames: [(card: Int, owner: String)] = []
+    private var changed = false
+    /// Cards another program holds (its application's name), and cards given up on request.
+    private let others = Mutex<Others>(Others())
+
+    private struct Others {
+        var owners: [Int: String] = [:]
+        var handedOver: [Int: ContinuousClock.Instant] = [:]
+    }
+
+    /// One served reservation: its object's properties and its slot on the bus.
+    private final class Held {
+        let object: UnsafeMutablePointer<ka_reservation>
+        var slot: OpaquePointer?
+        init(_ reservations: DeviceReservations, card: Int, pcm: String) {
+            object = .allocate(capacity: 1)
+            object.initialize(to: ka_reservation(
+                application_name: strdup("keepalived"), application_device_name: strdup(pcm), priority: DeviceReservations.priority,
+                on_request: { userdata, priority in
+                    guard let userdata else { return 0 }
+                    let request = Unmanaged<Request>.fromOpaque(userdata).takeUnretainedValue()
+                    return request.reservations?.releaseRequested(card: request.card, priority: priority) == true ? 1 : 0
+                },
+                userdata: Unmanaged.passRetained(Request(reservations, card: card)).toOpaque()))
+        }
+        deinit {
+            sd_bus_slot_unref(slot)
+            Unmanaged<Request>.fromOpaque(object.pointee.userdata).release()
+            free(object.pointee.application_name)
+            free(object.pointee.application_device_name)
+            object.deallocate()
+        }
+    }
+
+    /// Runs when a program asks for a card keepalived holds, on the main thread inside
+    /// ``process()``; the card's outputs must be closed when it returns.
+    var onReleaseRequest: ((Int) -> Void)?
+
+    private init(bus: OpaquePointer, unique: String, logger: Logger) {
+        self.bus = bus
+        self.unique = unique
+        self.logger = logger
+    }
+
+    deinit {
+        held.removeAll()
+        sd_bus_slot_unref(matchSlot)
+        sd_bus_flush_close_unref(bus)
+    }
+
+    /// Connects to the user's session bus, follows the reservations and reads who holds which
+    /// card now; `nil`, after one debug line, without a session bus.
+    static func open(logger: Logger) -> DeviceReservations? {
+        var bus: OpaquePointer?
+        let opened = sd_bus_open_user(&bus)
+        guard opened >= 0, let bus else {
+            logger.debug("not following device reservations: no session bus", metadata: ["error": "\(Errno(-opened))"])
+            return nil
+        }
+        var name: UnsafePointer<CChar>?
+        guard sd_bus_get_unique_name(bus, &name) >= 0, let name else {
+            sd_bus_flush_close_unref(bus)
+            return nil
+        }
+        // A holder that does not answer must not hold the daemon up: its card counts as held.
+        sd_bus_set_method_call_timeout(bus, UInt64(Self.callTimeout.microseconds))
+        let reservations = DeviceReservations(bus: bus, unique: String(cString: name), logger: logger)
+        let matched = ka_bus_match_reservations(bus, &reservations.matchSlot, { message, userdata, _ in
+            guard let message, let userdata else { return 0 }
+            var name: UnsafePointer<CChar>?, old: UnsafePointer<CChar>?, new: UnsafePointer<CChar>?
+            guard ka_bus_read_owner_change(message, &name, &old, &new) >= 0, let name, let new else { return 0 }
+            Unmanaged<DeviceReservations>.fromOpaque(userdata).takeUnretainedValue()
+                .ownerChanged(name: String(cString: name), owner: String(cString: new))
+            return 0
+        }, Unmanaged.passUnretained(reservations).toOpaque())
+        guard matched >= 0 else {
+            logger.debug("not following device reservations: cannot subscribe", metadata: ["error": "\(Errno(-matched))"])
+            return nil
+        }
+        reservations.readAll()
+        return reservations
+    }
+
+    /// The card a reservation's bus name is for (`…Audio1` → 1).
+    static func card(ofName name: String) -> Int? {
+        guard name.hasPrefix(namePrefix) else { return nil }
+        return Int(name.dropFirst(namePrefix.count))
+    }
+
+    // MARK: - The main loop
+
+    var descriptor: Int32 { sd_bus_get_fd(bus) }
+    var events: Int16 { Int16(truncatingIfNeeded: sd_bus_get_events(bus)) }
+
+    /// How long `poll` may wait for the bus, in ms (0 while messages wait in its queue after a
+    /// call); -1 for no limit.
+    var pollTimeout: Int32 {
+        var deadline: UInt64 = 0
+        guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return -1 }
+        return LogindWatcher.milliseconds(until: .microseconds(Int64(clamping: deadline)))
+    }
+
+    /// Handles what the bus brought; true when another program took or let go of a card (the
+    /// caller rescans).
+    func process() -> Bool {
+        while true {
+            let result = sd_bus_process(bus, nil)
+            if result < 0 {
+                logger.warning("the session bus went away: device reservations are no longer followed", metadata: ["error": "\(Errno(-result))"])
+                return false
+            }
+            if result == 0 { break }
+        }
+        // Their callbacks have returned.
+        retired.removeAll()
+        let names = changedNames
+        changedNames.removeAll()
+        for (card, owner) in names {
+            if owner.isEmpty {
+                others.withLock { _ = $0.owners.removeValue(forKey: card) }
+            } else {
+                let application = applicationName(card: card)
+                others.withLock {
+                    $0.owners[card] = application
+                    $0.handedOver.removeValue(forKey: card)
+                }
+                logger.info("another program reserved a card", metadata: ["card": "\(card)", "program": "\(application)"])
+            }
+        }
+        defer { changed = false }
+        return changed
+    }
+
+    /// Cards another program holds now, with its name; a card keepalived gave up on request
+    /// counts until its new owner takes it (at most ``handOver``).
+    var reservedByOthers: [Int: String] {
+        let now = ContinuousClock.now
+        return others.withLock { others in
+            var reserved = others.owners
+            for (card, since) in others.handedOver where now - since < Self.handOver && reserved[card] == nil {
+                reserved[card] = "a program that asked for it"
+            }
+            return reserved
+        }
+    }
+
+    /// Reserves exactly `cards` (card → the PCM keepalived opens on it), at the lowest priority:
+    /// the new ones are asked for, the others let go. A card another program holds is not asked
+    /// for.
+    func hold(_ cards: [Int: String]) {
+        for card in held.keys where cards[card] == nil { release(card) }
+        let taken = reservedByOthers
+        for (card, pcm) in cards where held[card] == nil && taken[card] == nil { reserve(card, pcm: pcm) }
+    }
+
+    /// The cards keepalived holds now.
+    var heldCards: Set<Int> { Set(held.keys) }
+
+    // MARK: - Private
+
+    private func reserve(_ card: Int, pcm: String) {
+        let entry = Held(self, card: card, pcm: pcm)
+        let exported = ka_bus_export_reservation(bus, &entry.slot, "\(Self.pathPrefix)\(card)", entry.object)
+        guard exported >= 0 else {
+            logger.debug("cannot serve a card's reservation", metadata: ["card": "\(card)", "error": "\(Errno(-exported))"])
+            return
+        }
+        let flags = UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT)
+        let requested = sd_bus_request_name(bus, "\(Self.namePrefix)\(card)", flags)
+        if requested < 0 && requested != -EALREADY {
+            // Another program took it since the last look: the next rescan leaves the card to it.
+            logger.info("a card's reservation is another program's", metadata: ["card": "\(card)", "error": "\(Errno(-requested))"])
+            changed = true
+            return
+        }
+        held[card] = entry
+        logger.debug("reserved a card at the lowest priority", metadata: ["card": "\(card)", "pcm": "\(pcm)"])
+    }
+
+    private func release(_ card: Int) {
+        guard held.removeValue(forKey: card) != nil else { return }
+        // Asynchronously: this may run inside a method call's callback.
+        sd_bus_release_name_async(bus, nil, "\(Self.namePrefix)\(card)", nil, nil)
+    }
+
+    /// RequestRelease from another program; true once the card's outputs are closed.
+    fileprivate func releaseRequested(card: Int, priority: Int32) -> Bool {
+        guard priority > Self.priority, held[card] != nil else { return false }
+        logger.info("a program asked for a card keepalived holds: giving it up", metadata: ["card": "\(card)", "priority": "\(priority)"])
+        others.withLock { $0.handedOver[card] = .now }
+        onReleaseRequest?(card)
+        // The object stays exported until this call has returned; the name goes now.
+        if let entry = held.removeValue(forKey: card) { retired.append(entry) }
+        sd_bus_release_name_async(bus, nil, "\(Self.namePrefix)\(card)", nil, nil)
+        changed = true
+        return true
+    }
+    private var retired: [Held] = []
+
+    private func ownerChanged(name: String, owner: String) {
+        guard let card = Self.card(ofName: name) else { return }
+        if owner == unique { return }
+        if held[card] != nil, !owner.isEmpty {
+            // Taken without asking (ALLOW_REPLACEMENT lets it): the rescan closes the card.
+            logger.warning("a program took a card's reservation without asking: closing it", metadata: ["card": "\(card)"])
+            if let entry = held.removeValue(forKey: card) { retired.append(entry) }
+        }
+        changedNames.append((card, owner))
+        changed = true
+    }
+
+    private func readAll() {
+        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        guard ka_bus_list_names(bus, &names) >= 0, let names else { return }
+        defer {
+            var index = 0
+            while let name = names[index] { free(name); index += 1 }
+            free(names)
+        }
+        var index = 0
+        while let name = names[index] {
+            index += 1
+            guard let card = Self.card(ofName: String(cString: name)) else { continue }
+            var owner: UnsafeMutablePointer<CChar>?
+            guard ka_bus_name_owner(bus, name, &owner) >= 0, let owner else { continue }
+            defer { free(owner) }
+            if String(cString: owner) == unique { continue }
+            let application = applicationName(card: card)
+            others.withLock { $0.owners[card] = application }
+        }
+    }
+
+    /// The holder's `ApplicationName` ("PulseAudio Sound Server"), or its bus name.
+    private func applicationName(card: Int) -> String {
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var value: UnsafeMutablePointer<CChar>?
+        let name = "\(Self.namePrefix)\(card)"
+        guard sd_bus_get_property_string(bus, name, "\(Self.pathPrefix)\(card)", "org.freedesktop.ReserveDevice1", "ApplicationName", &error, &value) >= 0,
+              let value else { return name }
+        defer { free(value) }
+        return String(cString: value)
+    }
+
+    /// What a reservation's callback reaches: weakly, so a held reservation never keeps the
+    /// watcher alive.
+    private final class Request {
+        weak var reservations: DeviceReservations?
+        let card: Int
+        init(_ reservations: DeviceReservations, card: Int) {
+            self.reservations = reservations
+            self.card = card
+        }
+    }
+}

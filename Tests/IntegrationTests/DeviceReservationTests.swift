@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+extension Integration {
+    /// org.freedesktop.ReserveDevice1 on a private session bus (a real dbus-daemon), between two
+    /// real keepalived processes and `busctl` as the program that asks for the card. Card 7 is
+    /// named (`-d hw:7`) and does not exist here: the reservation is a bus name, and what the
+    /// daemons do with it shows in `status`.
+    @Suite("device reservations on the session bus")
+    struct DeviceReservationTests {
+        static let name = "org.freedesktop.ReserveDevice1.Audio7"
+        static let path = "/org/freedesktop/ReserveDevice1/Audio7"
+
+        let directory: URL
+        init() throws { directory = try TestPaths.makeTemporaryDirectory("reserve") }
+
+        static var isInstalled: Bool {
+            ["dbus-daemon", "busctl"].allSatisfy { FileManager.default.isExecutableFile(atPath: ChildProcess.which($0)) }
+        }
+
+        func startBus() async throws -> (ChildProcess, String) {
+            let bus = try ChildProcess("dbus-daemon", ["--session", "--nofork", "--print-address"],
+                                       environment: ["HOME": directory.path], directory: directory, label: "dbus-daemon")
+            let address = try await waitFor("the session bus address", timeout: .seconds(10)) {
+                guard bus.isRunning else { throw Failed(what: "dbus-daemon", log: bus.stderr) }
+                let address = bus.stdout.split(separator: "\n").first.map(String.init) ?? ""
+                return address.isEmpty ? nil : address
+            }
+            return (bus, address)
+        }
+
+        func busctl(_ address: String, _ arguments: [String]) -> String? {
+            commandOutput("busctl", ["--address=\(address)"] + arguments, timeout: .seconds(5))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        func owner(_ address: String) -> String? {
+            busctl(address, ["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner", "s", Self.name])
+        }
+
+        func daemon(_ label: String, _ address: String) throws -> (ChildProcess, String) {
+            let socket = directory.appendingPathComponent("\(label).sock").path
+            let process = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "-d", "hw:7", "--socket", socket],
+                                           environment: ["DBUS_SESSION_BUS_ADDRESS": address, "XDG_RUNTIME_DIR": directory.path],
+                                           directory: directory, label: label)
+            return (process, socket)
+        }
+
+        func status(_ socket: String) -> [String: Any] {
+            let text = commandOutput(TestPaths.keepalivedBinary.path, ["status", "--json", "--socket", socket]) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+        }
+
+        func devices(_ status: [String: Any]) -> [String] {
+            (status["outputs"] as? [[String: Any]] ?? []).compactMap { $0["device"] as? String }
+        }
+
+        func withheld(_ status: [String: Any]) -> String? {
+            (status["withheld"] as? [String: String])?["hw:7"]
+        }
+
+        @Test("a card keepalived opens is reserved at the lowest priority, left to whoever holds it, and given up when asked",
+              .enabled(if: isInstalled))
+        func reserveYieldAndTakeBack() async throws {
+            let (bus, address) = try await startBus()
+            defer { bus.signal(SIGTERM) }
+
+            // A holds card 7's name, at the lowest priority, with its properties.
+            let (first, firstSocket) = try daemon("first", address)
+            defer { first.signal(SIGKILL) }
+            let firstOwner = try await waitFor("keepalived to reserve card 7", timeout: .seconds(5)) {
+                guard first.isRunning else { throw Failed(what: "keepalived", log: first.stderr) }
+                return owner(address)
+            }
+            let properties = busctl(address, ["get-property", Self.name, Self.path, "org.freedesktop.ReserveDevice1",
+                                              "ApplicationName", "ApplicationDeviceName", "Priority"])
+            #expect(properties == "s \"keepalived\"\ns \"hw:7\"\ni -2147483648", "\(properties ?? "nil")")
+            #expect(devices(status(firstSocket)) == ["hw:7"])
+
+            // B finds it reserved and leaves it alone: no output, and status says why.
+            let (second, secondSocket) = try daemon("second", address)
+            defer { second.signal(SIGKILL) }
+            try await waitUntil("the second daemon to withhold hw:7", timeout: .seconds(5)) {
+                guard second.isRunning else { throw Failed(what: "keepalived", log: second.stderr) }
+                return withheld(status(secondSocket)) == "card 7 is reserved by keepalived: left to it until it lets go"
+            }
+            #expect(devices(status(secondSocket)).isEmpty)
+            #expect(owner(address) == firstOwner)
+
+            // A request at A's own priority is refused; any higher one gets the card closed first.
+            let refused = busctl(address, ["call", "--", Self.name, Self.path, "org.freedesktop.ReserveDevice1", "RequestRelease", "i", "-2147483648"])
+            #expect(refused == "b false")
+            #expect(devices(status(firstSocket)) == ["hw:7"])
+            let granted = busctl(address, ["call", Self.name, Self.path, "org.freedesktop.ReserveDevice1", "RequestRelease", "i", "0"])
+            #expect(granted == "b true")
+            // The answer came after the output was gone.
+            #expect(devices(status(firstSocket)).isEmpty)
+            #expect(withheld(status(firstSocket))?.contains("card 7 is reserved by") == true)
+
+            // The name is free, so B takes the card, and A then leaves it to B.
+            let secondOwner = try await waitFor("the second daemon to reserve card 7", timeout: .seconds(5)) {
+                owner(address).flatMap { $0 == firstOwner ? nil : $0 }
+            }
+            #expect(secondOwner != firstOwner)
+            try await waitUntil("the second daemon to play hw:7", timeout: .seconds(5)) { devices(status(secondSocket)) == ["hw:7"] }
+            #expect(withheld(status(firstSocket)) == "card 7 is reserved by keepalived: left to it until it lets go")
+
+            // When B stops, its name goes with it and A takes the card back.
+            second.signal(SIGTERM)
+            _ = try await second.waitForExit(timeout: .seconds(5))
+            try await waitUntil("the first daemon to play hw:7 again", timeout: .seconds(5)) { devices(status(firstSocket)) == ["hw:7"] }
+            try await waitUntil("the first daemon to reserve card 7 again", timeout: .seconds(5)) {
+                owner(address).map { $0 != secondOwner } == true
+            }
+            #expect(first.isRunning)
+            #expect(!first.stderr.contains(" error: "))
+        }
+    }
+}
