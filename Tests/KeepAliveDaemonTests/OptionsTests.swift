@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import KeepAliveDaemon
@@ -29,5 +30,44 @@ struct OptionsTests {
         #expect(OptionsFile.split("  ") == [])
         #expect(OptionsFile.split("''") == [""])
         #expect(OptionsFile.split("--output 'unbalanced") == nil)
+    }
+}
+
+@Suite("the options file, merged with the command line by ArgumentParser")
+struct OptionsFileMergeTests {
+    static func file(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("options-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test("run's own words on the command line, whatever comes before them")
+    func commandLineWords() {
+        #expect(RunCommand.commandLineWords(["/usr/bin/keepalived", "run", "-d", "hw:0", "--config", "/etc/k"]) == ["-d", "hw:0", "--config", "/etc/k"])
+        #expect(RunCommand.commandLineWords(["keepalived", "run"]) == [])
+        #expect(RunCommand.commandLineWords(["keepalived", "status"]) == [])
+    }
+
+    @Test("a list adds up, a single value is the file's")
+    func merge() throws {
+        let path = try Self.file("KEEPALIVED_OPTIONS=\"-d hw:1 --volume 0.02\"\n")
+        defer { unlink(path) }
+        let commandLine = ["-d", "hw:0", "--volume", "0.01", "--config", path]
+        let options = try RunCommand.parse(commandLine).currentOptions(commandLine: commandLine)
+        #expect(options.devices == ["hw:0", "hw:1"])
+        #expect(options.sound.volume == "0.02")
+    }
+
+    @Test("--socket, --config and --log-file are the command line's: a file that sets one is refused, naming itself")
+    func onlyPlayback() throws {
+        let path = try Self.file("KEEPALIVED_OPTIONS=\"--socket /tmp/elsewhere.sock\"\n")
+        defer { unlink(path) }
+        let commandLine = ["--config", path]
+        #expect {
+            _ = try RunCommand.parse(commandLine).currentOptions(commandLine: commandLine)
+        } throws: { error in
+            let text = RunCommand.message(for: error)
+            return text.contains(path) && text.contains("only playback options")
+        }
     }
 }

@@ -34,40 +34,33 @@ package struct RunCommand: ParsableCommand {
     @Option(name: .customLong("log-file"), help: .hidden)
     var logFile: String?
 
-    /// The playback options in force: the command line's, plus the options file's.
-    func currentOptions() throws -> PlaybackOptions {
+    /// The playback options in force: `run`'s own words on the command line, then the options
+    /// file's, in one parse, so ArgumentParser alone decides how they combine (a list adds up; of
+    /// a single value, the file's wins).
+    func currentOptions(commandLine: [String] = RunCommand.commandLineWords()) throws -> PlaybackOptions {
         guard let configFile else { return playback }
         let words: [String]
         do { words = try OptionsFile.arguments(at: configFile) } catch {
             throw CleanExit.failure("\(error)", code: SysExit.noInput)
         }
+        let merged: RunCommand
         do {
-            return try PlaybackOptions.parse(Self.commandLinePlaybackArguments() + words)
+            merged = try RunCommand.parse(commandLine + words)
         } catch {
             throw CleanExit.failure("\(configFile): \(PlaybackOptions.message(for: error))", code: SysExit.usage)
         }
+        guard merged.configFile == configFile, merged.logFile == logFile, merged.socket.path == socket.path else {
+            throw CleanExit.failure("\(configFile): only playback options belong in an options file (--config, --socket and --log-file are the command line's)",
+                                    code: SysExit.usage)
+        }
+        return merged.playback
     }
 
-    /// The words after `run` on the command line, without the options that are not playback's.
-    static func commandLinePlaybackArguments() -> [String] {
-        let all = Array(CommandLine.arguments.dropFirst())
-        guard let start = all.firstIndex(of: "run") else { return [] }
-        var words: [String] = []
-        var index = start + 1
-        while index < all.count {
-            let word = all[index]
-            if ["--config", "--socket", "--log-file"].contains(word) {
-                index += 2
-                continue
-            }
-            if ["--config=", "--socket=", "--log-file="].contains(where: { word.hasPrefix($0) }) {
-                index += 1
-                continue
-            }
-            words.append(word)
-            index += 1
-        }
-        return words
+    /// The words after `run` on this process's command line.
+    static func commandLineWords(_ arguments: [String] = CommandLine.arguments) -> [String] {
+        let words = arguments.dropFirst()
+        guard let run = words.firstIndex(of: "run") else { return [] }
+        return Array(words[words.index(after: run)...])
     }
 
     package func run() throws {
