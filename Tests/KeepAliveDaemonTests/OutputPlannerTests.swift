@@ -100,6 +100,21 @@ struct OutputPlannerTests {
         #expect(OutputPlanner.cardRefusal("dmix:CARD=DAC,DEV=0", in: reserved) == "card 1 is reserved by JACK (hw:1): left to it until it lets go")
     }
 
+    @Test("a card another user's program has open, or another user's server held, is left alone; our own user's is not judged here")
+    func otherUsers() {
+        var offer = Self.offer(.unreachable("No such file or directory"))
+        offer.uid = 110
+        offer.holders = [0: [CardHolder(pid: 812, uid: 1000, command: "pulseaudio")], 1: [CardHolder(pid: 900, uid: 110, command: "aplay")]]
+        #expect(Self.picks(OutputChoice(selection: .all), offer) == ["dmix:CARD=DAC,DEV=0", "my-receiver"])
+        #expect(OutputPlanner.cardRefusal("dmix:CARD=Intel,DEV=0", in: offer)
+            == "card 0 is open by pulseaudio (pid 812, uid 1000), another user's program: left to it")
+        offer.holders = [:]
+        offer.otherUsersServerCards = [0: "pulseaudio (pid 812, uid 1000)"]
+        #expect(Self.picks(OutputChoice(selection: .all), offer) == ["dmix:CARD=DAC,DEV=0", "my-receiver"])
+        #expect(OutputPlanner.cardRefusal("dmix:CARD=Intel,DEV=3", in: offer)
+            == "card 0 belongs to pulseaudio (pid 812, uid 1000), another user's sound server: left to it")
+    }
+
     @Test("the card a PCM name plays to, by index or id", arguments: [
         ("dmix:CARD=Intel,DEV=3", 0), ("plughw:CARD=DAC", 1), ("hw:1,0", 1), ("plughw:0", 0), ("dmix:CARD=\"DAC\",DEV=0", 1),
     ])

@@ -17,6 +17,12 @@ struct OutputOffer: Sendable, Equatable {
     /// ALSA card index by card id (`Intel` → 0), to match `dmix:CARD=Intel,…` to a server's
     /// `alsa.card`.
     var cardIndices: [String: Int] = [:]
+    /// Who has each card's playback devices open now (``CardHolders``), and this process's uid.
+    var holders: [Int: [CardHolder]] = [:]
+    var uid: UInt32 = 0
+    /// Cards another user's sound server held earlier in this process: its sink may be suspended
+    /// now (device closed), and the card is still its own.
+    var otherUsersServerCards: [Int: String] = [:]
 }
 
 /// One output a choice picks: its PCM, and the sink it plays to when it is a sink.
@@ -35,7 +41,8 @@ struct PickedOutput: Sendable, Equatable {
 /// - While a server answers, no card is opened by a selection: the cards it owns (any of its
 ///   sinks or cards names them) are kept awake through its sinks, and a card it does not list
 ///   yet is one it is about to claim (a USB DAC just plugged in). A card another program
-///   reserved is never opened.
+///   reserved is never opened, nor one another user's program has open or another user's sound
+///   server held (a system service beside a desktop user's server, whose bus it cannot reach).
 /// - While the server has not answered yet, no card is picked: it may own them all. A card a
 ///   server owned stays its own while the server is gone (a restart, a crash).
 ///
@@ -76,6 +83,12 @@ enum OutputPlanner {
             return "the sound server that owns card \(card) does not answer now: left to it"
         default:
             break
+        }
+        if let holder = offer.holders[card]?.first(where: { $0.uid != offer.uid }) {
+            return "card \(card) is open by \(holder), another user's program: left to it"
+        }
+        if let server = offer.otherUsersServerCards[card] {
+            return "card \(card) belongs to \(server), another user's sound server: left to it"
         }
         return reservation(pcm, in: offer)
     }

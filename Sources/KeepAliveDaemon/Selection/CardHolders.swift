@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A process that has a card's playback device open now.
+struct CardHolder: Sendable, Equatable, CustomStringConvertible {
+    var pid: Int32
+    var uid: UInt32
+    var command: String
+
+    /// Sound servers: a card such a process held stays its own while its device is closed (its
+    /// sink suspended).
+    static let servers: Set<String> = ["pulseaudio", "pipewire", "jackd", "jackdbus"]
+    var isSoundServer: Bool { Self.servers.contains(command) }
+
+    var description: String { "\(command) (pid \(pid), uid \(uid))" }
+}
+
+/// Who holds the cards' playback devices open, read from the kernel's `/proc/asound`: the one
+/// look that also sees programs of other users, whose session bus and sound server keepalived
+/// cannot reach (a system service beside a desktop user's PulseAudio).
+///
+/// ```swift
+/// let holders = CardHolders.scan()    // [0: [pulseaudio (pid 812, uid 1000)]]
+/// ```
+enum CardHolders {
+    /// Each card's holders, by card index, this process left out.
+    static func scan(proc: String = "/proc") -> [Int: [CardHolder]] {
+        var holders: [Int: [CardHolder]] = [:]
+        let me = getpid()
+        for (card, status) in substreamStatuses(in: proc + "/asound") {
+            // owner_pid is the thread that opened it: its process is the thread's Tgid.
+            guard let thread = ownerPID(status: status),
+                  let process = tgid(status: readFile("\(proc)/\(thread)/status") ?? ""), process != me else { continue }
+            var info = stat()
+            guard stat("\(proc)/\(process)", &info) == 0 else { continue }
+            let command = (readFile("\(proc)/\(process)/comm") ?? "?").trimmingTrailingNewline
+            let holder = CardHolder(pid: process, uid: info.st_uid, command: command)
+            if holders[card]?.contains(holder) != true { holders[card, default: []].append(holder) }
+        }
+        return holders
+    }
+
+    /// `owner_pid   : 812` in a substream's status; nil when it is closed.
+    static func ownerPID(status: String) -> Int32? {
+        field("owner_pid", in: status)
+    }
+
+    /// `Tgid:\t812` in a thread's /proc status.
+    static func tgid(status: String) -> Int32? {
+        field("Tgid", in: status)
+    }
+
+    private static func field(_ name: String, in text: String) -> Int32? {
+        for line in text.split(separator: "\n") where line.hasPrefix(name) {
+            let value = line.dropFirst(name.count).drop { $0 == " " || $0 == "\t" || $0 == ":" }
+            return Int32(value.prefix { $0.isNumber })
+        }
+        return nil
+    }
+
+    /// Every playback substream's status file (`card0/pcm3p/sub0/status`), with its card.
+    private static func substreamStatuses(in asound: String) -> [(Int, String)] {
+        var statuses: [(Int, String)] = []
+        for card in entries(asound) where card.hasPrefix("card") {
+            guard let index = Int(card.dropFirst(4)) else { continue }
+            for pcm in entries("\(asound)/\(card)") where pcm.hasPrefix("pcm") && pcm.hasSuffix("p") {
+                for sub in entries("\(asound)/\(card)/\(pcm)") where sub.hasPrefix("sub") {
+                    if let status = readFile("\(asound)/\(card)/\(pcm)/\(sub)/status") { statuses.append((index, status)) }
+                }
+            }
+        }
+        return statuses
+    }
+
+    private static func entries(_ directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            names.append(withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
+        }
+        return names
+    }
+
+    /// A small /proc file; nil when it cannot be read.
+    private static func readFile(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count >= 0 else { return nil }
+        return String(decoding: bytes.prefix(count), as: UTF8.self)
+    }
+}
+
+private extension String {
+    var trimmingTrailingNewline: String {
+        var text = self
+        while text.last == "\n" { text.removeLast() }
+        return text
+    }
+}
