@@ -2,6 +2,11 @@ import CALSA
 import KeepAlive
 import Logging
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Keeps the running outputs equal to what the options ask for: the named outputs, plus what the
 /// ``OutputChoice`` (`--all`, `--digital`, `--analog`, `--bluetooth`) picks from the cards and
@@ -34,6 +39,8 @@ final class OutputScanner: Sendable {
         var watcher: SinkWatcher?
         /// Why no server is watched, when none is.
         var unwatched = "no selection"
+        /// Cards another user's sound server was seen holding.
+        var otherUsersServerCards: [Int: String] = [:]
     }
 
     /// How long the first plan waits for the sound server's first answer: until it answers, no
@@ -71,8 +78,19 @@ final class OutputScanner: Sendable {
 
     /// What the machine offers now.
     func offer(_ hints: [ALSADevice]) -> OutputOffer {
-        OutputOffer(hints: hints, server: server, reservedCards: reservations?.reservedByOthers ?? [:],
-                    formerServerCards: formerServerCards, cardIndices: Self.cardIndices(hints))
+        let holders = CardHolders.scan()
+        let uid = getuid()
+        let otherServers = state.withLock { state in
+            for (card, list) in holders {
+                if let server = list.first(where: { $0.uid != uid && $0.isSoundServer }) {
+                    state.otherUsersServerCards[card] = server.description
+                }
+            }
+            return state.otherUsersServerCards
+        }
+        return OutputOffer(hints: hints, server: server, reservedCards: reservations?.reservedByOthers ?? [:],
+                           formerServerCards: formerServerCards, cardIndices: Self.cardIndices(hints),
+                           holders: holders, uid: uid, otherUsersServerCards: otherServers)
     }
 
     /// Drains the sink watcher's doorbell after its descriptor polled readable.
@@ -181,6 +199,9 @@ final class OutputScanner: Sendable {
         let next = planned()
         let current = manager.configuration
         guard next.devices != current.devices || next.outputSettings != current.outputSettings else { return false }
+        // Reservations first: a card is let go before it closes (a server that waits for the
+        // close then finds it free) and reserved before it opens.
+        reservations?.hold(cardsOpened(by: next.devices))
         // New PCMs may come from an edited configuration file, which opens would not see.
         ALSADevice.reloadConfiguration()
         do {

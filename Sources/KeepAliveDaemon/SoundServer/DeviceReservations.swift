@@ -49,6 +49,8 @@ final class DeviceReservations: @unchecked Sendable {
     /// outside the signal's callback.
     private var changedNames: [(card: Int, owner: String)] = []
     private var changed = false
+    /// Cards whose reservation another program took since the last ``process()``.
+    private var taken: [Int] = []
     /// Cards another program holds (its application's name), and cards given up on request.
     private let others = Mutex<Others>(Others())
 
@@ -60,8 +62,10 @@ final class DeviceReservations: @unchecked Sendable {
     /// One served reservation: its object's properties and its slot on the bus.
     private final class Held {
         let object: UnsafeMutablePointer<ka_reservation>
+        let card: Int
         var slot: OpaquePointer?
         init(_ reservations: DeviceReservations, card: Int, pcm: String) {
+            self.card = card
             object = .allocate(capacity: 1)
             object.initialize(to: ka_reservation(
                 application_name: strdup("keepalived"), application_device_name: strdup(pcm), priority: DeviceReservations.priority,
@@ -160,8 +164,11 @@ final class DeviceReservations: @unchecked Sendable {
             }
             if result == 0 { break }
         }
-        // Their callbacks have returned.
-        retired.removeAll()
+        let now = ContinuousClock.now
+        retired.removeAll { now - $0.since > Self.handOver }
+        let lost = taken
+        taken.removeAll()
+        for card in lost { onReleaseRequest?(card) }
         let names = changedNames
         changedNames.removeAll()
         for (card, owner) in names {
@@ -198,8 +205,10 @@ final class DeviceReservations: @unchecked Sendable {
     /// for.
     func hold(_ cards: [Int: String]) {
         for card in held.keys where cards[card] == nil { release(card) }
-        let taken = reservedByOthers
-        for (card, pcm) in cards where held[card] == nil && taken[card] == nil { reserve(card, pcm: pcm) }
+        let othersHold = reservedByOthers
+        for (card, pcm) in cards where held[card] == nil && othersHold[card] == nil { reserve(card, pcm: pcm) }
+        // The releases leave now, before the caller closes the cards.
+        sd_bus_flush(bus)
     }
 
     /// The cards keepalived holds now.
@@ -208,6 +217,8 @@ final class DeviceReservations: @unchecked Sendable {
     // MARK: - Private
 
     private func reserve(_ card: Int, pcm: String) {
+        // One object per path: a retired one for this card makes way.
+        retired.removeAll { $0.entry.card == card }
         let entry = Held(self, card: card, pcm: pcm)
         let exported = ka_bus_export_reservation(bus, &entry.slot, "\(Self.pathPrefix)\(card)", entry.object)
         guard exported >= 0 else {
@@ -227,32 +238,46 @@ final class DeviceReservations: @unchecked Sendable {
     }
 
     private func release(_ card: Int) {
-        guard held.removeValue(forKey: card) != nil else { return }
-        // Asynchronously: this may run inside a method call's callback.
+        guard held[card] != nil else { return }
+        retire(card)
         sd_bus_release_name_async(bus, nil, "\(Self.namePrefix)\(card)", nil, nil)
     }
 
     /// RequestRelease from another program; true once the card's outputs are closed.
     fileprivate func releaseRequested(card: Int, priority: Int32) -> Bool {
-        guard priority > Self.priority, held[card] != nil else { return false }
+        guard priority > Self.priority else { return false }
+        // Closed already, the name not let go yet (its release is on its way): nothing to close.
+        // A no here would make the asker give up the card for good (PulseAudio does).
+        guard held[card] != nil else { return true }
         logger.info("a program asked for a card keepalived holds: giving it up", metadata: ["card": "\(card)", "priority": "\(priority)"])
         others.withLock { $0.handedOver[card] = .now }
         onReleaseRequest?(card)
         // The object stays exported until this call has returned; the name goes now.
-        if let entry = held.removeValue(forKey: card) { retired.append(entry) }
+        retire(card)
         sd_bus_release_name_async(bus, nil, "\(Self.namePrefix)\(card)", nil, nil)
         changed = true
         return true
     }
-    private var retired: [Held] = []
+    /// Reservations let go, whose objects still answer for a while: a program may have asked
+    /// (RequestRelease) before the name's release reached the bus, and an object that is gone
+    /// answers UnknownObject, which PulseAudio takes as a no and then leaves the card alone.
+    private var retired: [(entry: Held, since: ContinuousClock.Instant)] = []
+
+    private func retire(_ card: Int) {
+        guard let entry = held.removeValue(forKey: card) else { return }
+        retired.append((entry, .now))
+    }
 
     private func ownerChanged(name: String, owner: String) {
         guard let card = Self.card(ofName: name) else { return }
         if owner == unique { return }
         if held[card] != nil, !owner.isEmpty {
-            // Taken without asking (ALLOW_REPLACEMENT lets it): the rescan closes the card.
-            logger.warning("a program took a card's reservation without asking: closing it", metadata: ["card": "\(card)"])
-            if let entry = held.removeValue(forKey: card) { retired.append(entry) }
+            // Taken without asking (ALLOW_REPLACEMENT lets it, and PulseAudio does): the new
+            // owner opens the card now, so it closes at once, not after a rescan's settling.
+            logger.notice("a program took a card's reservation without asking: closing it", metadata: ["card": "\(card)"])
+            retire(card)
+            others.withLock { $0.handedOver[card] = .now }
+            taken.append(card)
         }
         changedNames.append((card, owner))
         changed = true

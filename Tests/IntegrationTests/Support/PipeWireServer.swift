@@ -136,28 +136,12 @@ final class PipeWireServer: @unchecked Sendable {
     }
 
     /// Starts PipeWire's PulseAudio protocol server, as pipewire-pulse does (`pipewire -c
-    /// pipewire-pulse.conf`), from a private configuration: Debian 12's pipewire-pulse package
-    /// conflicts with pulseaudio, but the module it loads ships with libpipewire-0.3-modules.
+    /// pipewire-pulse.conf`), from the tests' own copy of that configuration
+    /// (Tests/Fixtures/pipewire-pulse): Debian 12's pipewire-pulse package conflicts with
+    /// pulseaudio, but the module it loads ships with libpipewire-0.3-modules.
     /// Returns once a libpulse client sees the sink.
     func startPulseServer() async throws {
-        let config = directory.appendingPathComponent("pipewire-pulse.conf")
-        try """
-            context.properties = { }
-            context.spa-libs = {
-                audio.convert.* = audioconvert/libspa-audioconvert
-                support.*       = support/libspa-support
-            }
-            context.modules = [
-                { name = libpipewire-module-rt flags = [ ifexists nofail ] }
-                { name = libpipewire-module-protocol-native }
-                { name = libpipewire-module-client-node }
-                { name = libpipewire-module-adapter }
-                { name = libpipewire-module-metadata }
-                { name = libpipewire-module-protocol-pulse args = { server.address = [ "unix:native" ] } }
-            ]
-            stream.properties = { }
-
-            """.write(to: config, atomically: true, encoding: .utf8)
+        let config = TestPaths.repositoryRoot.appendingPathComponent("Tests/Fixtures/pipewire-pulse/pipewire-pulse.conf")
         let server = try ChildProcess("pipewire", ["-c", config.path], environment: environment, directory: directory, label: "pipewire-pulse")
         pulseServer = server
         try await waitUntil("pipewire-pulse to show the sink", timeout: .seconds(10), every: .milliseconds(50)) {
