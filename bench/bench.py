@@ -643,7 +643,7 @@ def run_one(server, key, label, command, extra_env, seconds, warmup, log_dir):
     playing_at = None
     deadline = launched + PLAY_TIMEOUT
     while playing_at is None and time.monotonic() < deadline:
-        playing_at = server.wait_for(Server.playing(process.pid), min(0.2, max(0.0, deadline - time.monotonic())))
+        playing_at = server.wait_for(server.playing(process.pid), min(0.2, max(0.0, deadline - time.monotonic())))
         if playing_at is None and process.poll() is not None:
             break
     if playing_at is None:
@@ -670,7 +670,7 @@ def run_one(server, key, label, command, extra_env, seconds, warmup, log_dir):
         result["cpu_us_per_s"] = window["cpu_ns"] / 1e3 / window["seconds"]
         result["wakeups_per_s"] = window["switches"] / window["seconds"]
         result["threads"] = window["threads"]
-        still = server.wait_for(Server.playing(process.pid), 0)
+        still = server.wait_for(server.playing(process.pid), 0)
         if playing_at is not None and still is None:
             result["note"] = (result.get("note", "") + "; " if result.get("note") else "") + "not playing at the end of the window"
         signalled = time.monotonic()

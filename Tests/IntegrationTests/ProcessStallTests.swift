@@ -8,9 +8,9 @@ extension Integration {
         @Test("SIGSTOP for 3 s with a 2 s buffer: one underrun, recovered in place, playing within 1 s of SIGCONT")
         func stopAndContinue() async throws {
             let device = try FaultyDevice()
-            // The default 2 s buffer: the faulty device consumes in real time, so 3 s stopped
-            // runs it dry exactly once, about 1 s before SIGCONT.
-            let daemon = try device.launch("faulty")
+            // A 2 s buffer: the faulty device consumes in real time, so 3 s stopped runs it dry
+            // exactly once, about 1 s before SIGCONT.
+            let daemon = try device.launch("faulty", ["--buffer", "2"])
             try await daemon.waitForLog("playing")
             try await waitUntil("audio on the device", timeout: .seconds(5)) { device.eventCount("write") >= 1 }
 

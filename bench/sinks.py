@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Sink outputs: what `keepalived run --all` costs per sink it keeps awake through a sound server.
+
+A private PulseAudio, then PipeWire (with WirePlumber) behind its pulse server, each with 1 and
+then 3 sinks that carry a sound card's properties (so a selection picks them; a bare null sink is
+virtual and never picked). keepalived plays into each through ALSA's pulse plug-in
+(`pulse:DEVICE=<sink>`, one stream per sink); the yardstick is aplay with its fewest wakeups
+(4 s buffer, 2 s periods) on one such sink. Run through `bench/run --sinks`; it writes its own
+section of BENCHMARKS.md. Standard library only; the measuring is bench.py's.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import datetime
+import os
+import select
+import shlex
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+
+BEGIN_MARK = "<!-- bench/run --sinks results: begin (generated, do not edit by hand) -->"
+END_MARK = "<!-- bench/run --sinks results: end -->"
+PULSE_CONF = os.path.join(bench.ROOT, "Tests", "Fixtures", "pipewire-pulse", "pipewire-pulse.conf")
+
+# name, profile, card: the properties a card's sink has (Tests/IntegrationTests/SoundServerSinksTests).
+SINKS = [("tv", "hdmi-stereo", 5), ("speakers", "analog-stereo", 6), ("dac", "analog-stereo", 7)]
+
+
+def sink_module(name, profile, card):
+    props = (f"device.class=sound device.api=alsa alsa.card={card} device.profile.name={profile} "
+             f"device.description={name}")
+    return f"module-null-sink sink_name={name} sink_properties='{props}'"
+
+
+class SinksPulse(bench.PulseServer):
+    """PulseAudio with `count` card-like sinks; its state is theirs, not the null sink's."""
+    title = "PulseAudio"
+
+    def __init__(self, count):
+        super().__init__()
+        self.names = [s[0] for s in SINKS[:count]]
+        self.key = f"pulse-{count}"
+
+    def start(self):
+        self.env = bench.clean_env(XDG_RUNTIME_DIR=self.dir, HOME=self.dir,
+                                   PULSE_SERVER=f"unix:{self.dir}/pulse/native", PULSE_RUNTIME_PATH=f"{self.dir}/pulse")
+        self.command = ["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--log-target=stderr"]
+        for sink in SINKS[:len(self.names)]:
+            self.command += ["-L", sink_module(*sink)]
+        self.command += ["-L", "module-native-protocol-unix", "-L", "module-suspend-on-idle timeout=1"]
+        self.spawn("pulseaudio", self.command)
+        self.follow()
+
+    def follow(self):
+        deadline = time.monotonic() + 15
+        while self.query() is None:
+            if not self.alive()[0] or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.title} did not show its sinks; logs in {self.dir}")
+            time.sleep(0.05)
+        subscriber = self.spawn("pactl-subscribe", ["pactl", "subscribe"], stdout=subprocess.PIPE)
+        self.monitor = threading.Thread(target=self.watch, args=(subscriber,), daemon=True)
+        self.monitor.start()
+        if self.wait_for(lambda s: True, 5) is None:
+            raise RuntimeError(f"{self.title} monitor did not start")
+
+    def query(self):
+        sinks = bench.output(["pactl", "-f", "json", "list", "sinks"], env=self.env, timeout=5)
+        inputs = bench.output(["pactl", "-f", "json", "list", "sink-inputs"], env=self.env, timeout=5)
+        try:
+            sinks, inputs = json.loads(sinks), json.loads(inputs)
+        except (TypeError, ValueError):
+            return None
+        by_index = {s.get("index"): s.get("name") for s in sinks}
+        states = {s.get("name"): str(s.get("state", "")).lower() for s in sinks if s.get("name") in self.names}
+        if len(states) != len(self.names):
+            return None
+        streams = []
+        for item in inputs:
+            sink = by_index.get(item.get("sink"))
+            if sink not in self.names:
+                continue
+            pid = item.get("properties", {}).get("application.process.id")
+            streams.append({"pid": int(pid) if pid and pid.isdigit() else None, "sink": sink,
+                            "running": not item.get("corked", False)})
+        values = set(states.values())
+        overall = values.pop() if len(values) == 1 else "mixed"
+        return {"sink": overall, "streams": streams, "names": list(self.names)}
+
+    @staticmethod
+    def playing(pid):
+        """Every sink running, each with a running stream of the program's."""
+        def check(snapshot):
+            return snapshot["sink"] == "running" and all(
+                any(s["running"] and s["pid"] in (None, pid) and s["sink"] == name for s in snapshot["streams"])
+                for name in snapshot["names"])
+        return check
+
+
+class SinksPipeWirePulse(SinksPulse):
+    """PipeWire and WirePlumber, with PipeWire's pulse server (Tests/Fixtures/pipewire-pulse:
+    Debian 12's pipewire-pulse package conflicts with pulseaudio); the sinks made through it."""
+    title = "PipeWire (pulse server)"
+
+    def __init__(self, count):
+        super().__init__(count)
+        self.key = f"pipewire-{count}"
+
+    def start(self):
+        self.env = bench.clean_env(XDG_RUNTIME_DIR=self.dir, HOME=self.dir, PIPEWIRE_RUNTIME_DIR=self.dir,
+                                   PULSE_SERVER=f"unix:{self.dir}/pulse/native", PULSE_RUNTIME_PATH=f"{self.dir}/pulse")
+        bus = self.spawn("dbus-daemon", ["dbus-daemon", "--session", "--nofork", "--print-address"], stdout=subprocess.PIPE)
+        ready, _, _ = select.select([bus.stdout], [], [], 10)
+        address = bus.stdout.readline().decode().strip() if ready else ""
+        if not address:
+            raise RuntimeError("dbus-daemon printed no address")
+        self.env["DBUS_SESSION_BUS_ADDRESS"] = address
+        self.spawn("pipewire", ["pipewire"])
+        deadline = time.monotonic() + 10
+        while not os.path.exists(os.path.join(self.dir, "pipewire-0")):
+            if not self.alive()[0] or time.monotonic() > deadline:
+                raise RuntimeError(f"pipewire did not come up; log: {self.dir}/pipewire.log")
+            time.sleep(0.05)
+        self.spawn("wireplumber", ["wireplumber"])
+        self.spawn("pipewire-pulse", ["pipewire", "-c", PULSE_CONF])
+        deadline = time.monotonic() + 10
+        while bench.output(["pactl", "info"], env=self.env, timeout=2) is None:
+            if not self.alive()[0] or time.monotonic() > deadline:
+                raise RuntimeError(f"PipeWire's pulse server did not answer; logs in {self.dir}")
+            time.sleep(0.1)
+        for sink in SINKS[:len(self.names)]:
+            words = shlex.split(sink_module(*sink))
+            result = subprocess.run(["pactl", "load-module"] + words, env=self.env, capture_output=True, text=True, timeout=10)
+            if result.returncode != 0:
+                raise RuntimeError(f"pactl load-module {words[0]} failed: {result.stderr}")
+        self.follow()
+
+    def versions(self):
+        text = bench.output(["pipewire", "--version"]) or ""
+        return {"pipewire": bench.first_line(text)}
+
+
+def contenders(keepalived, count):
+    plural = "s" if count > 1 else ""
+    rows = [("keepalived", f"keepalived --all, {count} sink{plural}", [keepalived, "run", "--all"], {}),
+            # The buffer tuned aplay is given: what the default would cost at 4 s.
+            ("keepalived-4s", f"keepalived --all --buffer 4, {count} sink{plural}", [keepalived, "run", "--all", "--buffer", "4"], {})]
+    if count == 1:
+        rows.append(("aplay-tuned", "aplay (4 s buffer, 2 s period) on the sink",
+                     ["aplay", "-q", "-D", f"pulse:DEVICE={SINKS[0][0]}", "-t", "raw", "-f", "S16_LE", "-c", "1", "-r", "44100",
+                      "--buffer-time=4000000", "--period-time=2000000", "/dev/zero"], {}))
+    return rows
+
+
+def render(results, info):
+    lines = [f"Run {info['started']} → {info['finished']}, N = {info['seconds']:g} s per program, steady-state "
+             f"window from t = {info['warmup']:g} s to t = N.", "",
+             f"Command: `{info['command']}`", "",
+             f"Machine: {info['machine']}; load average at start {info['load_start']}, at end {info['load_end']}.", ""]
+    verdicts = []
+    for title, rows in results:
+        lines += [f"### {title}", "",
+                  "| program | sinks | launch→playing ms | CPU µs/s | per sink | wakeups/s | per sink | threads | RssAnon MB |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        baseline = next((r for r in rows if r["key"] == "aplay-tuned" and "error" not in r), None)
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r['label']} | {r['sinks']} | {r['error']} | | | | | | |")
+                continue
+            anon = bench.kb_to_mb(r.get("memory", {}).get("RssAnon"))
+            lines.append(f"| {r['label']} | {r['sinks']} | {r.get('launch_to_playing_ms', 0):.0f} | {r['cpu_us_per_s']:.1f} | "
+                         f"{r['cpu_us_per_s'] / r['sinks']:.1f} | {r['wakeups_per_s']:.2f} | {r['wakeups_per_s'] / r['sinks']:.2f} | "
+                         f"{r['threads']} | {anon:.2f} |")
+        lines.append("")
+        if baseline:
+            for r in rows:
+                if not r["key"].startswith("keepalived") or "error" in r:
+                    continue
+                wake = r["wakeups_per_s"] / r["sinks"] <= baseline["wakeups_per_s"]
+                cpu = r["cpu_us_per_s"] / r["sinks"] <= baseline["cpu_us_per_s"]
+                if r["key"] == "keepalived":
+                    verdicts.append((title, r["sinks"], wake, cpu))
+                lines.append(f"- {r['label']}, per sink against tuned aplay: wakeups "
+                             f"{r['wakeups_per_s'] / r['sinks']:.2f} vs {baseline['wakeups_per_s']:.2f} ({'MET' if wake else 'NOT MET'}), "
+                             f"CPU {r['cpu_us_per_s'] / r['sinks']:.1f} vs {baseline['cpu_us_per_s']:.1f} µs/s ({'MET' if cpu else 'NOT MET'})")
+            lines.append("")
+    met = verdicts and all(w and c for _, _, w, c in verdicts)
+    lines.append(f"Target (issue 25), for keepalived as it runs by default: per sink, wakeups and CPU no more than "
+                 f"tuned aplay's on the same server: **{'MET' if met else 'NOT MET'}** on every server and sink count "
+                 f"measured in this run.")
+    return "\n".join(lines) + "\n"
+
+
+def write_section(section):
+    text = open(bench.BENCHMARKS).read()
+    block = f"{BEGIN_MARK}\n{section}{END_MARK}"
+    if BEGIN_MARK in text and END_MARK in text:
+        start = text.index(BEGIN_MARK)
+        end = text.index(END_MARK) + len(END_MARK)
+        text = text[:start] + block + text[end:]
+    else:
+        text = text.rstrip("\n") + "\n\n## Sink outputs (`bench/run --sinks`)\n\n" + block + "\n"
+    with open(bench.BENCHMARKS, "w") as handle:
+        handle.write(text)
+
+
+def main():
+    parser = argparse.ArgumentParser(prog="bench/run --sinks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", "--seconds", type=float, default=float(os.environ.get("BENCH_SECONDS", 60)))
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--servers", default="pulse,pipewire", help="comma-separated: pulse,pipewire")
+    parser.add_argument("--keepalived", metavar="PATH", default=os.environ.get("BENCH_KEEPALIVED"))
+    parser.add_argument("--no-write", dest="write", action="store_false", help="print only")
+    args = parser.parse_args()
+    args.warmup = min(args.warmup, args.seconds / 2)
+    keepalived = os.path.abspath(args.keepalived) if args.keepalived else bench.build_keepalived()
+    os.sync()
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    log_dir = os.path.join(bench.OUT, f"sinks-{stamp}")
+    os.makedirs(log_dir, exist_ok=True)
+    started = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    def measure(key):
+        rows = []
+        title = None
+        for count in (1, 3):
+            server = SinksPulse(count) if key == "pulse" else SinksPipeWirePulse(count)
+            title = server.title
+            bench.log(f"starting {server.title} with {count} sink(s) in {server.dir}")
+            try:
+                server.start()
+                for program, label, command, extra in contenders(keepalived, count):
+                    bench.log(f"{server.title}: {label} for {args.seconds:g} s")
+                    result = bench.run_one(server, program, label, command, extra, args.seconds, args.warmup, log_dir)
+                    result["sinks"] = count
+                    rows.append(result)
+                    bench.log(f"  {result['error']}" if "error" in result
+                              else f"  {result['cpu_us_per_s']:.1f} µs/s, {result['wakeups_per_s']:.2f} wakeups/s")
+            finally:
+                server.stop()
+                server.cleanup()
+        return title, rows
+
+    # One server per core, side by side, as bench/run does: every figure is the program's own.
+    keys = [s.strip() for s in args.servers.split(",") if s.strip()]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(keys)) as pool:
+        results = list(pool.map(measure, keys))
+    info = {"started": started, "finished": datetime.datetime.now().astimezone().strftime("%H:%M:%S"),
+            "seconds": args.seconds, "warmup": args.warmup,
+            "command": "bench/run --sinks" + ("" if len(sys.argv) == 1 else " " + shlex.join(sys.argv[1:])),
+            "machine": bench.machine(), "load_start": load_start,
+            "load_end": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    section = render(results, info)
+    print(section)
+    with open(os.path.join(log_dir, "results.md"), "w") as handle:
+        handle.write(section)
+    if args.write:
+        write_section(section)
+        bench.log(f"wrote {os.path.relpath(bench.BENCHMARKS, bench.ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
