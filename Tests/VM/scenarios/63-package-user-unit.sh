@@ -20,6 +20,13 @@ manager() { [ "$(systemctl is-active user@$uid.service)" = active ] && [ -S $XDG
 vm_wait 60 manager
 vm_check user-manager "loginctl enable-linger: exit $rc; user@$uid.service $(systemctl is-active user@$uid.service) after $VM_WAITED s" manager
 
+# No sound server for this user, as this scenario means: this root enables PipeWire's and
+# PulseAudio's user sockets side by side (no real box has both), and a running WirePlumber
+# reserves the card (org.freedesktop.ReserveDevice1), which keepalived then leaves to it.
+servers="wireplumber.service pipewire.service pipewire.socket pulseaudio.service pulseaudio.socket"
+as_user systemctl --user stop $servers 2>/dev/null
+as_user systemctl --user mask $servers >/dev/null 2>&1
+
 device="hw:CARD=$(cat /proc/asound/card${VM_CARD_HDA:-0}/id),DEV=0"
 as_user mkdir -p /home/kaudio/.config/keepalived
 echo "KEEPALIVED_OPTIONS=\"--device $device\"" | as_user tee /home/kaudio/.config/keepalived/keepalived.conf >/dev/null

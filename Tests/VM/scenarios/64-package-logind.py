@@ -302,6 +302,12 @@ manager = vt.wait_until(lambda: vt.run(["systemctl", "is-active", f"user@{user_u
 vt.check("user-manager", manager, f"user@{user_uid}.service after {manager.seconds:.1f} s")
 if not (display and manager):
     vt.finish()
+# No sound server for this user, as this scenario means: this root enables PipeWire's and
+# PulseAudio's user sockets side by side (no real box has both), and a running WirePlumber
+# reserves the card (org.freedesktop.ReserveDevice1), which keepalived then leaves to it.
+SERVERS = ["wireplumber.service", "pipewire.service", "pipewire.socket", "pulseaudio.service", "pulseaudio.socket"]
+as_user(["systemctl", "--user", "stop", *SERVERS])
+as_user(["systemctl", "--user", "mask", *SERVERS])
 os.makedirs(f"/home/{USER}/.config/keepalived", exist_ok=True)
 with open(f"/home/{USER}/.config/keepalived/keepalived.conf", "w") as f:
     f.write(f'KEEPALIVED_OPTIONS="--device {device} --pause-when locked"\n')
