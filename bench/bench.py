@@ -356,6 +356,24 @@ class PulseServer(Server):
         return {"pulseaudio": first_line(output(["pulseaudio", "--version"]))}
 
 
+def start_pipewire_session(server):
+    """A private session bus, PipeWire and WirePlumber, in `server`'s directory and environment."""
+    bus = server.spawn("dbus-daemon", ["dbus-daemon", "--session", "--nofork", "--print-address"],
+                       stdout=subprocess.PIPE)
+    ready, _, _ = select.select([bus.stdout], [], [], 10)
+    address = bus.stdout.readline().decode().strip() if ready else ""
+    if not address:
+        raise RuntimeError("dbus-daemon printed no address")
+    server.env["DBUS_SESSION_BUS_ADDRESS"] = address
+    server.spawn("pipewire", ["pipewire"])
+    deadline = time.monotonic() + 10
+    while not os.path.exists(os.path.join(server.dir, "pipewire-0")):
+        if not server.alive()[0] or time.monotonic() > deadline:
+            raise RuntimeError(f"pipewire did not come up; log: {server.dir}/pipewire.log")
+        time.sleep(0.05)
+    server.spawn("wireplumber", ["wireplumber"])
+
+
 class PipeWireServer(Server):
     key = "pipewire"
     title = "PipeWire"
@@ -377,20 +395,7 @@ class PipeWireServer(Server):
                 handle.write(f'ctl_type.pipewire {{ lib "{ctl}" }}\n')
             handle.write(f"# from pipewire-alsa's 50-pipewire.conf\n{definition}")
         self.env = clean_env(XDG_RUNTIME_DIR=self.dir, HOME=self.dir, PIPEWIRE_RUNTIME_DIR=self.dir)
-        bus = self.spawn("dbus-daemon", ["dbus-daemon", "--session", "--nofork", "--print-address"],
-                         stdout=subprocess.PIPE)
-        ready, _, _ = select.select([bus.stdout], [], [], 10)
-        address = bus.stdout.readline().decode().strip() if ready else ""
-        if not address:
-            raise RuntimeError("dbus-daemon printed no address")
-        self.env["DBUS_SESSION_BUS_ADDRESS"] = address
-        self.spawn("pipewire", ["pipewire"])
-        deadline = time.monotonic() + 10
-        while not os.path.exists(os.path.join(self.dir, "pipewire-0")):
-            if not self.alive()[0] or time.monotonic() > deadline:
-                raise RuntimeError(f"pipewire did not come up; log: {self.dir}/pipewire.log")
-            time.sleep(0.05)
-        self.spawn("wireplumber", ["wireplumber"])
+        start_pipewire_session(self)
         monitor = self.spawn("pw-dump", ["pw-dump", "--monitor", "--no-colors"], stdout=subprocess.PIPE)
         self.monitor = threading.Thread(target=self.watch, args=(monitor,), daemon=True)
         self.monitor.start()

@@ -14,7 +14,6 @@ import concurrent.futures
 import json
 import datetime
 import os
-import select
 import shlex
 import subprocess
 import sys
@@ -114,19 +113,7 @@ class SinksPipeWirePulse(SinksPulse):
     def start(self):
         self.env = bench.clean_env(XDG_RUNTIME_DIR=self.dir, HOME=self.dir, PIPEWIRE_RUNTIME_DIR=self.dir,
                                    PULSE_SERVER=f"unix:{self.dir}/pulse/native", PULSE_RUNTIME_PATH=f"{self.dir}/pulse")
-        bus = self.spawn("dbus-daemon", ["dbus-daemon", "--session", "--nofork", "--print-address"], stdout=subprocess.PIPE)
-        ready, _, _ = select.select([bus.stdout], [], [], 10)
-        address = bus.stdout.readline().decode().strip() if ready else ""
-        if not address:
-            raise RuntimeError("dbus-daemon printed no address")
-        self.env["DBUS_SESSION_BUS_ADDRESS"] = address
-        self.spawn("pipewire", ["pipewire"])
-        deadline = time.monotonic() + 10
-        while not os.path.exists(os.path.join(self.dir, "pipewire-0")):
-            if not self.alive()[0] or time.monotonic() > deadline:
-                raise RuntimeError(f"pipewire did not come up; log: {self.dir}/pipewire.log")
-            time.sleep(0.05)
-        self.spawn("wireplumber", ["wireplumber"])
+        bench.start_pipewire_session(self)
         self.spawn("pipewire-pulse", ["pipewire", "-c", PULSE_CONF])
         deadline = time.monotonic() + 10
         while bench.output(["pactl", "info"], env=self.env, timeout=2) is None:
