@@ -93,7 +93,7 @@ extension Integration {
                 (["--output", "null --volume 0.9"], "output 'null': volume 0.9 is above its ceiling"),
                 (["--output", "null --max-level 0.1"], "output 'null': its max level 0.1 is above the global max level 0.05"),
                 (["--output", "null", "--output", "null --volume 0.02"], "--output 'null' is given twice"),
-                (["--output", "null --signal hum"], "--output 'null': --signal:"),
+                (["--output", "null --signal hum"], "--output 'null': The value 'hum' is invalid for '--signal <kind>': unknown signal 'hum'"),
                 (["--output", "null --clip /nonexistent.wav"], "--output 'null': clip:"),
             ] {
                 let result = try await runCommand(binary, ["run"] + arguments)

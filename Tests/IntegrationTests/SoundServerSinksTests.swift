@@ -29,6 +29,12 @@ extension Integration {
             return outputs
         }
 
+        /// The buffer an output opened with, in seconds.
+        static func bufferSeconds(_ output: [String: Any]?) -> Double? {
+            guard let frames = output?["bufferFrames"] as? Int, let rate = output?["rate"] as? Int, rate > 0 else { return nil }
+            return Double(frames) / Double(rate)
+        }
+
         /// A PulseAudio with the TV, the speakers and the Bluetooth speaker beside its null sink,
         /// once all four are suspended (devices closed: when keepalived used to take the card).
         static func desktopServer() async throws -> PulseAudioServer {
@@ -56,6 +62,9 @@ extension Integration {
             let status = Self.status(socket, server.environment)
             let outputs = Self.outputs(status)
             #expect(Set(outputs.keys) == ["pulse:DEVICE=tv", "pulse:DEVICE=speakers"], "\(status)")
+            // A sink asks for a 4 s buffer unless --buffer says otherwise: the plug-in's
+            // stream then wakes no more than tuned aplay's.
+            #expect(Self.bufferSeconds(outputs["pulse:DEVICE=tv"]).map { $0 >= 3.5 && $0 <= 4.5 } == true, "\(status)")
             #expect(outputs["pulse:DEVICE=tv"]?["sinkKind"] as? String == "HDMI/DisplayPort")
             #expect(outputs["pulse:DEVICE=speakers"]?["sinkKind"] as? String == "analog")
             #expect((outputs["pulse:DEVICE=tv"]?["server"] as? String)?.hasPrefix("pulseaudio") == true)
@@ -102,7 +111,7 @@ extension Integration {
             #expect(text.stdout.contains("not by --all: a Bluetooth sink: only with --bluetooth or by name"), "\(text.stdout)")
 
             let socket = server.directory.appendingPathComponent("k.sock").path
-            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--bluetooth", "--exclude", "Living-room*", "--socket", socket],
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--bluetooth", "--exclude", "Living-room*", "--buffer", "1", "--socket", socket],
                                           environment: server.environment, directory: server.directory, label: "keepalived")
             try await waitUntil("the speakers and the Bluetooth sink to run", timeout: .seconds(5)) {
                 let states = server.sinkStates()
@@ -110,6 +119,8 @@ extension Integration {
             }
             let outputs = Self.outputs(Self.status(socket, server.environment))
             #expect(Set(outputs.keys) == ["pulse:DEVICE=flip", "pulse:DEVICE=speakers"])
+            // --buffer given: it holds for the sinks too.
+            #expect(Self.bufferSeconds(outputs["pulse:DEVICE=speakers"]).map { $0 >= 0.8 && $0 <= 1.2 } == true, "\(outputs)")
             #expect(server.sinkStates()["tv"] == "SUSPENDED")
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")

@@ -1,4 +1,5 @@
 import Foundation
+import KeepAlive
 import Testing
 
 @testable import KeepAliveDaemon
@@ -55,7 +56,7 @@ struct OptionsFileMergeTests {
         let commandLine = ["-d", "hw:0", "--volume", "0.01", "--config", path]
         let options = try RunCommand.parse(commandLine).currentOptions(commandLine: commandLine)
         #expect(options.devices == ["hw:0", "hw:1"])
-        #expect(options.sound.volume == "0.02")
+        #expect(options.sound.volume == (try Level(parsing: "0.02")))
     }
 
     @Test("--socket, --config and --log-file are the command line's: a file that sets one is refused, naming itself")

@@ -162,3 +162,21 @@ struct BluetoothDefaultsTests {
         #expect(clip.signal == nil, "a clip given for the output is what it plays")
     }
 }
+
+@Suite("SinkDefaults: a sink's own buffer and, for Bluetooth, its own signal")
+struct SinkDefaultsTests {
+    @Test("a sink asks for a 4 s buffer; a Bluetooth one gets its signal too; a card-like kind gets nothing else")
+    func defaults() {
+        let hdmi = SinkDefaults.settings(for: .hdmi, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
+        #expect(hdmi == OutputSettings(bufferDuration: .seconds(4)))
+        let bluetooth = SinkDefaults.settings(for: .bluetooth, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
+        #expect(bluetooth.signal == BluetoothDefaults.signal && bluetooth.bufferDuration == .seconds(4))
+    }
+
+    @Test("--buffer (no sink buffer) and an output's own buffer win")
+    func userWins() {
+        #expect(SinkDefaults.settings(for: .analog, under: nil, buffer: nil, ceiling: .defaultCeiling) == OutputSettings())
+        let own = OutputSettings(bufferDuration: .seconds(1))
+        #expect(SinkDefaults.settings(for: .usb, under: own, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling).bufferDuration == .seconds(1))
+    }
+}

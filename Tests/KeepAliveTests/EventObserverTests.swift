@@ -87,7 +87,7 @@ struct EventObserverTests {
     func idleObserverNeverStallsPlayback() async throws {
         let device = "null"
         var configuration = KeepAliveConfiguration(devices: [device])
-        configuration.bufferDuration = .milliseconds(200)  // 50 ms periods: a fine-grained pace to measure
+        configuration.defaults.bufferDuration = .milliseconds(200)  // 50 ms periods: a fine-grained pace to measure
         let manager = try KeepAliveManager(configuration: configuration, logger: Support.quietLogger)
         let idle = manager.events  // never read
         let reader = EventRecorder(manager.events)

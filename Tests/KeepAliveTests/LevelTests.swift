@@ -22,7 +22,7 @@ struct LevelTests {
     @Test("a volume above the ceiling is refused, not clipped")
     func volumeAboveCeiling() throws {
         var configuration = KeepAliveConfiguration()
-        configuration.volume = try Level(linear: 0.5)
+        configuration.defaults.volume = try Level(linear: 0.5)
         #expect(throws: KeepAliveConfigurationError.volumeAboveCeiling(volume: try Level(linear: 0.5), ceiling: .defaultCeiling)) {
             try configuration.validate()
         }
@@ -34,8 +34,8 @@ struct LevelTests {
         #expect(throws: Never.self) { try KeepAliveConfiguration(devices: []).validate() }
         #expect(throws: KeepAliveConfigurationError.duplicateDevice("a")) { try KeepAliveConfiguration(devices: ["a", "a"]).validate() }
         #expect(throws: KeepAliveConfigurationError.emptyDeviceName) { try KeepAliveConfiguration(devices: [""]).validate() }
-        #expect(throws: KeepAliveConfigurationError.periodsOutOfRange(1)) { try KeepAliveConfiguration(periodsPerBuffer: 1).validate() }
-        #expect(throws: KeepAliveConfigurationError.bufferOutOfRange(.seconds(60))) { try KeepAliveConfiguration(bufferDuration: .seconds(60)).validate() }
+        #expect(throws: KeepAliveConfigurationError.periodsOutOfRange(1)) { try KeepAliveConfiguration(defaults: OutputConfiguration(periodsPerBuffer: 1)).validate() }
+        #expect(throws: KeepAliveConfigurationError.bufferOutOfRange(.seconds(60))) { try KeepAliveConfiguration(defaults: OutputConfiguration(bufferDuration: .seconds(60))).validate() }
     }
 }
 

@@ -11,7 +11,7 @@ struct LibraryHygieneTests {
         let before = Self.alsaErrorHandler()
         _ = ALSADevice.playbackDevices()
         var configuration = KeepAliveConfiguration(devices: ["keepalive_no_such_pcm"])
-        configuration.retry = RetryPolicy(initialDelay: .milliseconds(5), maximumDelay: .milliseconds(10))
+        configuration.defaults.retry = RetryPolicy(initialDelay: .milliseconds(5), maximumDelay: .milliseconds(10))
         let manager = try KeepAliveManager(configuration: configuration, logger: Logger(label: "test"))
         manager.start()
         let deadline = ContinuousClock.now + .seconds(5)

@@ -5,7 +5,7 @@ import Testing
 @Suite("Settings of one output")
 struct OutputSettingsTests {
     static func configuration() throws -> KeepAliveConfiguration {
-        var configuration = KeepAliveConfiguration(devices: ["tv", "dac"], volume: try Level(parsing: "0.01"))
+        var configuration = KeepAliveConfiguration(devices: ["tv", "dac"], defaults: OutputConfiguration(volume: try Level(parsing: "0.01")))
         configuration.outputSettings["dac"] = OutputSettings(signal: .sine(frequency: 30), volume: try Level(parsing: "-50dB"))
         return configuration
     }
@@ -15,11 +15,22 @@ struct OutputSettingsTests {
         let configuration = try Self.configuration()
         let dac = configuration.configuration(for: "dac")
         let quiet = try Level(parsing: "-50dB")
-        #expect(dac.signal == .sine(frequency: 30) && dac.volume == quiet && dac.devices == ["dac"])
-        #expect(dac.ceiling == configuration.ceiling && dac.outputSettings.isEmpty)
+        #expect(dac.signal == .sine(frequency: 30) && dac.volume == quiet)
+        #expect(dac.ceiling == configuration.defaults.ceiling && dac.bufferDuration == configuration.defaults.bufferDuration)
         let tv = configuration.configuration(for: "tv")
-        #expect(tv.signal == .clip && tv.volume == configuration.volume)
+        #expect(tv.signal == .clip && tv.volume == configuration.defaults.volume)
         try configuration.validate()
+    }
+
+    @Test("an output's own buffer applies to it alone and is checked like the defaults'")
+    func buffer() throws {
+        var configuration = try Self.configuration()
+        configuration.outputSettings["tv"] = OutputSettings(bufferDuration: .seconds(4))
+        #expect(configuration.configuration(for: "tv").bufferDuration == .seconds(4))
+        #expect(configuration.configuration(for: "dac").bufferDuration == .seconds(2))
+        try configuration.validate()
+        configuration.outputSettings["tv"] = OutputSettings(bufferDuration: .seconds(11))
+        #expect(throws: KeepAliveConfigurationError.bufferOutOfRange(.seconds(11))) { try configuration.validate() }
     }
 
     @Test("the configuration's ceiling stays a ceiling: an output may lower it, never raise it or play above it")
@@ -27,7 +38,7 @@ struct OutputSettingsTests {
         var configuration = try Self.configuration()
         configuration.outputSettings["dac"] = OutputSettings(ceiling: try Level(parsing: "0.1"))
         let (high, low, middle) = (try Level(parsing: "0.1"), try Level(parsing: "0.015"), try Level(parsing: "0.02"))
-        #expect(throws: KeepAliveConfigurationError.outputCeilingAboveCeiling(device: "dac", ceiling: high, limit: configuration.ceiling)) {
+        #expect(throws: KeepAliveConfigurationError.outputCeilingAboveCeiling(device: "dac", ceiling: high, limit: configuration.defaults.ceiling)) {
             try configuration.validate()
         }
         configuration.outputSettings["dac"] = OutputSettings(volume: try Level(parsing: "0.02"), ceiling: try Level(parsing: "0.015"))
@@ -52,7 +63,7 @@ struct OutputSettingsTests {
         #expect(manager.snapshot.outputs.first { $0.device == "tv" }?.volume == tvLevel)
         // A change of everyone's level reaches the output without its own level only.
         var louder = manager.configuration
-        louder.volume = try Level(parsing: "0.02")
+        louder.defaults.volume = try Level(parsing: "0.02")
         #expect(try manager.reconfigure(louder).updatedInPlace == ["tv"])
     }
 }

@@ -148,7 +148,7 @@ struct ServiceTests {
     @Test("a missing device is ridden out, never thrown; shutdown still returns within 100 ms")
     func missingDeviceIsNotAnError() async throws {
         var configuration = KeepAliveConfiguration(devices: ["hw:CARD=NoSuchCard,DEV=0"])
-        configuration.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50))
+        configuration.defaults.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50))
         let keepAlive = try KeepAliveService(configuration: configuration, logger: Support.quietLogger)
         let events = EventRecorder(keepAlive.manager.events)
         let group = ServiceGroup(services: [keepAlive], logger: Support.quietLogger)
@@ -165,8 +165,8 @@ struct ServiceTests {
     @Test("an invalid configuration is a typed error from the initializer", arguments: [
         (KeepAliveConfiguration(devices: []), KeepAliveConfigurationError.noDevices),
         (KeepAliveConfiguration(devices: ["a", "a"]), .duplicateDevice("a")),
-        (KeepAliveConfiguration(volume: Level(uncheckedLinear: 0.5)), .volumeAboveCeiling(volume: Level(uncheckedLinear: 0.5), ceiling: .defaultCeiling)),
-        (KeepAliveConfiguration(retry: RetryPolicy(initialDelay: .zero)), .invalidRetryPolicy),
+        (KeepAliveConfiguration(defaults: OutputConfiguration(volume: Level(uncheckedLinear: 0.5))), .volumeAboveCeiling(volume: Level(uncheckedLinear: 0.5), ceiling: .defaultCeiling)),
+        (KeepAliveConfiguration(defaults: OutputConfiguration(retry: RetryPolicy(initialDelay: .zero))), .invalidRetryPolicy),
     ])
     func invalidConfiguration(_ configuration: KeepAliveConfiguration, _ error: KeepAliveConfigurationError) {
         #expect(throws: error) { try KeepAliveService(configuration: configuration, logger: Support.quietLogger) }

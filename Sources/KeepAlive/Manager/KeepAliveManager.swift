@@ -93,7 +93,7 @@ public final class KeepAliveManager: Sendable {
     ///
     /// ```swift
     /// let snapshot = manager.snapshot
-    /// print(snapshot.state, snapshot.outputs.map(\.device), snapshot.configuration.volume)
+    /// print(snapshot.state, snapshot.outputs.map(\.device), snapshot.configuration.defaults.volume)
     /// ```
     public var snapshot: KeepAliveSnapshot {
         // Each record's own lock is taken inside the manager's: nothing takes them the other way.
@@ -162,7 +162,7 @@ public final class KeepAliveManager: Sendable {
                 return (shared.configuration, shared.records)
             }
             guard let (configuration, records) = started else { return }
-            logger.info("starting", metadata: ["devices": "\(configuration.devices.joined(separator: ","))", "volume": "\(configuration.volume)", "ceiling": "\(configuration.ceiling)"])
+            logger.info("starting", metadata: ["devices": "\(configuration.devices.joined(separator: ","))", "volume": "\(configuration.defaults.volume)", "ceiling": "\(configuration.defaults.ceiling)"])
             broadcaster.publish(.started)
             // A paused output starts held: it opens when the last reason holding it is resumed.
             for record in records where record.snapshot.state == .starting {

@@ -44,7 +44,7 @@ public struct KeepAliveService: Service, Sendable {
     ///
     /// ```swift
     /// var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"])
-    /// configuration.volume = try Level(parsing: "-40dB")
+    /// configuration.defaults.volume = try Level(parsing: "-40dB")
     /// let keepAlive = try KeepAliveService(configuration: configuration, logger: logger)
     /// ```
     ///

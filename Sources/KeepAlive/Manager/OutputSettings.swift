@@ -1,6 +1,6 @@
-/// What one output plays instead of its configuration's own settings: another signal, clip,
-/// level, ceiling or schedule (keepalived's `--output 'NAME OPTIONS…'`). A setting left nil is
-/// the configuration's.
+/// What one output plays instead of its configuration's defaults: another signal, clip, level,
+/// ceiling, schedule or buffer (keepalived's `--output 'NAME OPTIONS…'`). A setting left nil is
+/// the defaults'.
 ///
 /// ```swift
 /// var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0", "plughw:CARD=DAC"])
@@ -8,7 +8,7 @@
 /// try configuration.validate()
 /// ```
 ///
-/// The configuration's ``KeepAliveConfiguration/ceiling`` stays a ceiling for every output: an
+/// The defaults' ``OutputConfiguration/ceiling`` stays a ceiling for every output: an
 /// output's own ``ceiling`` may only lower it, and its ``volume`` may not exceed either.
 public struct OutputSettings: Sendable, Equatable {
     /// The signal this output plays.
@@ -21,17 +21,21 @@ public struct OutputSettings: Sendable, Equatable {
     public var ceiling: Level?
     /// This output's play/pause schedule.
     public var schedule: PlaySchedule?
+    /// This output's device buffer (a sound server's stream is cheaper with a longer one).
+    public var bufferDuration: Duration?
 
     /// Settings for one output; every argument left out is the configuration's.
     ///
     /// ```swift
     /// let quiet = OutputSettings(volume: try Level(parsing: "-60dB"))
     /// ```
-    public init(signal: KeepAliveSignal? = nil, clip: Clip? = nil, volume: Level? = nil, ceiling: Level? = nil, schedule: PlaySchedule? = nil) {
+    public init(signal: KeepAliveSignal? = nil, clip: Clip? = nil, volume: Level? = nil, ceiling: Level? = nil, schedule: PlaySchedule? = nil,
+                bufferDuration: Duration? = nil) {
         self.signal = signal
         self.clip = clip
         self.volume = volume
         self.ceiling = ceiling
         self.schedule = schedule
+        self.bufferDuration = bufferDuration
     }
 }

@@ -32,7 +32,7 @@ final class PlaybackLoop: @unchecked Sendable {
     let device: String
     /// The configuration in force, confined to the playback thread once it runs; ``apply(_:)``
     /// hands it a new one through `pending`.
-    var configuration: KeepAliveConfiguration
+    var configuration: OutputConfiguration
     let report: @Sendable (PlaybackReport) -> Void
     let doorbell = Doorbell()
     private var thread: JoinableThread?
@@ -48,7 +48,7 @@ final class PlaybackLoop: @unchecked Sendable {
     /// stay a small DMA buffer.
     static let maximumRingSeconds = 4
 
-    init(device: String, configuration: KeepAliveConfiguration, report: @escaping @Sendable (PlaybackReport) -> Void) {
+    init(device: String, configuration: OutputConfiguration, report: @escaping @Sendable (PlaybackReport) -> Void) {
         self.device = device
         self.configuration = configuration
         self.report = report
@@ -66,14 +66,14 @@ final class PlaybackLoop: @unchecked Sendable {
 
     /// A configuration handed over by ``apply(_:)``, taken by the playback thread between two
     /// writes: the stream stays open and the new loop follows the old one without a gap.
-    private let pending = Locked<KeepAliveConfiguration?>(nil)
+    private let pending = Locked<OutputConfiguration?>(nil)
     /// Bumped by ``apply(_:)``: the playback thread checks this counter, not the lock, each time
     /// round its loop.
     private let pendingGeneration = Atomic<Int>(0)
 
     /// Hands a new clip, level or ceiling to the running thread (see `KeepAliveManager.reconfigure`).
     /// Buffer settings take effect at the next open.
-    func apply(_ configuration: KeepAliveConfiguration) {
+    func apply(_ configuration: OutputConfiguration) {
         pending.withLock { $0 = configuration }
         pendingGeneration.add(1, ordering: .releasing)
         doorbell.ring()

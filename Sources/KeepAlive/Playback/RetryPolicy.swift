@@ -7,7 +7,7 @@
 ///
 /// ```swift
 /// var configuration = KeepAliveConfiguration()
-/// configuration.retry = RetryPolicy(maximumDelay: .seconds(5))
+/// configuration.defaults.retry = RetryPolicy(maximumDelay: .seconds(5))
 /// ```
 public struct RetryPolicy: Sendable, Equatable {
     /// The delay before the first retry.

@@ -16,7 +16,7 @@ public enum KeepAliveSignal: Sendable, Hashable, CustomStringConvertible {
     /// The embedded or given WAV clip, looped at the volume (the seed's behaviour, the default).
     ///
     /// ```swift
-    /// let configuration = KeepAliveConfiguration(clip: try Clip(contentsOfFile: "blip.wav"))  // played by .clip
+    /// let configuration = KeepAliveConfiguration(defaults: OutputConfiguration(clip: try Clip(contentsOfFile: "blip.wav")))  // played by .clip
     /// ```
     case clip
     /// Digital zeros: a running stream with nothing in it, for devices that only need a stream.

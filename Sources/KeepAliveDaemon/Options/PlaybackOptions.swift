@@ -43,8 +43,8 @@ struct PlaybackOptions: ParsableArguments {
     @Option(name: .customLong("retry-max"), help: ArgumentHelp("Longest wait between two attempts to reopen a lost device, in seconds.", valueName: "seconds"))
     var retryMax: Double = 2
 
-    @Option(name: .customLong("buffer"), help: ArgumentHelp("Device buffer to ask for, in seconds.", valueName: "seconds"))
-    var bufferSeconds: Double = 2
+    @Option(name: .customLong("buffer"), help: ArgumentHelp("Device buffer to ask for, in seconds (default 2; 4 for a sound server's sink).", valueName: "seconds"))
+    var bufferSeconds: Double?
 
     @Flag(name: .customLong("no-ring-loop"), help: ArgumentHelp(
         "Stream to every output, even where the hardware could loop its ring buffer on its own (hw:, plughw:, hdmi: over a card): the device is then not held by the ring loop's settings, at the cost of a wakeup about once a second."))
@@ -65,7 +65,8 @@ struct PlaybackOptions: ParsableArguments {
 
     /// The outputs picked besides the named ones; the patterns are checked by ``validate()``.
     var choice: OutputChoice {
-        OutputChoice(selection: selection, bluetooth: bluetooth, exclusions: (try? exclusions) ?? [], allowExclusive: exclusive)
+        OutputChoice(selection: selection, bluetooth: bluetooth, exclusions: (try? exclusions) ?? [], allowExclusive: exclusive,
+                     sinkBuffer: bufferSeconds == nil ? SinkDefaults.buffer : nil)
     }
 
     /// `--linger`'s duration, checked by ``validate()``.
@@ -103,7 +104,7 @@ struct PlaybackOptions: ParsableArguments {
         guard retryMax.isFinite, retryMax >= 0.05, retryMax <= 3600 else {
             throw ValidationError("--retry-max must be between 0.05 and 3600 seconds, not \(retryMax)")
         }
-        guard bufferSeconds.isFinite, bufferSeconds >= 0.02, bufferSeconds <= 10 else {
+        if let bufferSeconds, !(bufferSeconds.isFinite && bufferSeconds >= 0.02 && bufferSeconds <= 10) {
             throw ValidationError("--buffer must be between 0.02 and 10 seconds, not \(bufferSeconds)")
         }
         _ = try checkedLinger
@@ -116,7 +117,7 @@ struct PlaybackOptions: ParsableArguments {
     }
 
     /// One `--output 'NAME OPTIONS…'`: the name, and the settings its options give over `base`.
-    static func output(_ spec: String, over base: KeepAliveConfiguration) throws -> (String, OutputSettings) {
+    static func output(_ spec: String, over base: OutputConfiguration) throws -> (String, OutputSettings) {
         guard let words = OptionsFile.split(spec), let name = words.first, !name.hasPrefix("-") else {
             throw CleanExit.failure("--output '\(spec)': give the output's PCM name first, then its options (--output 'hw:CARD=DAC --volume -50dB')", code: SysExit.usage)
         }
@@ -137,21 +138,15 @@ struct PlaybackOptions: ParsableArguments {
     /// picks is added by ``OutputScanner``. Exits with the sysexits code that fits a bad clip or
     /// bad level: 64 for options, 65 for an undecodable WAV, 66 for an unreadable file.
     func makeConfiguration() throws -> KeepAliveConfiguration {
-        var configuration = KeepAliveConfiguration()
-        configuration.allowsRingLoop = !noRingLoop
+        var defaults = OutputConfiguration(allowsRingLoop: !noRingLoop)
+        defaults.retry.maximumDelay = .milliseconds(Int64(retryMax * 1000))
+        if let bufferSeconds { defaults.bufferDuration = .milliseconds(Int64(bufferSeconds * 1000)) }
+        if let seed { defaults.seed = seed }
+        defaults = defaults.applying(try sound.settings(over: defaults))
         let named = namedDevices
-        configuration.devices = named.isEmpty && choice.isEmpty ? ["default"] : named
-        configuration.retry.maximumDelay = .milliseconds(Int64(retryMax * 1000))
-        configuration.bufferDuration = .milliseconds(Int64(bufferSeconds * 1000))
-        if let seed { configuration.seed = seed }
-        let global = try sound.settings(over: configuration)
-        configuration.signal = global.signal ?? configuration.signal
-        configuration.clip = global.clip ?? configuration.clip
-        configuration.volume = global.volume ?? configuration.volume
-        configuration.ceiling = global.ceiling ?? configuration.ceiling
-        configuration.schedule = global.schedule
+        var configuration = KeepAliveConfiguration(devices: named.isEmpty && choice.isEmpty ? ["default"] : named, defaults: defaults)
         for spec in outputSpecs {
-            let (name, settings) = try Self.output(spec, over: configuration)
+            let (name, settings) = try Self.output(spec, over: defaults)
             guard configuration.outputSettings[name] == nil else {
                 throw CleanExit.failure("--output '\(name)' is given twice", code: SysExit.usage)
             }

@@ -12,8 +12,8 @@ import KeepAlive
 struct SoundOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "What to play: clip (the default), zero, fluctuate, sine, white, pink, brown or open-only (sine:440 and fluctuate:25 set the frequency).",
-        valueName: "kind"))
-    var signal: String?
+        valueName: "kind"), transform: { try KeepAliveSignal(parsing: $0) })
+    var signal: KeepAliveSignal?
 
     @Option(help: ArgumentHelp("Frequency of sine (Hz, default 1) or pulses per second of fluctuate (default 50).", valueName: "hz"))
     var frequency: Double?
@@ -29,11 +29,11 @@ struct SoundOptions: ParsableArguments {
 
     // Unconditional: a level in decibels starts with a minus sign ("--volume -40dB"), which
     // would otherwise be read as an unknown option.
-    @Option(parsing: .unconditional, help: ArgumentHelp("Level of the clip: a fraction of full scale or decibels (-40dB); default 0.01.", valueName: "level"))
-    var volume: String?
+    @Option(parsing: .unconditional, help: ArgumentHelp("Level of the clip: a fraction of full scale or decibels (-40dB); default 0.01.", valueName: "level"), transform: { try Level(parsing: $0) })
+    var volume: Level?
 
-    @Option(name: .customLong("max-level"), parsing: .unconditional, help: ArgumentHelp("Ceiling no output sample may exceed (fraction or dB); default 0.05.", valueName: "level"))
-    var maxLevel: String?
+    @Option(name: .customLong("max-level"), parsing: .unconditional, help: ArgumentHelp("Ceiling no output sample may exceed (fraction or dB); default 0.05.", valueName: "level"), transform: { try Level(parsing: $0) })
+    var maxLevel: Level?
 
     @Option(help: ArgumentHelp("WAV file to loop instead of the embedded clip.", valueName: "path"))
     var clip: String?
@@ -45,34 +45,26 @@ struct SoundOptions: ParsableArguments {
         guard clip == nil || clipBase64 == nil else {
             throw ValidationError("--clip and --clip-base64 are mutually exclusive")
         }
-        for (option, text) in [("--volume", volume), ("--max-level", maxLevel)] {
-            guard let text else { continue }
-            do { _ = try Level(parsing: text) } catch { throw ValidationError("\(option): \(error)") }
-        }
     }
 
     /// The settings these options give, over `base`: a `--frequency` alone retunes the base's
     /// signal, a `--fade` alone the base's schedule. Exits with the sysexits code that fits:
     /// 64 for options, 65 for an undecodable WAV, 66 for an unreadable file.
-    func settings(over base: KeepAliveConfiguration) throws -> OutputSettings {
+    func settings(over base: OutputConfiguration) throws -> OutputSettings {
         var settings = OutputSettings()
         if signal != nil || frequency != nil {
-            do {
-                var parsed = try signal.map { try KeepAliveSignal(parsing: $0) } ?? base.signal
-                if let frequency {
-                    switch parsed {
-                    case .sine: parsed = .sine(frequency: frequency)
-                    case .fluctuate: parsed = .fluctuate(perSecond: frequency)
-                    default: throw CleanExit.failure("--frequency applies to sine and fluctuate, not \(parsed.name)", code: SysExit.usage)
-                    }
+            var parsed = signal ?? base.signal
+            if let frequency {
+                switch parsed {
+                case .sine: parsed = .sine(frequency: frequency)
+                case .fluctuate: parsed = .fluctuate(perSecond: frequency)
+                default: throw CleanExit.failure("--frequency applies to sine and fluctuate, not \(parsed.name)", code: SysExit.usage)
                 }
-                settings.signal = parsed
-            } catch let error as KeepAliveSignalError {
-                throw CleanExit.failure("--signal: \(error)", code: SysExit.usage)
             }
+            settings.signal = parsed
         }
-        settings.volume = try volume.map { try Self.level("--volume", $0) }
-        settings.ceiling = try maxLevel.map { try Self.level("--max-level", $0) }
+        settings.volume = volume
+        settings.ceiling = maxLevel
         let fadeDuration = fade.map { Duration.milliseconds(Int64($0 * 1000)) }
         if let fade, !(fade.isFinite && fade >= 0 && fade <= 86400) {
             throw CleanExit.failure("--fade must be finite, positive seconds (at most a day)", code: SysExit.usage)
@@ -112,9 +104,5 @@ struct SoundOptions: ParsableArguments {
                 throw CleanExit.failure("clip: \(error)", code: SysExit.dataError)
             }
         }
-    }
-
-    private static func level(_ option: String, _ text: String) throws -> Level {
-        do { return try Level(parsing: text) } catch { throw CleanExit.failure("\(option): \(error)", code: SysExit.usage) }
     }
 }

@@ -20,8 +20,13 @@ final class SystemdNotifier {
     let watchdogInterval: Duration?
     /// How long a playback thread may go without reporting before it counts as wedged: it reports
     /// at least once per write while streaming, once per retry while waiting, once per health
-    /// check in a ring loop (the manager allows for that).
-    let responsiveness: Duration
+    /// check in a ring loop (the manager allows for that). The longest buffer counts: outputs
+    /// come and go with a selection, and a sink's buffer is longer than a card's.
+    var responsiveness: Duration {
+        let configuration = manager.configuration
+        let buffers = configuration.devices.map { configuration.configuration(for: $0).bufferDuration }
+        return max(buffers.max() ?? .zero, configuration.defaults.bufferDuration, configuration.defaults.retry.maximumDelay) + .seconds(1)
+    }
     /// What a selection that found nothing waits for ("output", "digital output").
     let awaited: () -> String
     let logger: Logger
@@ -35,8 +40,6 @@ final class SystemdNotifier {
         self.manager = manager
         self.awaited = awaited
         self.logger = logger
-        let configuration = manager.configuration
-        responsiveness = max(configuration.bufferDuration, configuration.retry.maximumDelay) + .seconds(1)
         // libsystemd ignores a WATCHDOG_PID that names another process: a watchdog inherited
         // from a parent is not this process's to feed. Here and in sd_notify the environment
         // stays as it is (unset_environment 0): unsetenv is not safe while other threads (the

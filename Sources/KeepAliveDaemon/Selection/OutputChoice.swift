@@ -16,6 +16,9 @@ struct OutputChoice: Sendable, Equatable {
     var exclusions: [OutputExclusion] = []
     /// Take a card device without a dmix form through plughw (`--exclusive`).
     var allowExclusive = false
+    /// The buffer a sound server's sink asks for unless its `--output` gives one; nil when
+    /// `--buffer` was given, which then holds for every output.
+    var sinkBuffer: Duration? = SinkDefaults.buffer
 
     /// Whether anything is chosen besides named outputs.
     var isEmpty: Bool { selection == nil && !bluetooth }

@@ -16,8 +16,8 @@ import Musl
 /// untouched.
 ///
 /// The one place where the options' configuration becomes the manager's: at start, on reload and
-/// on every rescan, ``planned(_:choice:)`` adds the picks and each Bluetooth sink's own signal
-/// to the same base. Cards another program reserved (``DeviceReservations``) are left to it,
+/// on every rescan, ``planned(_:choice:)`` adds the picks and each sink's own buffer and
+/// Bluetooth signal (``SinkDefaults``, ``BluetoothDefaults``) to the same base. Cards another program reserved (``DeviceReservations``) are left to it,
 /// the named ones too, until it lets go.
 ///
 /// ```swift
@@ -152,8 +152,10 @@ final class OutputScanner: Sendable {
             }
         }
         if let view = server.view {
-            for device in configuration.devices where view.sink(forPCM: device)?.kind == .bluetooth {
-                configuration.outputSettings[device] = BluetoothDefaults.settings(under: configuration.outputSettings[device], ceiling: configuration.ceiling)
+            for device in configuration.devices {
+                guard let sink = view.sink(forPCM: device) else { continue }
+                configuration.outputSettings[device] = SinkDefaults.settings(
+                    for: sink.kind, under: configuration.outputSettings[device], buffer: choice.sinkBuffer, ceiling: configuration.defaults.ceiling)
             }
         }
         return configuration
