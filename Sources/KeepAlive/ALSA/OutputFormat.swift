@@ -26,6 +26,12 @@ public struct OutputFormat: Sendable, Equatable, CustomStringConvertible {
         self.periodFrames = periodFrames
     }
 
+    /// Whether frames rendered for `other` play here unchanged: the same sample format, rate and
+    /// channels (buffer and period may differ).
+    func carriesSameFrames(as other: OutputFormat) -> Bool {
+        sampleFormat == other.sampleFormat && sampleRate == other.sampleRate && channels == other.channels
+    }
+
     /// Bytes in one interleaved frame.
     public var bytesPerFrame: Int { sampleFormat.bytesPerSample * channels }
 

@@ -147,3 +147,19 @@ final class PCMDevice {
     /// Stops at once, discarding what is queued: a keep-alive never drains.
     func drop() { snd_pcm_drop(pcm) }
 }
+
+extension PCMDevice {
+    /// Turns what poll reported on this PCM's descriptors into the stream error it stands for;
+    /// nil when there is none.
+    func streamError(fromEvents events: Int32) -> Int32? {
+        if events < 0 { return events }
+        guard events & Int32(POLLERR | POLLHUP | POLLNVAL) != 0 else { return nil }
+        switch state {
+        case SND_PCM_STATE_XRUN: return -EPIPE
+        case SND_PCM_STATE_SUSPENDED: return -ESTRPIPE
+        case SND_PCM_STATE_DISCONNECTED: return -ENODEV
+        case SND_PCM_STATE_OPEN, SND_PCM_STATE_SETUP: return -EBADFD
+        default: return events & Int32(POLLHUP) != 0 ? -ENOTCONN : -EIO
+        }
+    }
+}

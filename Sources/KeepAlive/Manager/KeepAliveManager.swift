@@ -23,31 +23,16 @@ public final class KeepAliveManager: Sendable {
 
     /// State read by any thread; the records inside carry their own locks.
     struct Shared {
-        var isOn = true
-        var running = false
-        var configuration: KeepAliveConfiguration
+        /// Every decision: which outputs loop, which are held, what a call changes.
+        var machine: ManagerStateMachine
         /// One per configured device, in configuration order.
         var records: [OutputRecord]
-        /// Reasons that hold every output closed (``pause(_:)``).
-        var pauses: Set<PauseReason> = []
-        /// Reasons that hold one output closed (``pause(_:output:)``), by device.
-        var outputPauses: [String: Set<PauseReason>] = [:]
-
-        /// The strongest reason that holds `device` closed, `nil` when it may play.
-        func hold(on device: String) -> PauseReason? {
-            pauses.union(outputPauses[device] ?? []).min()
-        }
-
-        /// The state a (re)started output begins in.
-        func initialState(of device: String) -> KeepAliveState {
-            hold(on: device).map { .paused($0) } ?? .starting
-        }
     }
 
     let shared: Locked<Shared>
-    /// The running loops by device; only ``start()``, ``stop()`` and ``reconfigure(_:)`` touch
-    /// them, one at a time. Kept apart from `shared` because stopping joins threads that report
-    /// through it.
+    /// The running loops by device; only ``perform(_:loops:)`` touches them, under this lock, so
+    /// lifecycle calls run one at a time. Kept apart from `shared` because stopping joins threads
+    /// that report through it.
     private let loops = Locked<[String: PlaybackLoop]>([:])
 
     /// Creates a stopped manager.
@@ -60,7 +45,7 @@ public final class KeepAliveManager: Sendable {
         try configuration.validate()
         self.logger = logger
         let records = configuration.devices.map { OutputRecord(device: $0, volume: configuration.configuration(for: $0).volume, state: .stopped) }
-        shared = Locked(Shared(isOn: isOn, configuration: configuration, records: records))
+        shared = Locked(Shared(machine: ManagerStateMachine(configuration: configuration, isOn: isOn), records: records))
     }
 
     deinit {
@@ -68,19 +53,16 @@ public final class KeepAliveManager: Sendable {
     }
 
     /// The validated configuration the manager plays.
-    public var configuration: KeepAliveConfiguration { shared.withLock { $0.configuration } }
+    public var configuration: KeepAliveConfiguration { shared.withLock { $0.machine.outputs.configuration } }
 
     /// The gate. While off, ``start()`` does nothing; turning it off stops playback.
     public var isOn: Bool {
-        get { shared.withLock { $0.isOn } }
-        set {
-            shared.withLock { $0.isOn = newValue }
-            if !newValue { stop() }
-        }
+        get { shared.withLock { $0.machine.outputs.isOn } }
+        set { decide { $0.gate(newValue) } }
     }
 
     /// Whether the manager was started and not stopped since.
-    public var isRunning: Bool { shared.withLock { $0.running } }
+    public var isRunning: Bool { shared.withLock { $0.machine.isRunning } }
 
     /// The overall state: ``KeepAliveState/playing`` when every output plays, otherwise the state
     /// of the first output that does not. See ``KeepAliveSnapshot/state``.
@@ -98,7 +80,7 @@ public final class KeepAliveManager: Sendable {
     public var snapshot: KeepAliveSnapshot {
         // Each record's own lock is taken inside the manager's: nothing takes them the other way.
         shared.withLock { shared in
-            KeepAliveSnapshot(isRunning: shared.running, configuration: shared.configuration, outputs: shared.records.map(\.snapshot))
+            KeepAliveSnapshot(isRunning: shared.machine.isRunning, configuration: shared.machine.outputs.configuration, outputs: shared.records.map(\.snapshot))
         }
     }
 
@@ -109,7 +91,7 @@ public final class KeepAliveManager: Sendable {
     /// if manager.isResponsive(within: .seconds(3)) { notifyWatchdog() }
     /// ```
     public func isResponsive(within interval: Duration) -> Bool {
-        let (running, records) = shared.withLock { ($0.running, $0.records) }
+        let (running, records) = shared.withLock { ($0.machine.isRunning, $0.records) }
         guard running else { return true }
         let now = ContinuousClock.now
         return records.allSatisfy { record in
@@ -118,7 +100,7 @@ public final class KeepAliveManager: Sendable {
                 if fields.status.state.pauseReason != nil { return true }
                 // A ring loop reports at its health checks only: that is its pulse.
                 let allowed = fields.status.mode == .ringLoop && fields.status.state == .playing
-                    ? interval + PlaybackLoop.healthCheckInterval : interval
+                    ? interval + RingLoopPlayback.healthCheckInterval : interval
                 return fields.heartbeat.duration(to: now) <= allowed
             }
         }
@@ -152,43 +134,13 @@ public final class KeepAliveManager: Sendable {
     /// Starts playing on every output, if the gate is on and not already started. Returns at
     /// once; watch ``state`` or ``events`` for the outputs opening.
     public func start() {
-        loops.withLock { loops in
-            let started = shared.withLock { shared -> (KeepAliveConfiguration, [OutputRecord])? in
-                guard shared.isOn, !shared.running else { return nil }
-                shared.running = true
-                shared.records = shared.configuration.devices.map {
-                    OutputRecord(device: $0, volume: shared.configuration.configuration(for: $0).volume, state: shared.initialState(of: $0))
-                }
-                return (shared.configuration, shared.records)
-            }
-            guard let (configuration, records) = started else { return }
-            logger.info("starting", metadata: ["devices": "\(configuration.devices.joined(separator: ","))", "volume": "\(configuration.defaults.volume)", "ceiling": "\(configuration.defaults.ceiling)"])
-            broadcaster.publish(.started)
-            // A paused output starts held: it opens when the last reason holding it is resumed.
-            for record in records where record.snapshot.state == .starting {
-                let loop = makeLoop(record, configuration)
-                loops[record.device] = loop
-                loop.start()
-            }
-        }
+        decide { $0.start() }
     }
 
     /// Stops every output: streams are dropped at once, threads joined. Returns when playback has
     /// ended (well under 100 ms).
     public func stop() {
-        loops.withLock { loops in
-            // Running with no loop is possible: every output paused, or a selection found none.
-            guard isRunning else { return }
-            for loop in loops.values { loop.stopAndJoin() }
-            loops = [:]
-            let records = shared.withLock { shared -> [OutputRecord] in
-                shared.running = false
-                return shared.records
-            }
-            for record in records { record.fields.withLock { $0.status.state = .stopped } }
-            logger.info("stopped")
-            broadcaster.publish(.stopped)
-        }
+        decide { $0.stop() }
     }
 
     /// Applies a new configuration to a running (or stopped) manager.
@@ -207,49 +159,7 @@ public final class KeepAliveManager: Sendable {
     @discardableResult
     public func reconfigure(_ configuration: KeepAliveConfiguration) throws(KeepAliveConfigurationError) -> Reconfiguration {
         try configuration.validate()
-        return loops.withLock { loops in
-            let (old, running) = shared.withLock { ($0.configuration, $0.running) }
-            guard old != configuration else { return .unchanged }
-            var outcome = Reconfiguration()
-            let oldDevices = Set(old.devices)
-            let newDevices = Set(configuration.devices)
-            outcome.removed = old.devices.filter { !newDevices.contains($0) }
-            outcome.added = configuration.devices.filter { !oldDevices.contains($0) }
-            // Each output compares what it plays itself: another output's settings leave it alone.
-            outcome.updatedInPlace = configuration.devices.filter {
-                oldDevices.contains($0) && old.configuration(for: $0) != configuration.configuration(for: $0)
-            }
-
-            for device in outcome.removed {
-                loops.removeValue(forKey: device)?.stopAndJoin()
-            }
-            let previous = shared.withLock { $0.records }
-            var records: [OutputRecord] = []
-            var fresh: [OutputRecord] = []
-            for device in configuration.devices {
-                if let existing = previous.first(where: { $0.device == device }) {
-                    existing.fields.withLock { $0.status.volume = configuration.configuration(for: device).volume }
-                    records.append(existing)
-                } else {
-                    let state = running ? shared.withLock { $0.initialState(of: device) } : .stopped
-                    let record = OutputRecord(device: device, volume: configuration.configuration(for: device).volume, state: state)
-                    records.append(record)
-                    fresh.append(record)
-                }
-            }
-            shared.withLock {
-                $0.configuration = configuration
-                $0.records = records
-            }
-            guard running else { return outcome }
-            for device in outcome.updatedInPlace { loops[device]?.apply(configuration.configuration(for: device)) }
-            for record in fresh where record.snapshot.state == .starting {
-                let loop = makeLoop(record, configuration)
-                loops[record.device] = loop
-                loop.start()
-            }
-            return outcome
-        }
+        return decide { $0.reconfigure(configuration) }
     }
 
     /// Holds every output closed for `reason` until ``resume(_:)`` with the same reason: each
@@ -301,51 +211,92 @@ public final class KeepAliveManager: Sendable {
     /// ```swift
     /// if manager.pauses.contains(.sleep) { print("sleeping") }
     /// ```
-    public var pauses: Set<PauseReason> { shared.withLock { $0.pauses } }
+    public var pauses: Set<PauseReason> { shared.withLock { $0.machine.outputs.pauses } }
 
     private func setPause(_ reason: PauseReason, on device: String?, holding: Bool) {
+        decide { holding ? $0.pause(reason, output: device) : $0.resume(reason, output: device) }
+    }
+
+    /// Takes one decision of the state machine and performs it, under the lifecycle lock: calls
+    /// that start, stop or reconfigure run one at a time.
+    @discardableResult
+    private func decide(_ event: (inout ManagerStateMachine) -> ManagerStateMachine.Action) -> Reconfiguration {
         loops.withLock { loops in
-            let change = shared.withLock { shared -> (running: Bool, configuration: KeepAliveConfiguration, records: [(OutputRecord, PauseReason?)])? in
-                let changed: Bool
-                if let device {
-                    var reasons = shared.outputPauses[device] ?? []
-                    changed = holding ? reasons.insert(reason).inserted : reasons.remove(reason) != nil
-                    shared.outputPauses[device] = reasons.isEmpty ? nil : reasons
-                } else {
-                    changed = holding ? shared.pauses.insert(reason).inserted : shared.pauses.remove(reason) != nil
-                }
-                guard changed else { return nil }
-                let affected = shared.records.filter { device == nil || $0.device == device }
-                return (shared.running, shared.configuration, affected.map { ($0, shared.hold(on: $0.device)) })
-            }
-            guard let change else { return }
-            var metadata: Logger.Metadata = ["reason": "\(reason)"]
-            if let device { metadata["device"] = "\(device)" }
-            logger.notice(holding ? "paused" : "resumed", metadata: metadata)
-            broadcaster.publish(holding ? .paused(device: device, reason: reason) : .resumed(device: device, reason: reason))
-            guard change.running else { return }
-            for (record, hold) in change.records {
-                if let hold {
-                    loops.removeValue(forKey: record.device)?.stopAndJoin()
-                    Self.handle(.state(.paused(hold)), record: record, logger: logger, broadcaster: broadcaster)
-                } else if loops[record.device] == nil {
-                    Self.handle(.state(.starting), record: record, logger: logger, broadcaster: broadcaster)
-                    let loop = makeLoop(record, change.configuration)
-                    loops[record.device] = loop
-                    loop.start()
-                }
-            }
+            guard case .perform(let plan) = shared.withLock({ event(&$0.machine) }) else { return .unchanged }
+            perform(plan, loops: &loops)
+            return plan.reconfiguration
         }
     }
 
-    /// The loop reports to its record, the logger and the broadcaster, never to the manager:
-    /// no reference back (a `weak self` here left a weak-reference side table that LeakSanitizer
-    /// reported whenever the manager outlived its loops), and nothing to load atomically per
-    /// period. The manager's `deinit` joins every loop before these go away.
-    private func makeLoop(_ record: OutputRecord, _ configuration: KeepAliveConfiguration) -> PlaybackLoop {
-        PlaybackLoop(device: record.device, configuration: configuration.configuration(for: record.device)) { [logger, broadcaster, record] report in
-            Self.handle(report, record: record, logger: logger, broadcaster: broadcaster)
+    /// Does what a plan says, in its order; the one place loops are started.
+    private func perform(_ plan: ManagerStateMachine.Plan, loops: inout [String: PlaybackLoop]) {
+        for device in plan.stop { loops.removeValue(forKey: device)?.stopAndJoin() }
+        let (records, outputs) = shared.withLock { shared -> ([OutputRecord], ManagerStateMachine.Outputs) in
+            let configuration = shared.machine.outputs.configuration
+            switch plan.records {
+            case .renew?:
+                shared.records = configuration.devices.map {
+                    OutputRecord(device: $0, volume: configuration.configuration(for: $0).volume, state: shared.machine.initialState(of: $0))
+                }
+            case .follow?:
+                let previous = Dictionary(shared.records.map { ($0.device, $0) }) { first, _ in first }
+                shared.records = configuration.devices.map { device in
+                    let volume = configuration.configuration(for: device).volume
+                    guard let existing = previous[device] else {
+                        return OutputRecord(device: device, volume: volume, state: shared.machine.initialState(of: device))
+                    }
+                    existing.fields.withLock { $0.status.volume = volume }
+                    return existing
+                }
+            case nil:
+                break
+            }
+            return (shared.records, shared.machine.outputs)
         }
+        if plan.markStopped {
+            for record in records { record.fields.withLock { $0.status.state = .stopped } }
+        }
+        if let event = plan.event { announce(event, outputs) }
+        let byDevice = Dictionary(records.map { ($0.device, $0) }) { first, _ in first }
+        for change in plan.states {
+            guard let record = byDevice[change.device] else { continue }
+            Self.handle(.state(change.state), record: record, logger: logger, broadcaster: broadcaster)
+        }
+        for device in plan.apply { loops[device]?.apply(outputs.configuration.configuration(for: device)) }
+        for device in plan.start {
+            guard let record = byDevice[device] else { continue }
+            // The loop reports to its record, the logger and the broadcaster, never to the
+            // manager: no reference back (a `weak self` here left a weak-reference side table
+            // that LeakSanitizer reported whenever the manager outlived its loops), and nothing
+            // to load atomically per period. `deinit` joins every loop before these go away.
+            let loop = PlaybackLoop(device: device, configuration: outputs.configuration.configuration(for: device)) {
+                [logger, broadcaster, record] report in
+                Self.handle(report, record: record, logger: logger, broadcaster: broadcaster)
+            }
+            loops[device] = loop
+            loop.start()
+        }
+    }
+
+    /// Logs a lifecycle event once and publishes it.
+    private func announce(_ event: KeepAliveEvent, _ outputs: ManagerStateMachine.Outputs) {
+        switch event {
+        case .started:
+            let configuration = outputs.configuration
+            logger.info("starting", metadata: [
+                "devices": "\(configuration.devices.joined(separator: ","))",
+                "volume": "\(configuration.defaults.volume)", "ceiling": "\(configuration.defaults.ceiling)",
+            ])
+        case .stopped:
+            logger.info("stopped")
+        case .paused(let device, let reason), .resumed(let device, let reason):
+            var metadata: Logger.Metadata = ["reason": "\(reason)"]
+            if let device { metadata["device"] = "\(device)" }
+            if case .paused = event { logger.notice("paused", metadata: metadata) } else { logger.notice("resumed", metadata: metadata) }
+        default:
+            break
+        }
+        broadcaster.publish(event)
     }
 
     /// Runs on a playback thread: updates the record, logs changes once, publishes events.

@@ -21,37 +21,28 @@ enum PlaybackReport: Sendable {
 
 /// One output's playback thread: open, play, recover, reopen, until stopped.
 ///
-/// The thread's I/O lives here and in the three ways of playing (``stream(_:_:)``,
-/// ``loopRing(_:_:)``, ``holdOpen(_:_:)``); every decision about faults is the
-/// ``RecoveryStateMachine``'s, every decision about when to write the ``StreamPacer``'s.
+/// Opening, negotiating and recovering live here; playing lives in the three ways of playing
+/// (``StreamPlayback``, ``RingLoopPlayback``, ``HoldOpenPlayback``), which see this loop only as
+/// their ``PlaybackContext``. Every decision about faults is the ``RecoveryStateMachine``'s,
+/// every decision about when to write the ``StreamPacer``'s.
 ///
 /// Concurrency: everything but `doorbell`, `pending` and `thread` is confined to the playback
 /// thread once it runs. `doorbell` and `pending` are thread-safe. `thread` is written by
 /// `start()` and read by `join()`, both called by the owning manager under its lifecycle lock.
-final class PlaybackLoop: @unchecked Sendable {
+final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     let device: String
     /// The configuration in force, confined to the playback thread once it runs; ``apply(_:)``
     /// hands it a new one through `pending`.
     var configuration: OutputConfiguration
-    let report: @Sendable (PlaybackReport) -> Void
+    private let reporter: @Sendable (PlaybackReport) -> Void
     let doorbell = Doorbell()
     private var thread: JoinableThread?
     let clock = ContinuousClock()
 
-    /// How often a device that plays on its own (a ring loop, a device held open) is checked.
-    /// A minute: the check is the ring loop's one wakeup of its own (the watchdog's ping, every
-    /// 30 s under the units, is the other), and a DMA ring does not stall unnoticed by the
-    /// kernel, which reports a suspend, an unplug or a stop on the descriptor at once.
-    static let healthCheckInterval: Duration = .seconds(60)
-    /// The longest ring a ring loop asks for, in seconds of audio: long enough that a device
-    /// that cannot switch its period interrupts off wakes the kernel rarely, short enough to
-    /// stay a small DMA buffer.
-    static let maximumRingSeconds = 4
-
     init(device: String, configuration: OutputConfiguration, report: @escaping @Sendable (PlaybackReport) -> Void) {
         self.device = device
         self.configuration = configuration
-        self.report = report
+        self.reporter = report
     }
 
     /// Starts the thread; a thread that cannot be started is reported as a fault of the output.
@@ -87,18 +78,9 @@ final class PlaybackLoop: @unchecked Sendable {
 
     // MARK: - The playback thread
 
-    /// How one open ended.
-    enum Outcome {
-        case stopped
-        /// The state machine decided: close, wait, open again.
-        case reopen(after: Duration)
-        /// A new configuration wants the device opened differently: close and open at once.
-        case reconfigure
-    }
-
-    var machine = RecoveryStateMachine(retry: RetryPolicy(), seed: 1)
+    private var machine = RecoveryStateMachine(retry: RetryPolicy(), seed: 1)
     /// Notices cards and sound servers appearing; made when the thread starts.
-    var watcher: DeviceWatcher?
+    private var watcher: DeviceWatcher?
     /// Whether a sound server may be behind the open device. Not for one that plays straight to
     /// a card: a PulseAudio starting at login (its socket appearing) must not reopen it.
     private var serverMayBeBehind = true
@@ -106,7 +88,7 @@ final class PlaybackLoop: @unchecked Sendable {
 
     /// The frames for the current configuration, rendered for `renderedFor`; reused across
     /// opens in the same format.
-    var source: (any FrameSource)?
+    private var source: (any FrameSource)?
     private var renderedFor: OutputFormat?
     private var rendered = false
 
@@ -116,7 +98,7 @@ final class PlaybackLoop: @unchecked Sendable {
         self.watcher = watcher
         defer { self.watcher = nil }
         report(.state(.starting))
-        var outcome = Outcome.reconfigure
+        var outcome = PlaybackOutcome.reconfigure
         while !doorbell.isRaised {
             if case .reopen(let delay) = outcome, waitToReopen(after: delay) { break }
             takePendingConfiguration()
@@ -130,7 +112,7 @@ final class PlaybackLoop: @unchecked Sendable {
     /// Opens the device, decides how to play, plays until stopped or lost; the device is closed
     /// before returning (a retry opens a fresh handle, and a hardware device is free for others
     /// meanwhile).
-    private func openAndPlay() -> Outcome {
+    private func openAndPlay() -> PlaybackOutcome {
         let pcm: PCMDevice
         do { pcm = try PCMDevice(name: device) } catch { return openFailed(error) }
         defer {
@@ -150,7 +132,7 @@ final class PlaybackLoop: @unchecked Sendable {
             return openFailed(error)
         }
         // A format other than the last one rendered for is worth announcing again.
-        let formatChanged = renderedFor.map { $0.sampleFormat != negotiation.sampleFormat || $0.sampleRate != negotiation.rate || $0.channels != negotiation.channels } ?? false
+        let formatChanged = renderedFor.map { !$0.carriesSameFrames(as: negotiation.provisionalFormat) } ?? false
         if let failed = renderIfNeeded(for: negotiation.provisionalFormat) { return failed }
         // Read once the parameters are chosen: a plug PCM inserts its conversions then.
         let chain = pcm.chain
@@ -163,10 +145,15 @@ final class PlaybackLoop: @unchecked Sendable {
             return openFailed(error)
         }
         if machine.opened() == .announceOpen || formatChanged { report(.opened(format, mode)) }
-        switch mode {
-        case .openOnly: return holdOpen(pcm, format)
-        case .ringLoop: return loopRing(pcm, format)
-        case .stream: return stream(pcm, format)
+        switch (mode, source) {
+        case (.ringLoop, let source?):
+            var playback = RingLoopPlayback(pcm: pcm, format: format, source: source)
+            return playback.play(in: self)
+        case (.stream, let source?):
+            var playback = StreamPlayback(pcm: pcm, format: format, source: source)
+            return playback.play(in: self)
+        case (.openOnly, _), (_, nil):
+            return HoldOpenPlayback(pcm: pcm, format: format).play(in: self)
         }
     }
 
@@ -184,7 +171,7 @@ final class PlaybackLoop: @unchecked Sendable {
             case .anyLength: 1
             case .none: nil
             }
-            if let cycle, let format = try negotiation.commitRing(cycleFrames: cycle, maximumFrames: negotiation.rate * Self.maximumRingSeconds) {
+            if let cycle, let format = try negotiation.commitRing(cycleFrames: cycle, maximumFrames: negotiation.rate * RingLoopPlayback.maximumRingSeconds) {
                 try pcm.configureRingLoop(bufferFrames: format.bufferFrames)
                 return (format, .ringLoop)
             }
@@ -197,11 +184,8 @@ final class PlaybackLoop: @unchecked Sendable {
 
     /// Renders the current configuration's signal for `format`: once per open in a new format
     /// or per reload, never while playing steadily. Returns an outcome when it cannot.
-    private func renderIfNeeded(for format: OutputFormat) -> Outcome? {
-        if rendered, let renderedFor, renderedFor.sampleFormat == format.sampleFormat,
-           renderedFor.sampleRate == format.sampleRate, renderedFor.channels == format.channels {
-            return nil
-        }
+    private func renderIfNeeded(for format: OutputFormat) -> PlaybackOutcome? {
+        if rendered, let renderedFor, renderedFor.carriesSameFrames(as: format) { return nil }
         do {
             try render(for: format)
             return nil
@@ -211,7 +195,7 @@ final class PlaybackLoop: @unchecked Sendable {
         }
     }
 
-    func render(for format: OutputFormat) throws(KeepAliveSignalError) {
+    private func render(for format: OutputFormat) throws(KeepAliveSignalError) {
         source = try makeFrameSource(
             signal: configuration.signal, clip: configuration.clip, format: format, volume: configuration.volume,
             ceiling: configuration.ceiling, schedule: configuration.schedule, seed: configuration.seed)
@@ -219,37 +203,26 @@ final class PlaybackLoop: @unchecked Sendable {
         renderedFor = format
     }
 
-    /// What another thread asked of an open stream, looked at each time round a mode's loop.
-    enum Request {
-        /// Stop: the stream is dropped already.
-        case stop
-        /// A new configuration, rendered for the open format.
-        case reloaded(any FrameSource)
-        /// The open must end this way (the new signal cannot play here, or needs another open).
-        case end(Outcome)
-    }
-
     /// A stop, or a configuration handed over by ``apply(_:)`` and rendered for `format` (a reload
     /// allocates here, once, never in the steady state); nil when there is neither.
-    func pendingRequest(_ pcm: PCMDevice, _ format: OutputFormat) -> Request? {
+    func pendingRequest(_ pcm: PCMDevice, _ format: OutputFormat) -> PlaybackRequest? {
         if doorbell.isRaised {
             pcm.drop()
             return .stop
         }
         guard hasPendingConfiguration, takePendingConfiguration() else { return nil }
         do { try render(for: format) } catch { return .end(lose(.unknown, "\(error)")) }
-        // Open-only now: the device is opened again for it.
-        guard let next = source else { return .end(.reconfigure) }
+        guard let next = source else { return .writesNothing }
         return .reloaded(next)
     }
 
     /// Whether a configuration handed over by ``apply(_:)`` waits to be taken.
-    var hasPendingConfiguration: Bool { pendingGeneration.load(ordering: .relaxed) != seenGeneration }
+    private var hasPendingConfiguration: Bool { pendingGeneration.load(ordering: .relaxed) != seenGeneration }
 
     /// Takes a configuration handed over by ``apply(_:)``; true if there was one. The signal is
     /// rendered again at the next open, or by the caller for an open stream.
     @discardableResult
-    func takePendingConfiguration() -> Bool {
+    private func takePendingConfiguration() -> Bool {
         let generation = pendingGeneration.load(ordering: .acquiring)
         guard generation != seenGeneration else { return false }
         seenGeneration = generation
@@ -260,7 +233,7 @@ final class PlaybackLoop: @unchecked Sendable {
         return true
     }
 
-    private func openFailed(_ error: ALSAError) -> Outcome {
+    private func openFailed(_ error: ALSAError) -> PlaybackOutcome {
         var code = error.code
         var message = error.description
         // A card this process may not open looks missing to alsa-lib: say what is really wrong.
@@ -272,14 +245,40 @@ final class PlaybackLoop: @unchecked Sendable {
         return perform(machine.openFailed(code, message: message, seen: watcher?.take() ?? [], at: clock.now))
     }
 
-    /// The device must be closed and opened again.
-    func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant? = nil) -> Outcome {
+    // MARK: - What a way of playing may ask (PlaybackContext)
+
+    var watcherDescriptor: Int32 { watcher?.descriptor ?? -1 }
+
+    func report(_ report: PlaybackReport) {
+        reporter(report)
+    }
+
+    func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant?) -> PlaybackOutcome {
         perform(machine.lost(reason, message, since: since, seen: seenWhileOpen(), at: clock.now))
+    }
+
+    func flowing() {
+        perform(machine.flowing(at: clock.now))
+    }
+
+    func recover(_ pcm: PCMDevice, code: Int32, operation: String, dryAt: ContinuousClock.Instant?, restarted: inout Bool) -> PlaybackOutcome? {
+        let action = machine.streamFailed(
+            code, message: ALSAError(code: code, operation: operation).description, dryAt: dryAt, seen: seenWhileOpen(), at: clock.now)
+        return repair(pcm, action, restarted: &restarted)
+    }
+
+    func prepareFailed(_ code: Int32) -> PlaybackOutcome {
+        perform(machine.repairFailed(code, message: ALSAError(code: code, operation: "prepare").description, at: clock.now))
+    }
+
+    func sawWhilePlaying() -> PlaybackOutcome? {
+        let action = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
+        return action == .none ? nil : perform(action)
     }
 
     /// What the watcher saw that concerns the open device: a sound server's socket only when a
     /// server may be behind it.
-    func seenWhileOpen() -> DeviceChanges {
+    private func seenWhileOpen() -> DeviceChanges {
         let seen = watcher?.take() ?? []
         return serverMayBeBehind ? seen : seen.subtracting(.server)
     }
@@ -287,7 +286,7 @@ final class PlaybackLoop: @unchecked Sendable {
     /// Reports what an action says and turns it into an outcome for the actions that end an
     /// open (an in-place repair is the caller's to carry out, see ``repair(_:_:restarted:)``).
     @discardableResult
-    func perform(_ action: RecoveryStateMachine.Action) -> Outcome {
+    private func perform(_ action: RecoveryStateMachine.Action) -> PlaybackOutcome {
         switch action {
         case .none, .announceOpen:
             return .reconfigure
@@ -335,12 +334,12 @@ final class PlaybackLoop: @unchecked Sendable {
     /// Carries out an in-place repair the state machine asked for. Returns nil when the stream
     /// goes on (`restarted` tells whether it starts again from an empty buffer), or the outcome
     /// when the device must be reopened.
-    func repair(_ pcm: PCMDevice, _ action: RecoveryStateMachine.Action, restarted: inout Bool) -> Outcome? {
+    private func repair(_ pcm: PCMDevice, _ action: RecoveryStateMachine.Action, restarted: inout Bool) -> PlaybackOutcome? {
         let outcome = perform(action)
         switch action {
         case .repair(.prepare, _):
             let result = pcm.prepare()
-            if result < 0 { return perform(machine.repairFailed(result, message: ALSAError(code: result, operation: "prepare").description, at: clock.now)) }
+            if result < 0 { return prepareFailed(result) }
             restarted = true
             return nil
         case .repair(.resume, _):
@@ -359,27 +358,13 @@ final class PlaybackLoop: @unchecked Sendable {
                 return nil
             }
             result = pcm.prepare()
-            if result < 0 { return perform(machine.repairFailed(result, message: ALSAError(code: result, operation: "prepare").description, at: clock.now)) }
+            if result < 0 { return prepareFailed(result) }
             restarted = true
             return nil
         case .none, .announceOpen, .play:
             return nil
         case .reopen, .stop:
             return outcome
-        }
-    }
-
-    /// Turns what poll reported on a PCM's descriptors into the stream error it stands for;
-    /// nil when there is none.
-    func streamError(fromEvents events: Int32, _ pcm: PCMDevice) -> Int32? {
-        if events < 0 { return events }
-        guard events & Int32(POLLERR | POLLHUP | POLLNVAL) != 0 else { return nil }
-        switch pcm.state {
-        case SND_PCM_STATE_XRUN: return -EPIPE
-        case SND_PCM_STATE_SUSPENDED: return -ESTRPIPE
-        case SND_PCM_STATE_DISCONNECTED: return -ENODEV
-        case SND_PCM_STATE_OPEN, SND_PCM_STATE_SETUP: return -EBADFD
-        default: return events & Int32(POLLHUP) != 0 ? -ENOTCONN : -EIO
         }
     }
 

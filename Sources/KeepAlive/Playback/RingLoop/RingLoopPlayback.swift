@@ -5,70 +5,87 @@ import Glibc
 import Musl
 #endif
 
-extension PlaybackLoop {
-    /// The ring loop: fills the device's whole ring once with the signal tiled to its length,
-    /// starts it, and lets the hardware replay it for ever (the stream's stop threshold is the
-    /// boundary and the kernel writes no silence). The thread then sleeps on the PCM's
-    /// descriptors for errors only (a suspend, an unplug or a stopped stream raise POLLERR or
-    /// POLLHUP) and on its doorbell, and looks at the stream's health every
-    /// ``healthCheckInterval``: running, and its position moving. After any prepare the ring is
-    /// filled again.
-    func loopRing(_ pcm: PCMDevice, _ format: OutputFormat) -> Outcome {
-        guard source != nil else { return .reconfigure }
+/// The ring loop: fills the device's whole ring once with the signal tiled to its length,
+/// starts it, and lets the hardware replay it for ever (the stream's stop threshold is the
+/// boundary and the kernel writes no silence). The thread then sleeps on the PCM's descriptors
+/// for errors only (a suspend, an unplug or a stopped stream raise POLLERR or POLLHUP) and on
+/// its doorbell, and looks at the stream's health every ``healthCheckInterval``: running, and
+/// its position moving. After any prepare the ring is filled again.
+///
+/// ```swift
+/// var playback = RingLoopPlayback(pcm: pcm, format: format, source: source)
+/// let outcome = playback.play(in: loop)
+/// ```
+struct RingLoopPlayback {
+    let pcm: PCMDevice
+    let format: OutputFormat
+    var source: any FrameSource
+
+    /// How often the ring is checked. A minute: the check is the ring loop's one wakeup of its
+    /// own (the watchdog's ping, every 30 s under the units, is the other), and a DMA ring does
+    /// not stall unnoticed by the kernel, which reports a suspend, an unplug or a stop on the
+    /// descriptor at once.
+    static let healthCheckInterval: Duration = .seconds(60)
+    /// The longest ring asked for, in seconds of audio: long enough that a device that cannot
+    /// switch its period interrupts off wakes the kernel rarely, short enough to stay a small
+    /// DMA buffer.
+    static let maximumRingSeconds = 4
+
+    mutating func play(in context: some PlaybackContext) -> PlaybackOutcome {
         var descriptors: [pollfd]
-        do { descriptors = try pcm.pollDescriptors() } catch { return lose(.unknown, error.description) }
+        do { descriptors = try pcm.pollDescriptors() } catch { return context.lose(.unknown, error.description) }
         // Errors only: with period interrupts off nothing else could wake the thread, and where
         // the device cannot switch them off the kernel re-checks the mask without returning.
         for index in descriptors.indices { descriptors[index].events = 0 }
-        descriptors.append(pollfd(fd: doorbell.descriptor, events: Int16(POLLIN), revents: 0))
+        descriptors.append(pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0))
         let pcmCount = descriptors.count - 1
         let rate = format.sampleRate
 
         /// Fills the ring from the signal's first frame and starts it; nil when it plays.
-        func fillAndStart() -> Outcome? {
-            source!.restart()
+        func fillAndStart() -> PlaybackOutcome? {
+            source.restart()
             var remaining = format.bufferFrames
             while remaining > 0 {
-                let (frames, chunk) = source!.peek(maximum: remaining)
+                let (frames, chunk) = source.peek(maximum: remaining)
                 let written = pcm.write(frames, frames: chunk)
-                if written == -Int(EAGAIN) { return lose(.unknown, "the device took less than its ring (\(format.bufferFrames - remaining) of \(format.bufferFrames) frames)") }
+                if written == -Int(EAGAIN) { return context.lose(.unknown, "the device took less than its ring (\(format.bufferFrames - remaining) of \(format.bufferFrames) frames)") }
                 if written < 0 { return fail(Int32(truncatingIfNeeded: written), "write") }
-                source!.consume(written)
+                source.consume(written)
                 remaining -= written
             }
             let result = pcm.start()
             if result < 0 { return fail(result, "start") }
-            report(.wrote(format.bufferFrames))
-            perform(machine.flowing(at: clock.now))
+            context.report(.wrote(format.bufferFrames))
+            context.flowing()
             return nil
         }
 
         /// Handles a stream error; nil to go on playing (the ring is filled again when the
         /// buffer was emptied).
-        func fail(_ code: Int32, _ operation: String) -> Outcome? {
-            let action = machine.streamFailed(
-                code, message: ALSAError(code: code, operation: operation).description,
-                dryAt: nil, seen: seenWhileOpen(), at: clock.now)
+        func fail(_ code: Int32, _ operation: String) -> PlaybackOutcome? {
             var restarted = false
-            if let outcome = repair(pcm, action, restarted: &restarted) { return outcome }
+            if let outcome = context.recover(pcm, code: code, operation: operation, dryAt: nil, restarted: &restarted) { return outcome }
             return restarted ? fillAndStart() : nil
         }
 
         if let outcome = fillAndStart() { return outcome }
         var position = pcm.playedPosition
         while true {
-            switch pendingRequest(pcm, format) {
+            switch context.pendingRequest(pcm, format) {
             case .stop:
                 return .stopped
             case .end(let outcome):
                 return outcome
+            case .writesNothing:
+                return .reconfigure
             case .reloaded(let next):
                 // Refill the ring if the new signal still loops in it (a drop and a refill: a gap
                 // of about a millisecond); else open again for it.
                 guard next.ringFit.fits(ringFrames: format.bufferFrames) else { return .reconfigure }
+                source = next
                 pcm.drop()
                 let result = pcm.prepare()
-                if result < 0 { return perform(machine.repairFailed(result, message: ALSAError(code: result, operation: "prepare").description, at: clock.now)) }
+                if result < 0 { return context.prepareFailed(result) }
                 if let outcome = fillAndStart() { return outcome }
                 position = pcm.playedPosition
                 continue
@@ -81,15 +98,15 @@ extension PlaybackLoop {
             }
             if ready < 0 {
                 if errno == EINTR { continue }
-                return lose(.unknown, "poll: \(String(cString: strerror(errno)))")
+                return context.lose(.unknown, "poll: \(String(cString: strerror(errno)))")
             }
             if descriptors[pcmCount].revents != 0 {
-                doorbell.drain()
+                context.doorbell.drain()
                 continue
             }
             if ready > 0 {
                 let events = descriptors.withUnsafeMutableBufferPointer { pcm.revents($0.baseAddress!, count: pcmCount) }
-                if let code = streamError(fromEvents: events, pcm) {
+                if let code = pcm.streamError(fromEvents: events) {
                     if let outcome = fail(code, "poll") { return outcome }
                     position = pcm.playedPosition
                 }
@@ -114,12 +131,12 @@ extension PlaybackLoop {
             }
             let moved = pcm.framesPlayed(from: before, to: now)
             if moved <= 0 {
-                return lose(.stalled, "the device's position did not move for \(Self.format(Self.healthCheckInterval)) (ring loop)",
-                            since: clock.now - Self.healthCheckInterval)
+                return context.lose(.stalled, "the device's position did not move for \(PlaybackLoop.format(Self.healthCheckInterval)) (ring loop)",
+                                    since: context.clock.now - Self.healthCheckInterval)
             }
             position = now
             // Frames played since the last look: the heartbeat, and the count in `status`.
-            report(.wrote(min(moved, rate * Int(Self.healthCheckInterval.components.seconds) * 2)))
+            context.report(.wrote(min(moved, rate * Int(Self.healthCheckInterval.components.seconds) * 2)))
         }
     }
 }

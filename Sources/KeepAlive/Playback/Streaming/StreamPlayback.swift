@@ -5,17 +5,26 @@ import Glibc
 import Musl
 #endif
 
-extension PlaybackLoop {
-    /// Streams the signal: writes when the ``StreamPacer`` says the device has room, sleeps on the
-    /// clock in between (never on the device's descriptors, which fire every period on dmix and
-    /// whenever a sound server pulls audio), and looks at the descriptors without waiting after
-    /// each sleep for what they report (plug-ins signal a failed stream, hardware an xrun or an
-    /// unplug, through them). Recovers underruns and suspends in place. Nothing in here
-    /// allocates once the descriptors are fetched.
-    func stream(_ pcm: PCMDevice, _ format: OutputFormat) -> Outcome {
-        guard var source else { return .reconfigure }
+/// Streams the signal: writes when the ``StreamPacer`` says the device has room, sleeps on the
+/// clock in between (never on the device's descriptors, which fire every period on dmix and
+/// whenever a sound server pulls audio), and looks at the descriptors without waiting after each
+/// sleep for what they report (plug-ins signal a failed stream, hardware an xrun or an unplug,
+/// through them). Recovers underruns and suspends in place. Nothing in here allocates once the
+/// descriptors are fetched.
+///
+/// ```swift
+/// var playback = StreamPlayback(pcm: pcm, format: format, source: source)
+/// let outcome = playback.play(in: loop)
+/// ```
+struct StreamPlayback {
+    let pcm: PCMDevice
+    let format: OutputFormat
+    var source: any FrameSource
+
+    mutating func play(in context: some PlaybackContext) -> PlaybackOutcome {
         var descriptors: [pollfd]
-        do { descriptors = try pcm.pollDescriptors() } catch { return lose(.unknown, error.description) }
+        do { descriptors = try pcm.pollDescriptors() } catch { return context.lose(.unknown, error.description) }
+        let clock = context.clock
         let rate = Double(format.sampleRate)
         let buffer = format.bufferFrames
         var pacer = StreamPacer(format: format, at: clock.now)
@@ -25,13 +34,12 @@ extension PlaybackLoop {
         var drainsAt = clock.now
 
         /// Handles a stream error; nil to go on playing.
-        func fail(_ code: Int32, _ operation: String) -> Outcome? {
+        func fail(_ code: Int32, _ operation: String) -> PlaybackOutcome? {
             let now = clock.now
-            let action = machine.streamFailed(
-                code, message: ALSAError(code: code, operation: operation).description,
-                dryAt: drainsAt < now ? drainsAt : nil, seen: seenWhileOpen(), at: now)
             var restarted = false
-            if let outcome = repair(pcm, action, restarted: &restarted) { return outcome }
+            if let outcome = context.recover(pcm, code: code, operation: operation, dryAt: drainsAt < now ? drainsAt : nil, restarted: &restarted) {
+                return outcome
+            }
             // A prepared buffer is empty: the signal starts again at its first frame.
             if restarted { source.restart() }
             pacer.restart(at: clock.now)
@@ -40,9 +48,11 @@ extension PlaybackLoop {
         }
 
         while true {
-            switch pendingRequest(pcm, format) {
+            switch context.pendingRequest(pcm, format) {
             case .stop: return .stopped
             case .end(let outcome): return outcome
+            // Open-only now: the device is opened again for it.
+            case .writesNothing: return .reconfigure
             // A reload: the new signal continues where the queued audio ends, on the same open
             // stream, without a gap.
             case .reloaded(let next): source = next
@@ -72,7 +82,7 @@ extension PlaybackLoop {
                     remaining -= written
                     total += written
                 }
-                if total > 0 { report(.wrote(total)) }
+                if total > 0 { context.report(.wrote(total)) }
                 if let failure {
                     if let outcome = fail(failure, "write") { return outcome }
                     continue
@@ -86,28 +96,27 @@ extension PlaybackLoop {
                         if now >= 0 { reread = now; left = now }
                     }
                     if pacer.wrote(total, availableBefore: available, availableAfter: reread) {
-                        report(.notice("device takes audio faster than real time; pacing writes to the clock"))
+                        context.report(.notice("device takes audio faster than real time; pacing writes to the clock"))
                     }
                     stalls.wrote(availableAfter: left, at: after)
                     drainsAt = after + .seconds(Double(buffer - left) / rate)
                     if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
-                    perform(machine.flowing(at: after))
+                    context.flowing()
                     continue
                 }
                 // Room reported but nothing taken (EAGAIN): look again after a sleep.
             }
             if let since = stalls.stalled(at: now) {
-                return lose(.stalled, "no playback progress for \(Self.format(since.duration(to: now))) (device or server stalled)", since: since)
+                return context.lose(.stalled, "no playback progress for \(PlaybackLoop.format(since.duration(to: now))) (device or server stalled)", since: since)
             }
             let due = min(pacer.nextCheck(available: available, at: now), now + stalls.remaining(at: now))
-            switch doorbell.wait(now.duration(to: due), orReadable: watcher?.descriptor ?? -1) {
+            switch context.doorbell.wait(now.duration(to: due), orReadable: context.watcherDescriptor) {
             case .stopped, .timedOut, .rung:
                 break
             case .readable:
                 // A sound server's socket created again while this stream plays: the server
                 // restarted under it.
-                let action = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
-                if action != .none { return perform(action) }
+                if let outcome = context.sawWhilePlaying() { return outcome }
             }
             // What a poll would have reported, without waiting.
             let events = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
@@ -116,7 +125,7 @@ extension PlaybackLoop {
                 _ = poll(fds.baseAddress, nfds_t(fds.count), 0)
                 return pcm.revents(fds.baseAddress!, count: fds.count)
             }
-            if let code = streamError(fromEvents: events, pcm), let outcome = fail(code, "poll") { return outcome }
+            if let code = pcm.streamError(fromEvents: events), let outcome = fail(code, "poll") { return outcome }
         }
     }
 }

@@ -1,0 +1,53 @@
+/// How one open of a device ended.
+enum PlaybackOutcome {
+    case stopped
+    /// The state machine decided: close, wait, open again.
+    case reopen(after: Duration)
+    /// A new configuration wants the device opened differently: close and open at once.
+    case reconfigure
+}
+
+/// What another thread asked of an open stream, looked at each time round a mode's loop.
+enum PlaybackRequest {
+    /// Stop: the stream is dropped already.
+    case stop
+    /// A new configuration, rendered for the open format.
+    case reloaded(any FrameSource)
+    /// A new configuration that writes nothing (open-only).
+    case writesNothing
+    /// The open must end this way (the new signal cannot play at the open format).
+    case end(PlaybackOutcome)
+}
+
+/// What a way of playing (``StreamPlayback``, ``RingLoopPlayback``, ``HoldOpenPlayback``) may ask
+/// of the ``PlaybackLoop`` that runs it, and nothing more: the loop keeps the recovery state
+/// machine, the watcher and the configuration; a mode keeps its device, format and frames.
+protocol PlaybackContext: AnyObject {
+    var clock: ContinuousClock { get }
+    /// Rung to stop or to hand over a configuration; a mode sleeps on it.
+    var doorbell: Doorbell { get }
+    /// The device watcher's descriptor, -1 without one: a mode's sleep ends when it is readable.
+    var watcherDescriptor: Int32 { get }
+
+    func report(_ report: PlaybackReport)
+    /// A stop, or a configuration handed over and rendered for `format`; nil when neither.
+    func pendingRequest(_ pcm: PCMDevice, _ format: OutputFormat) -> PlaybackRequest?
+    /// Audio flows (the first write after an open or a repair).
+    func flowing()
+    /// A stream error: repaired in place (nil, with `restarted` true when the buffer is empty
+    /// now), or the outcome that ends the open.
+    func recover(_ pcm: PCMDevice, code: Int32, operation: String, dryAt: ContinuousClock.Instant?, restarted: inout Bool) -> PlaybackOutcome?
+    /// A prepare the mode needed failed.
+    func prepareFailed(_ code: Int32) -> PlaybackOutcome
+    /// The watcher's descriptor was readable while playing: the outcome when what it saw ends
+    /// the open (a sound server restarted under the stream), else nil.
+    func sawWhilePlaying() -> PlaybackOutcome?
+    /// The device must be closed and opened again.
+    func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant?) -> PlaybackOutcome
+}
+
+extension PlaybackContext {
+    func lose(_ reason: InterruptionReason, _ message: String) -> PlaybackOutcome {
+        lose(reason, message, since: nil)
+    }
+}
