@@ -38,10 +38,12 @@ extension Integration {
             busctl(address, ["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner", "s", Self.name])
         }
 
-        func daemon(_ label: String, _ address: String) throws -> (ChildProcess, String) {
+        func daemon(_ label: String, _ address: String, notify: NotifyListener? = nil) throws -> (ChildProcess, String) {
             let socket = directory.appendingPathComponent("\(label).sock").path
+            var environment = ["DBUS_SESSION_BUS_ADDRESS": address, "XDG_RUNTIME_DIR": directory.path]
+            if let notify { environment["NOTIFY_SOCKET"] = notify.path }
             let process = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "-d", "hw:7", "--socket", socket],
-                                           environment: ["DBUS_SESSION_BUS_ADDRESS": address, "XDG_RUNTIME_DIR": directory.path],
+                                           environment: environment,
                                            directory: directory, label: label)
             return (process, socket)
         }
@@ -77,8 +79,10 @@ extension Integration {
             #expect(properties == "s \"keepalived\"\ns \"hw:7\"\ni -2147483648", "\(properties ?? "nil")")
             #expect(devices(status(firstSocket)) == ["hw:7"])
 
-            // B finds it reserved and leaves it alone: no output, and status says why.
-            let (second, secondSocket) = try daemon("second", address)
+            // B finds it reserved and leaves it alone: no output, and status (and systemd's
+            // STATUS=) says why.
+            let listener = try NotifyListener(path: directory.appendingPathComponent("notify.sock").path)
+            let (second, secondSocket) = try daemon("second", address, notify: listener)
             defer { second.signal(SIGKILL) }
             try await waitUntil("the second daemon to withhold hw:7", timeout: .seconds(5)) {
                 guard second.isRunning else { throw Failed(what: "keepalived", log: second.stderr) }
@@ -86,6 +90,10 @@ extension Integration {
             }
             #expect(devices(status(secondSocket)).isEmpty)
             #expect(owner(address) == firstOwner)
+            let withheldStatus = "STATUS=waiting for device (no-device): no output yet; left to others: hw:7: card 7 is reserved by keepalived: left to it until it lets go"
+            try await waitUntil("STATUS= to name the reservation", timeout: .seconds(2)) {
+                listener.assignments.contains { $0.line == withheldStatus }
+            }
 
             // A request at A's own priority is refused; any higher one gets the card closed first.
             let refused = busctl(address, ["call", "--", Self.name, Self.path, "org.freedesktop.ReserveDevice1", "RequestRelease", "i", "-2147483648"])

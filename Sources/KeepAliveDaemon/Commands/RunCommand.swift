@@ -133,7 +133,7 @@ package struct RunCommand: ParsableCommand {
         }
         let runtime = DaemonRuntime(
             manager: manager, control: control, reloader: reloader,
-            notifier: SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, logger: logger), scanner: scanner, logind: logind, linger: linger, signals: signals, logger: logger)
+            notifier: SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, withheld: { scanner.withheld() }, logger: logger), scanner: scanner, logind: logind, linger: linger, signals: signals, logger: logger)
         stopRequest.arm(runtime)
         // The control socket's handlers hold the request, the request the runtime, the runtime
         // the control socket: let go once it ran, so nothing outlives the command unreachable.

@@ -29,16 +29,21 @@ final class SystemdNotifier {
     }
     /// What a selection that found nothing waits for ("output", "digital output").
     let awaited: () -> String
+    /// Outputs a selection leaves to another program now, with why; asked only while there is
+    /// no output, so that a status that says nothing plays says why.
+    let withheld: () -> [String: String]
     let logger: Logger
     private var ready = false
     private var lastStatus = ""
 
     /// A notifier for the environment systemd gave this process, or nil when not under a
     /// notify-type unit.
-    init?(manager: KeepAliveManager, awaited: @escaping () -> String = { "output" }, logger: Logger) {
+    init?(manager: KeepAliveManager, awaited: @escaping () -> String = { "output" },
+          withheld: @escaping () -> [String: String] = { [:] }, logger: Logger) {
         guard RuntimePaths.environment("NOTIFY_SOCKET") != nil else { return nil }
         self.manager = manager
         self.awaited = awaited
+        self.withheld = withheld
         self.logger = logger
         // libsystemd ignores a WATCHDOG_PID that names another process: a watchdog inherited
         // from a parent is not this process's to feed. Here and in sd_notify the environment
@@ -54,7 +59,7 @@ final class SystemdNotifier {
         let snapshot = manager.snapshot
         // A "stopped" before the manager ever ran would be news of nothing.
         guard ready || snapshot.isRunning else { return }
-        let status = Self.status(snapshot, awaiting: awaited())
+        let status = Self.status(snapshot, awaiting: awaited(), withheld: snapshot.outputs.isEmpty ? withheld() : [:])
         var message = ""
         if !ready, snapshot.isRunning, snapshot.outputs.allSatisfy({ $0.state != .starting && $0.state != .stopped }) {
             ready = true
@@ -68,10 +73,13 @@ final class SystemdNotifier {
     }
 
     /// `STATUS=playing on hdmi:CARD=PCH,DEV=0`, one entry per output when there are several, and
-    /// what a selection that found nothing waits for.
-    static func status(_ snapshot: KeepAliveSnapshot, awaiting what: String = "output") -> String {
+    /// what a selection that found nothing waits for, with the outputs it leaves to others.
+    static func status(_ snapshot: KeepAliveSnapshot, awaiting what: String = "output", withheld: [String: String] = [:]) -> String {
         let state = snapshot.state
         switch snapshot.outputs.count {
+        case 0 where !withheld.isEmpty:
+            let left = withheld.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "; ")
+            return "STATUS=\(state): no \(what) yet; left to others: \(left)"
         case 0:
             return "STATUS=\(state): no \(what) yet"
         case 1:
