@@ -61,7 +61,7 @@ extension Integration {
             let binary = TestPaths.keepalivedBinary.path
             let empty = try await runCommand(binary, ["run", "--all", "--exclude", ""])
             #expect(empty.status == 64)
-            #expect(empty.stderr.contains("--exclude '': an empty pattern would exclude nothing"), "\(empty.stderr)")
+            #expect(empty.stderr.contains("The value '' is invalid for '--exclude <pattern>': an empty pattern would exclude nothing"), "\(empty.stderr)")
             let named = try await runCommand(binary, ["run", "-d", "null", "--exclude", "USB*"])
             #expect(named.status == 64)
             #expect(named.stderr.contains("--exclude applies to --all, --digital, --analog and --bluetooth"), "\(named.stderr)")

@@ -33,8 +33,8 @@ package struct DevicesCommand: ParsableCommand {
 
     @Option(name: .customLong("exclude"), help: ArgumentHelp(
         "Show what --all/--digital/--analog would pick with this --exclude pattern (repeat for several); a running daemon's own patterns are shown too.",
-        valueName: "pattern"))
-    var excludePatterns: [String] = []
+        valueName: "pattern"), transform: { try OutputExclusion($0) })
+    var exclusions: [OutputExclusion] = []
 
     @Flag(name: [.customShort("v"), .long, .customLong("all-pcms")], help: "Also list every PCM name ALSA knows, aliases and plug-ins included.")
     var verbose = false
@@ -109,12 +109,6 @@ package struct DevicesCommand: ParsableCommand {
         var pcms: [PCM]?
     }
 
-    package func validate() throws {
-        for pattern in excludePatterns {
-            do { _ = try OutputExclusion(pattern) } catch { throw ValidationError("--exclude '\(pattern)': \(error)") }
-        }
-    }
-
     package func run() throws {
         calsa_silence_library_errors()
         let listing = makeListing()
@@ -130,9 +124,10 @@ package struct DevicesCommand: ParsableCommand {
         let names = Set(hints.map(\.name))
         let status: DaemonStatus? = if case .success(let reply) = ControlClient.send("status", to: socket.paths, timeout: .milliseconds(500)) { reply.status } else { nil }
         // The patterns given here, then the running daemon's: what it leaves out is shown too.
-        var patterns = excludePatterns
-        for pattern in status?.exclude ?? [] where !patterns.contains(pattern) { patterns.append(pattern) }
-        let exclusions = patterns.compactMap { try? OutputExclusion($0) }
+        var exclusions = self.exclusions
+        for pattern in status?.exclude ?? [] where !exclusions.contains(where: { $0.pattern == pattern }) {
+            if let exclusion = try? OutputExclusion(pattern) { exclusions.append(exclusion) }
+        }
         let excluded = OutputSelection.excluded(hints, by: exclusions)
         let server = Self.askServer()
         let offer = OutputOffer(hints: hints, server: server, cardIndices: OutputScanner.cardIndices(hints))

@@ -23,8 +23,8 @@ struct PlaybackOptions: ParsableArguments {
 
     @Option(name: .customLong("exclude"), help: ArgumentHelp(
         "With --all/--digital/--analog/--bluetooth, leave out the outputs (cards' PCMs, the sound server's sinks) whose name or description matches this shell-style pattern ('*bluez*', 'USB*'; repeat for several). See 'keepalived devices --exclude'.",
-        valueName: "pattern"))
-    var excludePatterns: [String] = []
+        valueName: "pattern"), transform: { try OutputExclusion($0) })
+    var exclusions: [OutputExclusion] = []
 
     @OptionGroup var sound: SoundOptions
 
@@ -52,8 +52,8 @@ struct PlaybackOptions: ParsableArguments {
 
     @Option(name: .customLong("linger"), help: ArgumentHelp(
         "On sound-server outputs (pulse, pipewire, a default that goes to PulseAudio or PipeWire): keep the output awake only until this long after any other stream last played on its sink, then let it sleep; keep it awake again as soon as another stream plays. Seconds, or 90s, 10min, 1h. Not supported on hardware outputs.",
-        valueName: "duration"))
-    var linger: String?
+        valueName: "duration"), transform: { try DurationArgument.parse($0) })
+    var lingerDuration: Duration?
 
     @Flag(name: .shortAndLong, help: "Log debug detail.")
     var verbose = false
@@ -65,49 +65,27 @@ struct PlaybackOptions: ParsableArguments {
 
     /// The outputs picked besides the named ones; the patterns are checked by ``validate()``.
     var choice: OutputChoice {
-        OutputChoice(selection: selection, bluetooth: bluetooth, exclusions: (try? exclusions) ?? [], allowExclusive: exclusive,
+        OutputChoice(selection: selection, bluetooth: bluetooth, exclusions: exclusions, allowExclusive: exclusive,
                      sinkBuffer: bufferSeconds == nil ? SinkDefaults.buffer : nil)
-    }
-
-    /// `--linger`'s duration, checked by ``validate()``.
-    var lingerDuration: Duration? { try? checkedLinger }
-
-    /// `--linger`'s duration: like --idle-after's, at least a second.
-    /// - Throws: `ValidationError` naming the option.
-    private var checkedLinger: Duration? {
-        get throws {
-            guard let linger else { return nil }
-            let duration: Duration
-            do { duration = try DurationArgument.parse(linger) } catch { throw ValidationError("--linger: \(error)") }
-            guard duration >= .seconds(1) else { throw ValidationError("--linger must be at least 1s, not \(linger)") }
-            return duration
-        }
-    }
-
-    /// The `--exclude` patterns, checked.
-    var exclusions: [OutputExclusion] {
-        get throws {
-            try excludePatterns.map { pattern in
-                do { return try OutputExclusion(pattern) } catch { throw ValidationError("--exclude '\(pattern)': \(error)") }
-            }
-        }
     }
 
     mutating func validate() throws {
         guard [all, digital, analog].filter({ $0 }).count <= 1 else {
             throw ValidationError("--all, --digital and --analog are mutually exclusive")
         }
-        if !excludePatterns.isEmpty, choice.isEmpty {
+        if !exclusions.isEmpty, choice.isEmpty {
             throw ValidationError("--exclude applies to --all, --digital, --analog and --bluetooth; a device named with --device is always played")
         }
-        _ = try exclusions
         guard retryMax.isFinite, retryMax >= 0.05, retryMax <= 3600 else {
             throw ValidationError("--retry-max must be between 0.05 and 3600 seconds, not \(retryMax)")
         }
         if let bufferSeconds, !(bufferSeconds.isFinite && bufferSeconds >= 0.02 && bufferSeconds <= 10) {
             throw ValidationError("--buffer must be between 0.02 and 10 seconds, not \(bufferSeconds)")
         }
-        _ = try checkedLinger
+        // Like --idle-after: at least a second.
+        if let lingerDuration, lingerDuration < .seconds(1) {
+            throw ValidationError("--linger must be at least 1s, not \(lingerDuration)")
+        }
     }
 
     /// The outputs named one by one: `--device`s, then `--output`s' names (played like a device).
