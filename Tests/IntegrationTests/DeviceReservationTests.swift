@@ -128,5 +128,29 @@ extension Integration {
             #expect(first.isRunning)
             #expect(!first.stderr.contains(" error: "))
         }
+
+        @Test("a card given up on request that its asker never reserves is taken back when the hand-over ends",
+              .enabled(if: isInstalled))
+        func unclaimedHandOver() async throws {
+            let (bus, address) = try await startBus()
+            defer { bus.signal(SIGTERM) }
+            let (daemon, socket) = try daemon("alone", address)
+            defer { daemon.signal(SIGKILL) }
+            _ = try await waitFor("keepalived to reserve card 7", timeout: .seconds(5)) {
+                guard daemon.isRunning else { throw Failed(what: "keepalived", log: daemon.stderr) }
+                return owner(address)
+            }
+            let granted = busctl(address, ["call", Self.name, Self.path, "org.freedesktop.ReserveDevice1", "RequestRelease", "i", "0"])
+            #expect(granted == "b true")
+            #expect(devices(status(socket)).isEmpty)
+            let released = ContinuousClock.now
+            // busctl asked and went away without reserving: after the 5 s hand-over the card is
+            // keepalived's again, with no card event to prompt it.
+            try await waitUntil("keepalived to play hw:7 again", timeout: .seconds(8)) { devices(status(socket)) == ["hw:7"] }
+            let back = released.duration(to: .now)
+            #expect(back >= .seconds(4.5), "taken back after \(back), before the hand-over ended")
+            try await waitUntil("keepalived to reserve card 7 again", timeout: .seconds(2)) { owner(address) != nil }
+            #expect(daemon.isRunning)
+        }
     }
 }

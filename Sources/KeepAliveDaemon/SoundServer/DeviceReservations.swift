@@ -148,9 +148,15 @@ final class DeviceReservations: @unchecked Sendable {
     /// How long `poll` may wait for the bus, in ms (0 while messages wait in its queue after a
     /// call); -1 for no limit.
     var pollTimeout: Int32 {
+        // A card handed over that nobody took is offered again when the hand-over ends.
+        let handOverEnds = others.withLock { $0.handedOver.values.min() }.map { since -> Int32 in
+            let (seconds, attoseconds) = ContinuousClock.now.duration(to: since + Self.handOver).components
+            return Int32(clamping: max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 0) + 1)
+        }
         var deadline: UInt64 = 0
-        guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return -1 }
-        return LogindWatcher.milliseconds(until: .microseconds(Int64(clamping: deadline)))
+        guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return handOverEnds ?? -1 }
+        let bus = LogindWatcher.milliseconds(until: .microseconds(Int64(clamping: deadline)))
+        return handOverEnds.map { min($0, bus) } ?? bus
     }
 
     /// Handles what the bus brought; true when another program took or let go of a card (the
@@ -166,6 +172,14 @@ final class DeviceReservations: @unchecked Sendable {
         }
         let now = ContinuousClock.now
         retired.removeAll { now - $0.since > Self.handOver }
+        // A card given up on request that its asker never reserved: keepalived may take it
+        // again (JACK that failed to start, say), without waiting for another card event.
+        let unclaimed = others.withLock { others in
+            let expired = others.handedOver.filter { now - $0.value >= Self.handOver }.keys
+            for card in expired { others.handedOver.removeValue(forKey: card) }
+            return !expired.isEmpty
+        }
+        if unclaimed { changed = true }
         let lost = taken
         taken.removeAll()
         for card in lost { onReleaseRequest?(card) }
