@@ -126,6 +126,45 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }
 
+        @Test("PulseAudio: --all --linger lingers each sink on its own: the one another program plays on stays awake, the others sleep; a sink plugged in later lingers too",
+              .enabled(if: PulseAudioServer.isInstalled))
+        func pulseAudioLingerPerSink() async throws {
+            let server = try await Self.desktopServer()
+            defer { server.stop() }
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--linger", "2", "--socket", socket],
+                                          environment: server.environment, directory: server.directory, label: "keepalived")
+            defer { daemon.signal(SIGKILL) }
+            try await waitUntil("the TV and the speakers to run", timeout: .seconds(5)) {
+                let states = server.sinkStates()
+                return states["tv"] == "RUNNING" && states["speakers"] == "RUNNING"
+            }
+            // Another program plays on the TV all along.
+            let other = try ChildProcess("pacat", ["--device=tv", "/dev/zero"], environment: server.environment, directory: server.directory, label: "pacat")
+            defer { other.signal(SIGKILL) }
+            func state(_ pcm: String) -> String? { Self.outputs(Self.status(socket, server.environment))[pcm]?["state"] as? String }
+            func linger(_ pcm: String) -> [String: Any]? { Self.outputs(Self.status(socket, server.environment))[pcm]?["linger"] as? [String: Any] }
+
+            try await waitUntil("the speakers, which nothing else plays on, to sleep", timeout: .seconds(5).underSanitizer) {
+                state("pulse:DEVICE=speakers") == "paused"
+            }
+            #expect(state("pulse:DEVICE=tv") == "playing", "\(daemon.stderr)")
+            #expect(linger("pulse:DEVICE=tv")?["othersPlaying"] as? Bool == true && linger("pulse:DEVICE=tv")?["sink"] as? String == "tv")
+            #expect(linger("pulse:DEVICE=speakers")?["sink"] as? String == "speakers")
+
+            // A DAC plugged in: picked, awake for its own window, then asleep; the TV plays on.
+            let plugged = ContinuousClock.now
+            let module = try server.loadSink(Self.dac.name, Self.dac.properties)
+            defer { server.unloadModule(module) }
+            try await waitUntil("the DAC's output to play", timeout: .seconds(3).underSanitizer) { state("pulse:DEVICE=dac") == "playing" }
+            #expect(linger("pulse:DEVICE=dac")?["active"] as? Bool == true, "\(String(describing: linger("pulse:DEVICE=dac")))")
+            try await waitUntil("the DAC's output to sleep", timeout: .seconds(6).underSanitizer) { state("pulse:DEVICE=dac") == "paused" }
+            #expect(plugged.duration(to: .now) >= .seconds(1.5), "asleep \(plugged.duration(to: .now)) after it was plugged in")
+            #expect(state("pulse:DEVICE=tv") == "playing", "\(daemon.stderr)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
         @Test("PulseAudio killed and restarted: the picked sinks come back, the daemon never exits",
               .enabled(if: PulseAudioServer.isInstalled))
         func pulseAudioRestart() async throws {

@@ -29,8 +29,8 @@ extension LingerReport {
     /// What `--linger` does on `device`, from the running plan and its watcher's state.
     init(device: String, plan: LingerPlan, watcher: LingerWatcher?) {
         let seconds = plan.duration.seconds
-        guard plan.outputs.contains(device) else {
-            // Outputs a rescan added later are a selection's: hardware.
+        // The watcher follows the sink outputs a selection adds; the plan names the others.
+        guard watcher?.outputs.contains(device) ?? plan.outputs.contains(device) else {
             let why = plan.keptAwake[device] ?? "\(device) is a hardware output"
             self.init(seconds: seconds, active: false, note: "not supported: \(why); kept awake all the time")
             return
@@ -39,8 +39,7 @@ extension LingerReport {
             self.init(seconds: seconds, active: false, note: "libpulse cannot be loaded; kept awake all the time")
             return
         }
-        let status = watcher.status
-        guard status.connected else {
+        guard let status = watcher.status(of: device), status.connected else {
             self.init(seconds: seconds, active: true, note: "the sound server does not answer; kept awake until it does")
             return
         }

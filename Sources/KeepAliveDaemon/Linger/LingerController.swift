@@ -3,13 +3,15 @@ import Logging
 import Synchronization
 
 /// `--linger` in the running daemon: the plan and the ``LingerWatcher`` carrying it out, replaced
-/// as a whole when a reload changes the duration or the outputs it applies to. Outputs the old
-/// watcher let sleep play again first; the new one starts with a whole window, as at start.
+/// as a whole when a reload changes the duration or the outputs it applies to (outputs the old
+/// watcher let sleep play again first; the new one starts with a whole window, as at start), and
+/// following the outputs a selection adds or drops (``follow(_:)``).
 ///
 /// ```swift
 /// let linger = LingerController(plan: plan, manager: manager, logger: logger)
 /// linger.start()
 /// linger.apply(newPlan)   // on reload; nil turns --linger off
+/// linger.follow(manager.configuration.devices)   // after a rescan
 /// linger.stop()
 /// ```
 /// Concurrency: any thread (a reload runs on the main thread or the control socket's).
@@ -67,6 +69,27 @@ final class LingerController: Sendable {
                 logger.notice("--linger is off: every output is kept awake")
             }
             if current.running { current.watcher?.start() }
+        }
+    }
+
+    /// Follows the outputs after a rescan (a sink plugged in or gone): each sound-server output
+    /// lingers, the new ones with a whole window; the others are left as they are. Without
+    /// `--linger`, nothing.
+    func follow(_ devices: [String]) {
+        current.withLock { current in
+            guard let old = current.plan,
+                  let plan = try? LingerPlan(duration: old.duration, devices: devices, hasSelection: true),
+                  plan != old else { return }
+            for (device, why) in plan.keptAwake where old.keptAwake[device] == nil {
+                logger.warning("--linger is not supported here: \(why); it is kept awake all the time")
+            }
+            current.plan = plan
+            if let watcher = current.watcher {
+                watcher.follow(plan.outputs)
+            } else if let watcher = Self.watcher(for: LingerPlan(sameAs: plan, unsupported: []), manager: manager, logger: logger) {
+                current.watcher = watcher
+                if current.running { watcher.start() }
+            }
         }
     }
 

@@ -43,6 +43,16 @@ struct LingerPlan: Equatable, Sendable {
     }
 }
 
+extension LingerPlan {
+    /// `plan` with other reasons kept awake (its warnings already given).
+    init(sameAs plan: LingerPlan, unsupported: [String]) {
+        duration = plan.duration
+        outputs = plan.outputs
+        self.unsupported = unsupported
+        keptAwake = plan.keptAwake
+    }
+}
+
 extension PlaybackOptions {
     /// `--linger`'s plan for the outputs `configuration` names; nil without `--linger`. The same
     /// check for `run`, `start` (before any daemon is spawned) and a reload.

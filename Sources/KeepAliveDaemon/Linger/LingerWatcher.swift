@@ -9,10 +9,12 @@ import Musl
 #endif
 
 /// `--linger DURATION`: watches the sound server's streams with libpulse (loaded only now; it
-/// speaks to PulseAudio and to PipeWire's pipewire-pulse alike) and pauses the sound-server
-/// outputs once nothing else played on their sink for DURATION, resuming them as soon as another
-/// stream plays. The decisions are ``LingerStateMachine``'s; this class only connects, lists
-/// streams and carries the actions out.
+/// speaks to PulseAudio and to PipeWire's pipewire-pulse alike) and pauses each sound-server
+/// output once nothing else played on its sink for DURATION, resuming it as soon as another
+/// stream plays there. Each output has a ``LingerStateMachine`` of its own (a sink output
+/// watches its sink, `pulse` the sink its stream plays on); this class only connects, lists
+/// streams and carries the actions out. Outputs a selection adds or drops while running are
+/// followed with ``follow(_:)``, each new one with a whole window.
 ///
 /// Everything runs on libpulse's threaded main loop: one thread blocked in poll while nothing
 /// changes, so an idle daemon gets no wakeup from it. It calls the manager directly: its pause
@@ -27,8 +29,6 @@ import Musl
 /// ```
 final class LingerWatcher: @unchecked Sendable {
     let duration: Duration
-    /// The sound-server outputs it pauses and resumes, together.
-    let outputs: [String]
     let manager: KeepAliveManager
     let logger: Logger
 
@@ -37,7 +37,10 @@ final class LingerWatcher: @unchecked Sendable {
     private var loop: OpaquePointer { connection.loop }
     private var context: OpaquePointer? { connection.context }
     private var lingerTimer: OpaquePointer?
-    private var machine: LingerStateMachine
+    /// One per output, by PCM name, and the deadline each asked for.
+    private var machines: [String: LingerStateMachine] = [:]
+    private var deadlines: [String: ContinuousClock.Instant] = [:]
+    private var started = false
     private var warnedUnreachable = false
     private var defaultSinkName: String?
     private var sinkNames: [UInt32: String] = [:]
@@ -45,19 +48,18 @@ final class LingerWatcher: @unchecked Sendable {
     private var ownClients: Set<UInt32> = []
     private let ownProcessID = String(getpid())
 
-    /// What `status` shows, updated after every decision.
-    private let published: Mutex<LingerStatus>
+    /// The outputs followed and what `status` shows of each, updated after every decision.
+    private let published: Mutex<(outputs: [String], status: [String: LingerStatus])>
 
     /// Loads libpulse. Throws its loader's message when it cannot.
     init(duration: Duration, outputs: [String], manager: KeepAliveManager, logger: Logger) throws(PulseConnection.LibraryMissing) {
         connection = try PulseConnection(name: "keepalived --linger", facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_SINK_INPUTS | CPULSE_WATCH_SERVER,
                                          firstRetry: .milliseconds(500))
         self.duration = duration
-        self.outputs = outputs
         self.manager = manager
         self.logger = logger
-        machine = LingerStateMachine(duration: duration)
-        published = Mutex(LingerStatus(seconds: duration.seconds))
+        for output in outputs { machines[output] = LingerStateMachine(duration: duration) }
+        published = Mutex((outputs, Dictionary(uniqueKeysWithValues: outputs.map { ($0, LingerStatus(seconds: duration.seconds)) })))
         connection.onReady = { [unowned self] in
             if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
             warnedUnreachable = false
@@ -70,11 +72,14 @@ final class LingerWatcher: @unchecked Sendable {
     /// Starts the window (the outputs play for DURATION from now) and the main loop's thread.
     func start() {
         let userdata = Unmanaged.passUnretained(self).toOpaque()
-        let started = connection.start {
+        let running = connection.start {
             lingerTimer = cpulse_timer_new(loop, { LingerWatcher.from($0).lingerTimerFired() }, userdata)
-            apply(machine.start(at: .now), because: "")
+            started = true
+            let now = ContinuousClock.now
+            for output in machines.keys.sorted() { apply(machines[output]!.start(at: now), to: output, because: "") }
+            armTimer()
         }
-        if !started {
+        if !running {
             logger.warning("--linger: cannot start libpulse's main loop: keeping \(outputs.joined(separator: ", ")) awake")
         }
     }
@@ -88,8 +93,36 @@ final class LingerWatcher: @unchecked Sendable {
         }
     }
 
-    /// For `status`.
-    var status: LingerStatus { published.withLock { $0 } }
+    /// The outputs it lingers now.
+    var outputs: [String] { published.withLock { $0.outputs } }
+
+    /// For `status`: what linger does on `output`; nil when it does not linger.
+    func status(of output: String) -> LingerStatus? { published.withLock { $0.status[output] } }
+
+    /// Lingers exactly `outputs` from now on: a new one starts with a whole window (as at
+    /// start), one no longer named is let go of (resumed, should linger have paused it).
+    func follow(_ outputs: [String]) {
+        connection.lock()
+        defer { connection.unlock() }
+        let now = ContinuousClock.now
+        for output in machines.keys where !outputs.contains(output) {
+            machines.removeValue(forKey: output)
+            deadlines.removeValue(forKey: output)
+            manager.resume(.linger, output: output)
+        }
+        published.withLock { published in
+            published.outputs = outputs
+            published.status = published.status.filter { outputs.contains($0.key) }
+            for output in outputs where published.status[output] == nil { published.status[output] = LingerStatus(seconds: duration.seconds) }
+        }
+        for output in outputs where machines[output] == nil {
+            machines[output] = LingerStateMachine(duration: duration)
+            guard started else { continue }
+            apply(machines[output]!.start(at: now), to: output, because: "")
+            if let view = lastView { apply(machines[output]!.serverChanged(view(output), at: now), to: output, because: "") }
+        }
+        armTimer()
+    }
 
     private static func from(_ userdata: UnsafeMutableRawPointer?) -> LingerWatcher {
         Unmanaged<LingerWatcher>.fromOpaque(userdata!).takeUnretainedValue()
@@ -102,7 +135,11 @@ final class LingerWatcher: @unchecked Sendable {
             warnedUnreachable = true
             logger.warning("--linger: cannot watch the sound server (\(error)): keeping \(outputs.joined(separator: ", ")) awake; retrying")
         }
-        apply(machine.serverLost(), because: "the sound server cannot be watched")
+        for output in machines.keys.sorted() {
+            apply(machines[output]!.serverLost(), to: output, because: "the sound server cannot be watched")
+        }
+        lastView = nil
+        armTimer()
     }
 
     // MARK: - What the server shows
@@ -161,48 +198,85 @@ final class LingerWatcher: @unchecked Sendable {
         // A query that ended because the connection failed lists nothing: the state callback
         // reports the loss instead.
         guard connection.isReady else { return }
-        let defaultSink = defaultSinkName.flatMap { name in sinkNames.first { $0.value == name }?.key }
-        let view = LingerView(streams: streams, sinks: Set(sinkNames.keys), defaultSink: defaultSink)
-        apply(machine.serverChanged(view, at: .now), because: "")
+        let view = makeViews()
+        lastView = view
+        let now = ContinuousClock.now
+        for output in machines.keys.sorted() { apply(machines[output]!.serverChanged(view(output), at: now), to: output, because: "") }
+        armTimer()
         if again { query() }
     }
 
+    /// What the last listing showed, as each output's machine sees it.
+    private var lastView: ((String) -> LingerView)?
+
+    /// Each output's view of the server: its own stream is the one on its sink (a sink output)
+    /// or the one on no sink output's sink (`pulse`); keepalived's streams of other outputs are
+    /// not "another stream" to it.
+    private func makeViews() -> (String) -> LingerView {
+        let index = { (name: String) in self.sinkNames.first { $0.value == name }?.key }
+        let defaultSink = defaultSinkName.flatMap(index)
+        let targets = Dictionary(machines.keys.compactMap { output in ServerSink.sinkName(fromPCM: output).map { (output, index($0)) } }) { first, _ in first }
+        let sinkOutputsSinks = Set(targets.values.compactMap { $0 })
+        let (streams, sinks) = (self.streams, Set(sinkNames.keys))
+        return { output in
+            let named = targets.keys.contains(output)
+            let target = targets[output] ?? nil
+            let own = streams.filter { stream in
+                guard stream.isOwn else { return true }
+                return named ? stream.sink == target : !sinkOutputsSinks.contains(stream.sink)
+            }
+            return LingerView(streams: own, sinks: sinks, defaultSink: named ? target : defaultSink)
+        }
+    }
+
     private func lingerTimerFired() {
-        apply(machine.timerFired(at: .now), because: "")
+        let now = ContinuousClock.now
+        for (output, deadline) in deadlines.sorted(by: { $0.key < $1.key }) where deadline <= now {
+            deadlines.removeValue(forKey: output)
+            apply(machines[output]!.timerFired(at: now), to: output, because: "")
+        }
+        armTimer()
+    }
+
+    /// The one timer, at the earliest deadline any output asked for.
+    private func armTimer() {
+        guard let lingerTimer else { return }
+        guard let earliest = deadlines.values.min() else {
+            cpulse_timer_disarm(loop, lingerTimer)
+            return
+        }
+        let delay = max(ContinuousClock.now.duration(to: earliest), .milliseconds(1))
+        cpulse_timer_arm(loop, lingerTimer, delay.microseconds)
     }
 
     // MARK: - Actions
 
-    private func apply(_ action: LingerStateMachine.Action, because reason: String) {
+    /// Carries out what `output`'s machine decided; the caller arms the timer afterwards.
+    private func apply(_ action: LingerStateMachine.Action, to output: String, because reason: String) {
+        guard let machine = machines[output] else { return }
         let sink = machine.sink.flatMap { sinkNames[$0] } ?? "?"
         switch action {
         case .none:
             break
         case .pause:
-            logger.notice("nothing else played on sink \(sink) for \(Self.describe(duration)): letting it sleep (--linger)")
-            for output in outputs { manager.pause(.linger, output: output) }
+            logger.notice("nothing else played on sink \(sink) for \(Self.describe(duration)): letting it sleep (--linger)", metadata: ["device": "\(output)"])
+            manager.pause(.linger, output: output)
         case .resume:
             if reason.isEmpty {
-                logger.notice("another stream plays on sink \(sink): keeping it awake (--linger)")
+                logger.notice("another stream plays on sink \(sink): keeping it awake (--linger)", metadata: ["device": "\(output)"])
             } else {
-                logger.notice("\(reason): keeping \(outputs.joined(separator: ", ")) awake (--linger)")
+                logger.notice("\(reason): keeping \(output) awake (--linger)")
             }
-            for output in outputs { manager.resume(.linger, output: output) }
+            manager.resume(.linger, output: output)
         case .armTimer(let deadline):
-            let delay = max(ContinuousClock.now.duration(to: deadline), .milliseconds(1))
-            if let lingerTimer { cpulse_timer_arm(loop, lingerTimer, delay.microseconds) }
+            deadlines[output] = deadline
         case .cancelTimer:
-            if let lingerTimer { cpulse_timer_disarm(loop, lingerTimer) }
+            deadlines.removeValue(forKey: output)
         }
-        let machine = machine
         let connected = context != nil && machine.isConnected
-        published.withLock {
-            $0.sink = machine.sink.flatMap { sinkNames[$0] }
-            $0.othersPlaying = machine.othersPlaying
-            $0.connected = connected
-            $0.paused = machine.isPaused
-            $0.deadline = machine.deadline
-        }
+        let status = LingerStatus(seconds: duration.seconds, sink: machine.sink.flatMap { sinkNames[$0] }, othersPlaying: machine.othersPlaying,
+                                  connected: connected, paused: machine.isPaused, deadline: machine.deadline)
+        published.withLock { if $0.outputs.contains(output) { $0.status[output] = status } }
     }
 
     /// `10 min`, `90 s`, `1 h 30 min`.

@@ -110,6 +110,7 @@ final class DaemonRuntime: @unchecked Sendable {
         reservations?.onReleaseRequest = { [weak scanner] _ in scanner?.rescan() }
         // The outputs whose cards are reserved now: the reservations follow the outputs.
         var reservedFor: [String]?
+        var lingeredFor = manager.configuration.devices
         if !scanner.choice.isEmpty, hints.descriptor < 0 {
             // No inotify: fall back to looking every second.
             rescan.arm(after: Self.rescanFollowUp, every: Self.rescanFollowUp)
@@ -167,12 +168,15 @@ final class DaemonRuntime: @unchecked Sendable {
                 scanner.retryServerNow()
                 rescan.arm(after: Self.rescanSettle)
             }
-            if let reservations {
-                let devices = manager.configuration.devices
-                if devices != reservedFor {
-                    reservations.hold(scanner.cardsOpened(by: devices))
-                    reservedFor = devices
-                }
+            let devices = manager.configuration.devices
+            if let reservations, devices != reservedFor {
+                reservations.hold(scanner.cardsOpened(by: devices))
+                reservedFor = devices
+            }
+            // Whatever changed the outputs (a rescan, a reservation): --linger follows them.
+            if let linger, devices != lingeredFor {
+                linger.follow(devices)
+                lingeredFor = devices
             }
         }
         notifier?.stopping()
