@@ -145,6 +145,14 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             return openFailed(error)
         }
         if machine.opened() == .announceOpen || formatChanged { report(.opened(format, mode)) }
+        // A stream to a sound server costs a round trip per write call, and a write call takes
+        // at most the rest of the loop: rendered for the provisional quarter-second period, a
+        // 2 s write to a sink was twelve. Rendered for the committed period, it is two or
+        // three, for a loop of one period in memory. A card's writes are copies into its ring:
+        // its short loop stays.
+        if mode == .stream, !chain.endsInHardware, let renderedFor, format.periodFrames > renderedFor.periodFrames {
+            do { try render(for: format) } catch { return perform(machine.cannotRender(message: "\(error)", at: clock.now)) }
+        }
         switch (mode, source) {
         case (.ringLoop, let source?):
             var playback = RingLoopPlayback(pcm: pcm, format: format, source: source)

@@ -68,6 +68,37 @@ struct StreamPacerTests {
         #expect(perSecond > 5 && perSecond < 7, "\(perSecond) wakeups/s")
     }
 
+    @Test("a sound server that frees room a period at a time, three periods a buffer: one wakeup per two periods, no underrun")
+    func serverPeriods() {
+        // ALSA's pulse plug-in at a 4 s buffer: three periods of 1.33 s (it allows no fewer).
+        let sink = OutputFormat(sampleFormat: .s16, sampleRate: 44100, channels: 1, bufferFrames: 176_400, periodFrames: 58_800)
+        var queued = sink.bufferFrames
+        var pacer = StreamPacer(format: sink, at: .now)
+        var now = ContinuousClock.now
+        let start = now
+        var (wakeups, underruns, consumedPeriods) = (0, 0, 0)
+        while start.duration(to: now) < .seconds(120) {
+            let writable = pacer.writable(available: sink.bufferFrames - queued, at: now)
+            if writable > 0 {
+                queued += writable
+                _ = pacer.wrote(writable, availableBefore: sink.bufferFrames - queued + writable, availableAfter: nil)
+            }
+            let next = pacer.nextCheck(available: sink.bufferFrames - queued, at: now)
+            // The server takes whole periods as their time comes.
+            let due = Int(start.duration(to: next).seconds * 44100) / sink.periodFrames
+            while consumedPeriods < due {
+                if queued < sink.periodFrames { underruns += 1 }
+                queued = max(queued - sink.periodFrames, 0)
+                consumedPeriods += 1
+            }
+            now = next
+            wakeups += 1
+        }
+        #expect(underruns == 0)
+        // Two periods are 2.67 s: 0.375 wakeups a second (half a buffer unrounded took 0.75).
+        #expect(abs(Double(wakeups) / 120 - 0.375) < 0.05, "\(wakeups) wakeups in 120 s")
+    }
+
     @Test("on a 2 s hardware buffer it wakes about once a second")
     func hardwareWakeups() {
         let (_, wakeups) = run(speed: 1, format: hardware, seconds: 120)

@@ -1,7 +1,7 @@
 /// When a streaming output writes, and how much: decided from the device's own position, so that
 /// no drift between the device's clock and the system's, of either sign, can starve it.
 ///
-/// The device is written to when about half its buffer is free (``threshold``), and the thread
+/// The device is written to when about half its buffer is free, in whole periods (``threshold``), and the thread
 /// sleeps on the clock until the device's position, as last read, will have freed that much:
 /// on a dmix device with 1024-frame periods it wakes about 6 times a second, not 47. A device
 /// that is slower than the clock is simply found short and slept on a little longer; one that is
@@ -20,7 +20,10 @@
 struct StreamPacer {
     let rate: Double
     let bufferFrames: Int
-    /// Free frames that make a write worth a wakeup: half the buffer, at least one period.
+    /// Free frames that make a write worth a wakeup: half the buffer rounded up to whole
+    /// periods, at least one. A sound server grants room a period at a time, and ALSA's pulse
+    /// plug-in wants at least three: with half of three periods the first look found one period
+    /// free and the thread slept again until the second came, two wakeups per write.
     let threshold: Int
     /// A device that does not pace is held to real time plus this margin and one buffer.
     static let tolerance = 1.002
@@ -38,7 +41,9 @@ struct StreamPacer {
     init(format: OutputFormat, at now: ContinuousClock.Instant) {
         rate = Double(format.sampleRate)
         bufferFrames = format.bufferFrames
-        threshold = min(format.bufferFrames, max(format.periodFrames, format.bufferFrames / 2))
+        let period = max(format.periodFrames, 1)
+        let periods = max(1, (format.bufferFrames / 2 + period - 1) / period)
+        threshold = min(format.bufferFrames, periods * period)
         epoch = now
     }
 
