@@ -122,7 +122,13 @@ class SinksPipeWirePulse(SinksPulse):
             time.sleep(0.1)
         for sink in SINKS[:len(self.names)]:
             words = shlex.split(sink_module(*sink))
-            result = subprocess.run(["pactl", "load-module"] + words, env=self.env, capture_output=True, text=True, timeout=10)
+            # pipewire-pulse may refuse a connection right after its first answer (seen once
+            # in ten runs): a few tries, then the error.
+            for attempt in range(5):
+                result = subprocess.run(["pactl", "load-module"] + words, env=self.env, capture_output=True, text=True, timeout=10)
+                if result.returncode == 0 or "Connection refused" not in result.stderr:
+                    break
+                time.sleep(0.2 * (attempt + 1))
             if result.returncode != 0:
                 raise RuntimeError(f"pactl load-module {words[0]} failed: {result.stderr}")
         self.follow()
