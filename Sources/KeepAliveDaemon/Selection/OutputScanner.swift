@@ -206,14 +206,30 @@ final class OutputScanner: Sendable {
         reservations?.hold(cardsOpened(by: next.devices))
         // New PCMs may come from an edited configuration file, which opens would not see.
         ALSADevice.reloadConfiguration()
+        let closing = Set(cardsOpened(by: current.devices).keys).subtracting(cardsOpened(by: next.devices).keys)
         do {
             let outcome = try manager.reconfigure(next)
             logger.info("outputs changed", metadata: ["choice": "\(choice.flags.joined(separator: " "))", "outcome": "\(outcome)"])
+            for card in closing.sorted() { Self.announceFree(card: card) }
             return true
         } catch {
             logger.error("cannot apply the new outputs", metadata: ["error": "\(error)"])
             return false
         }
+    }
+
+    /// Tells a sound server waiting for `card` that keepalived closed it: the control node's
+    /// timestamps are touched (IN_ATTRIB), once the close has returned.
+    ///
+    /// Why: PulseAudio's module-udev-detect does not load a card whose PCMs are open, and looks
+    /// again when one of its PCM nodes is closed (IN_CLOSE_WRITE). The kernel queues that event
+    /// before the driver's release has run, so the look may still find the card busy, and then
+    /// it waits for good (seen in the VM: PulseAudio started while keepalived played the cards
+    /// came up with no card in some runs). It also looks again on IN_ATTRIB of the control node
+    /// (an ACL change), which here comes after the card is really free. Needs write access to
+    /// the node, which a user who can play to it has; nothing else changes.
+    static func announceFree(card: Int) {
+        _ = utimensat(AT_FDCWD, "/dev/snd/controlC\(card)", nil, 0)
     }
 
     /// Card index by ALSA card id, for the cards the hints name (`snd_card_get_index` resolves an

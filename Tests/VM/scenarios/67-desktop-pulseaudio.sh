@@ -13,7 +13,10 @@
 #   server's new sink after a replug;
 # - bring both sinks back after `systemctl --user restart pulseaudio`;
 # - when keepalived came first (no server: it plays the cards' dmix itself and reserves them on
-#   the user's bus, org.freedesktop.ReserveDevice1, at the lowest priority):
+#   the user's bus, org.freedesktop.ReserveDevice1, at the lowest priority), hand both cards to a
+#   PulseAudio that starts later, and keep the server's two sinks awake instead. PulseAudio's
+#   module-udev-detect skips a card whose device is open and retries when it closes; keepalived
+#   closes its cards as soon as the server answers, and no "busy" is logged;
 # - hand a card to JACK, which asks through the reservation protocol (RequestRelease): keepalived
 #   closes the card first, then says yes, leaves the card to JACK while it runs ("reserved by"
 #   in status) and takes it back when JACK stops;
@@ -117,14 +120,43 @@ pa=$(pgrep -u kdesk -x pulseaudio | head -1)
 vm_check cards-left-after-restart "open substreams: $(owners | tr '\n' ' ') (pulseaudio is $pa)" only_server
 as_user "$KEEPALIVED" stop >/dev/null 2>&1
 
+# keepalived first, PulseAudio later (a session whose server starts after keepalived's unit).
 as_user systemctl --user stop pulseaudio.socket pulseaudio.service
 no_server() { ! pgrep -u kdesk -x pulseaudio >/dev/null; }
 vm_wait 10 no_server
+out=$(as_user "$KEEPALIVED" start --all --verbose 2>&1); rc=$?
+vm_note "keepalived start --all without a server: exit $rc: $out"
 reservations() { as_user busctl --user list 2>/dev/null | awk '/ReserveDevice1\.Audio[0-9]/ {print $1 "=" $3}' | sed 's/org.freedesktop.ReserveDevice1.//' | sort | tr '\n' ' '; }
 dmix_outputs() { as_user "$KEEPALIVED" status 2>/dev/null | grep -c '^output dmix:CARD=.*: playing'; }
 holds_both() { [ "$(dmix_outputs)" -eq 2 ] && [ "$(reservations)" = "Audio0=keepalived Audio1=keepalived " ]; }
-# "Device or resource busy": what a server logs when a card it opens is held.
+vm_wait 10 holds_both
+vm_check reserves-its-cards "$(dmix_outputs) dmix outputs playing, reservations: $(reservations)" holds_both
+# "Device or resource busy": what a server logs when a card it opens is held (its own debug log
+# also says "busy" when it skips a card in use, which is no failure).
 busy_errors() { journalctl _UID=$uid --no-pager 2>/dev/null | grep -c -i -E "resource busy|Start error"; }
+busy0=$(busy_errors)
+# PulseAudio's debug log, to say why if it does not take a card.
+mkdir -p /home/kdesk/.config/systemd/user/pulseaudio.service.d
+printf '[Service]\nExecStart=\nExecStart=/usr/bin/pulseaudio --daemonize=no --log-target=journal --log-level=debug\n' >/home/kdesk/.config/systemd/user/pulseaudio.service.d/debug.conf
+chown -R kdesk /home/kdesk/.config
+as_user systemctl --user daemon-reload
+as_user systemctl --user start pulseaudio.socket pulseaudio.service
+vm_wait 30 two_sinks
+vm_check server-gets-cards "PulseAudio's sinks after $VM_WAITED s: $(sinks | cut -f2,5 | tr '\n\t' '; ')" two_sinks
+two_sinks || { journalctl _UID=$uid --no-pager -n 3000 2>&1 | grep -i -E "udev-detect|reserve|busy|module-alsa-card|Failed|card" | tail -30 | sed 's/^/#   /'; grep -v -E "debug: (opened|fault)" $XDG_RUNTIME_DIR/keepalived/keepalived.log | tail -40 | sed 's/^/#   /'; }
+server_reserved() { [ "$(reservations)" = "Audio0=pulseaudio Audio1=pulseaudio " ]; }
+vm_wait 5 server_reserved
+vm_check server-holds-reservations "reservations: $(reservations)" server_reserved
+vm_wait 15 both_running
+vm_check moved-to-sinks "both sinks RUNNING $VM_WAITED s after the server's: $(as_user "$KEEPALIVED" status 2>&1 | grep '^output' | tr '\n' ' ')" both_running
+pa=$(pgrep -u kdesk -x pulseaudio | head -1)
+vm_check cards-handed-over "open substreams: $(owners | tr '\n' ' ') (pulseaudio is $pa)" only_server
+busy=$(busy_errors)
+vm_check handover-never-busy "lines with 'resource busy' or 'Start error' in the user's journal: $busy, before the server started: $busy0" [ "$busy" -eq "$busy0" ]
+[ "$busy" -eq "$busy0" ] || journalctl _UID=$uid --no-pager 2>/dev/null | grep -i -E "resource busy|Start error" | tail -5 | sed 's/^/#   /'
+let_go() { log=$XDG_RUNTIME_DIR/keepalived/keepalived.log; a=$(grep -n "outputs changed.*removed dmix" $log | tail -1 | cut -d: -f1); b=$(grep -n "another program reserved a card card=0" $log | tail -1 | cut -d: -f1); [ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ]; }
+vm_check let-go-when-server-answered "keepalived closed its dmix outputs before PulseAudio reserved the cards: $(grep -E 'removed dmix|another program reserved' $XDG_RUNTIME_DIR/keepalived/keepalived.log | tail -3 | cut -c1-120 | tr '\n' ' ')" let_go
+as_user "$KEEPALIVED" stop >/dev/null 2>&1
 
 # keepalived first, JACK later: jackd asks for card 0 (RequestRelease, priority 2^31-1).
 as_user systemctl --user stop pulseaudio.socket pulseaudio.service
