@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The sanitizer this test binary, and the keepalived built beside it, run under, if any.
 ///

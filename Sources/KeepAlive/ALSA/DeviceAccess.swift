@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Why a card this process cannot open looks missing, what really refuses it, and the fix.
 ///

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Notices, through inotify, the moments a lost output may be back, so that a retry wait can end
 /// at once instead of at the next backoff step:

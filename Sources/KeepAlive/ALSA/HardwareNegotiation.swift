@@ -1,9 +1,5 @@
 import CALSA
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The hardware parameters of one open PCM, settled in two steps: the sample format, rate and
 /// channels first (the signal is rendered for them), then the buffer, whose shape depends on how

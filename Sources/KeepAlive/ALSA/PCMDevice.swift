@@ -1,9 +1,5 @@
 import CALSA
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// One open ALSA playback PCM, non-blocking. Confined to the playback thread that opened it.
 ///

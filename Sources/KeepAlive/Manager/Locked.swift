@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A value behind a pthread mutex: the engine's shared state (manager, output records, event
 /// subscribers, pending configurations) lives in these.

@@ -1,11 +1,7 @@
 import CALSA
 import Logging
 import Synchronization
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// What a playback thread tells its manager. Sent from the playback thread; the receiver must
 /// not block.

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A shell-style pattern that keeps matching outputs out of an ``OutputSelection``
 /// (keepalived's `--exclude`): a Bluetooth headset that must sleep to save its battery, a USB

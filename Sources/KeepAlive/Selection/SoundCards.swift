@@ -1,9 +1,5 @@
 import CALSA
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// What kind of output a card's playback device is, as a person would name it.
 package enum OutputKind: String, Sendable, CaseIterable {

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Makes the source of frames for `signal` on a device that opened with `format`; nil for
 /// ``KeepAliveSignal/openOnly`` (hold the device open, write nothing). Everything is rendered or

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A signal computed sample by sample, one value per frame (the same on every channel), as a
 /// fraction of full scale before the quantizer's gain. Value type, no allocation in ``next()``.

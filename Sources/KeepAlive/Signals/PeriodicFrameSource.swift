@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Plays another source in bursts: `playFrames` of it, fading in over the first `fadeFrames` and
 /// out over the last `fadeFrames`, then `pauseFrames` of digital zeros, and again.

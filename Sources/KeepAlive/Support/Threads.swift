@@ -1,9 +1,5 @@
 import CSystem
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A thread could not be created: `pthread_create` refused (`EAGAIN` when the process or the
 /// system ran out of threads or memory for a stack).

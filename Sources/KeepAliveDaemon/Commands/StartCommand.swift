@@ -1,11 +1,7 @@
 import ArgumentParser
 import _KeepalivedControlProtocol
 import CSystem
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// `keepalived start`: launch `keepalived run` as a detached daemon and return once it plays or
 /// waits for its device.

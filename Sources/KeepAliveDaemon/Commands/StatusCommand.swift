@@ -1,10 +1,6 @@
 import ArgumentParser
 import _KeepalivedControlProtocol
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// `keepalived status`: whether a daemon runs, and how each output is doing.
 package struct StatusCommand: ParsableCommand {

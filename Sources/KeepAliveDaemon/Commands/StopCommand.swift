@@ -1,9 +1,5 @@
 import ArgumentParser
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// `keepalived stop`: ask the daemon to stop and wait until it is gone.
 package struct StopCommand: ParsableCommand {

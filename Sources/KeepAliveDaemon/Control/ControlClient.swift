@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import _KeepalivedControlProtocol
 
 /// Sends one request to a running daemon's control socket and reads its reply.

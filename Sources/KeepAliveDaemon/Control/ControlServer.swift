@@ -3,11 +3,7 @@ import CSystem
 import KeepAlive
 import Logging
 import Synchronization
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The daemon's control socket: one Unix stream socket, only its owner (or root) may talk to it.
 ///

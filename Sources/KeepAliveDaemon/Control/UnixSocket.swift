@@ -1,9 +1,5 @@
 import CSystem
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The small amount of Unix-socket plumbing the control socket needs.
 enum UnixSocket {

@@ -2,11 +2,7 @@ import CPulse
 import KeepAlive
 import Logging
 import Synchronization
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// `--linger DURATION`: watches the sound server's streams with libpulse (loaded only now; it
 /// speaks to PulseAudio and to PipeWire's pipewire-pulse alike) and pauses each sound-server

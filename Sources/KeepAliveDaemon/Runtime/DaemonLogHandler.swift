@@ -1,9 +1,5 @@
 import Logging
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Writes one line per log record to stderr.
 ///

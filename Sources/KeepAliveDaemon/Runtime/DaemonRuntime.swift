@@ -1,10 +1,6 @@
 import KeepAlive
 import Logging
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// `keepalived run`'s main thread: one `poll` on everything the daemon waits for, and nothing
 /// else running on it. No Swift concurrency runs in the daemon at all (libdispatch's worker

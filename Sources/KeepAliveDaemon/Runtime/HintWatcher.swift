@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Notices, through inotify, what can change ALSA's device hints: a card's nodes coming or going
 /// in `/dev/snd` (or `/dev/snd` itself appearing), and ALSA's configuration files being written

@@ -1,9 +1,5 @@
 import CSystem
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A timerfd the main loop polls: periodic (the watchdog) or one-shot (a rescan after a burst of
 /// configuration changes settles).

@@ -1,11 +1,7 @@
 import CSDBus
 import KeepAlive
 import Logging
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Follows logind on the system bus through sd-bus, on the daemon's poll loop: the bus's
 /// descriptor joins the one `poll`, and ``process()`` hands back what logind said.

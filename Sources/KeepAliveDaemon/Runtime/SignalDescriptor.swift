@@ -1,9 +1,5 @@
 import CSystem
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The daemon's signals as a descriptor its main loop polls (signalfd): SIGTERM and SIGINT stop,
 /// SIGHUP reloads. The signals are blocked in the process before any thread starts, so every

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A process that has a card's playback device open now.
 struct CardHolder: Sendable, Equatable, CustomStringConvertible {

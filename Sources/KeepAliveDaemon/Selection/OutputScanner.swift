@@ -2,11 +2,7 @@ import CALSA
 import KeepAlive
 import Logging
 import Synchronization
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Keeps the running outputs equal to what the options ask for: the named outputs, plus what the
 /// ``OutputChoice`` (`--all`, `--digital`, `--analog`, `--bluetooth`) picks from the cards and

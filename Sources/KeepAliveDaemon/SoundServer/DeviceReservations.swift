@@ -1,11 +1,7 @@
 import CSDBus
 import Logging
 import Synchronization
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The session bus's device reservations (`org.freedesktop.ReserveDevice1.Audio<N>`), the
 /// protocol through which PulseAudio, PipeWire and JACK share ALSA cards: whoever owns a card's

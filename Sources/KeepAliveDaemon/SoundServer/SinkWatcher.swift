@@ -2,11 +2,7 @@ import CPulse
 import KeepAlive
 import Logging
 import Synchronization
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Follows the sound server's sinks and cards with libpulse (PulseAudio, or PipeWire through
 /// pipewire-pulse), for a selection that keeps sinks awake: every sink, card or server event

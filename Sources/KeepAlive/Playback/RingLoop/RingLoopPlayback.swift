@@ -1,9 +1,5 @@
 import CALSA
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The ring loop: fills the device's whole ring once with the signal tiled to its length,
 /// starts it, and lets the hardware replay it for ever (the stream's stop threshold is the

@@ -1,9 +1,5 @@
 import CALSA
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Streams the signal: writes when the ``StreamPacer`` says the device has room, sleeps on the
 /// clock in between (never on the device's descriptors, which fire every period on dmix and
