@@ -53,21 +53,26 @@ int ka_bus_read_new_owner(sd_bus_message *message, const char **owner) {
 }
 
 // A string read from a message lives only as long as the message: the caller gets a copy.
-static int copy_path(const char *object, char **path) {
-    *path = strdup(object);
-    return *path ? 0 : -ENOMEM;
+static int copy_string(const char *value, char **copy) {
+    *copy = strdup(value);
+    return *copy ? 0 : -ENOMEM;
+}
+
+/// Reads a method reply's one string (`signature` "s" or "o") into a malloc'ed copy and lets go
+/// of the reply.
+static int read_reply_string(sd_bus_message *reply, const char *signature, char **copy) {
+    const char *value = NULL;
+    int r = sd_bus_message_read(reply, signature, &value);
+    if (r >= 0) r = copy_string(value, copy);
+    sd_bus_message_unref(reply);
+    return r;
 }
 
 /// Calls one of the manager's `u` → `o` methods (GetSessionByPID, GetUser).
 static int call_for_path(sd_bus *bus, const char *method, uint32_t argument, char **path) {
     sd_bus_message *reply = NULL;
     int r = sd_bus_call_method(bus, login1, manager_path, manager_interface, method, NULL, &reply, "u", argument);
-    if (r < 0) return r;
-    const char *object = NULL;
-    r = sd_bus_message_read(reply, "o", &object);
-    if (r >= 0) r = copy_path(object, path);
-    sd_bus_message_unref(reply);
-    return r;
+    return r < 0 ? r : read_reply_string(reply, "o", path);
 }
 
 int ka_bus_session_by_pid(sd_bus *bus, uint32_t pid, char **path) {
@@ -84,7 +89,7 @@ int ka_bus_user_display(sd_bus *bus, uint32_t uid, char **path) {
     if (r < 0) return r;
     const char *id = NULL, *object = NULL;
     r = sd_bus_message_read(reply, "(so)", &id, &object);
-    if (r >= 0) r = copy_path(object, path);
+    if (r >= 0) r = copy_string(object, path);
     sd_bus_message_unref(reply);
     return r;
 }
@@ -141,12 +146,7 @@ int ka_bus_list_names(sd_bus *bus, char ***names) {
 int ka_bus_name_owner(sd_bus *bus, const char *name, char **owner) {
     sd_bus_message *reply = NULL;
     int r = sd_bus_call_method(bus, bus_name, bus_path, bus_name, "GetNameOwner", NULL, &reply, "s", name);
-    if (r < 0) return r;
-    const char *unique = NULL;
-    r = sd_bus_message_read(reply, "s", &unique);
-    if (r >= 0) r = copy_path(unique, owner);
-    sd_bus_message_unref(reply);
-    return r;
+    return r < 0 ? r : read_reply_string(reply, "s", owner);
 }
 
 int ka_bus_match_reservations(sd_bus *bus, sd_bus_slot **slot, sd_bus_message_handler_t handler, void *userdata) {
