@@ -250,35 +250,17 @@ static void query_free(query *q) {
     free(q);
 }
 
-/// Ends a query: frees it, then gives the caller its last answer (NULL: the list is complete,
-/// or there was no answer). The caller may start its next query from there.
-static void query_end(query *q, const void *last) {
+/// Ends a query: frees it, then tells the caller (with NULL), who may send its next query from
+/// there.
+static void query_end(query *q) {
     void (*each)(void *, const void *) = q->each;
     void *data = q->userdata;
     query_free(q);
-    each(data, last);
+    each(data, NULL);
 }
 
-/// Lets go of a sent query's operation; a query that could not be sent (or allocated) ends at once.
-static void query_sent(query *q, pa_operation *operation, void (*each)(void *, const void *), void *userdata) {
-    if (operation) {
-        fn.pa_operation_unref(operation);
-        return;
-    }
-    query_free(q);
-    each(userdata, NULL);
-}
-
-#define QUERY_CALLBACK(each) ((void (*)(void *, const void *))(each))
-
-static void sink_input_listed(pa_context *context, const pa_sink_input_info *info, int eol, void *userdata) {
-    (void)context;
-    query *q = userdata;
-    if (eol || !info) {
-        query_end(q, NULL);
-        return;
-    }
-    cpulse_sink_input input = {
+static cpulse_sink_input sink_input_entry(const pa_sink_input_info *info) {
+    return (cpulse_sink_input){
         .index = info->index,
         .sink = info->sink,
         .client = info->client,
@@ -286,37 +268,13 @@ static void sink_input_listed(pa_context *context, const pa_sink_input_info *inf
         .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID),
         .application = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_NAME),
     };
-    q->each(q->userdata, &input);
 }
 
-void cpulse_query_sink_inputs(cpulse_context *context, void (*each)(void *, const cpulse_sink_input *), void *userdata) {
-    query *q = query_new(context, QUERY_CALLBACK(each), userdata);
-    query_sent(q, q ? fn.pa_context_get_sink_input_info_list(context->context, sink_input_listed, q) : NULL, QUERY_CALLBACK(each), userdata);
+static cpulse_client client_entry(const pa_client_info *info) {
+    return (cpulse_client){.index = info->index, .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID)};
 }
 
-static void client_listed(pa_context *context, const pa_client_info *info, int eol, void *userdata) {
-    (void)context;
-    query *q = userdata;
-    if (eol || !info) {
-        query_end(q, NULL);
-        return;
-    }
-    cpulse_client client = {.index = info->index, .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID)};
-    q->each(q->userdata, &client);
-}
-
-void cpulse_query_clients(cpulse_context *context, void (*each)(void *, const cpulse_client *), void *userdata) {
-    query *q = query_new(context, QUERY_CALLBACK(each), userdata);
-    query_sent(q, q ? fn.pa_context_get_client_info_list(context->context, client_listed, q) : NULL, QUERY_CALLBACK(each), userdata);
-}
-
-static void sink_listed(pa_context *context, const pa_sink_info *info, int eol, void *userdata) {
-    (void)context;
-    query *q = userdata;
-    if (eol || !info) {
-        query_end(q, NULL);
-        return;
-    }
+static cpulse_sink sink_entry(const pa_sink_info *info) {
     int state = CPULSE_SINK_OTHER;
     switch (info->state) {
     case PA_SINK_RUNNING: state = CPULSE_SINK_RUNNING; break;
@@ -324,7 +282,7 @@ static void sink_listed(pa_context *context, const pa_sink_info *info, int eol, 
     case PA_SINK_SUSPENDED: state = CPULSE_SINK_SUSPENDED; break;
     default: break;
     }
-    cpulse_sink sink = {
+    return (cpulse_sink){
         .index = info->index,
         .name = info->name,
         .description = info->description,
@@ -335,61 +293,68 @@ static void sink_listed(pa_context *context, const pa_sink_info *info, int eol, 
         .active_port_type = info->active_port ? (int)info->active_port->type : CPULSE_PORT_UNKNOWN,
         .properties = info->proplist,
     };
-    q->each(q->userdata, &sink);
 }
 
-void cpulse_query_sinks(cpulse_context *context, void (*each)(void *, const cpulse_sink *), void *userdata) {
-    query *q = query_new(context, QUERY_CALLBACK(each), userdata);
-    query_sent(q, q ? fn.pa_context_get_sink_info_list(context->context, sink_listed, q) : NULL, QUERY_CALLBACK(each), userdata);
+static cpulse_card card_entry(const pa_card_info *info) {
+    return (cpulse_card){
+        .index = info->index,
+        .name = info->name,
+        .active_profile = info->active_profile ? info->active_profile->name : NULL,
+        .properties = info->proplist,
+    };
+}
+
+// libpulse has one list callback type per info type: each of these hands one entry over, and
+// ends the query at the end of the list (eol > 0) or when it failed (eol < 0, no info).
+#define CPULSE_LIST_CALLBACK(name, info_type, entry_type, convert)                               \
+    static void name(pa_context *context, const info_type *info, int eol, void *userdata) {      \
+        (void)context;                                                                          \
+        query *q = userdata;                                                                    \
+        if (eol || !info) {                                                                     \
+            query_end(q);                                                                       \
+            return;                                                                             \
+        }                                                                                       \
+        entry_type entry = convert(info);                                                       \
+        q->each(q->userdata, &entry);                                                           \
+    }
+
+CPULSE_LIST_CALLBACK(sink_input_listed, pa_sink_input_info, cpulse_sink_input, sink_input_entry)
+CPULSE_LIST_CALLBACK(client_listed, pa_client_info, cpulse_client, client_entry)
+CPULSE_LIST_CALLBACK(sink_listed, pa_sink_info, cpulse_sink, sink_entry)
+CPULSE_LIST_CALLBACK(card_listed, pa_card_info, cpulse_card, card_entry)
+#undef CPULSE_LIST_CALLBACK
+
+static void server_listed(pa_context *context, const pa_server_info *info, void *userdata) {
+    (void)context;
+    query *q = userdata;
+    // One entry, also when the server did not answer: the caller starts its listing afresh there.
+    cpulse_server server = {0};
+    if (info) server = (cpulse_server){.name = info->server_name, .version = info->server_version, .default_sink = info->default_sink_name};
+    q->each(q->userdata, &server);
+    query_end(q);
 }
 
 const char *cpulse_property(const void *properties, const char *key) {
     return properties ? fn.pa_proplist_gets(properties, key) : NULL;
 }
 
-static void card_listed(pa_context *context, const pa_card_info *info, int eol, void *userdata) {
-    (void)context;
-    query *q = userdata;
-    if (eol || !info) {
-        query_end(q, NULL);
-        return;
+int cpulse_list(cpulse_context *context, int what, void (*each)(void *, const void *), void *userdata) {
+    query *q = query_new(context, each, userdata);
+    if (!q) return -1;
+    pa_context *c = context->context;
+    pa_operation *operation = NULL;
+    switch (what) {
+    case CPULSE_LIST_SERVER: operation = fn.pa_context_get_server_info(c, server_listed, q); break;
+    case CPULSE_LIST_SINKS: operation = fn.pa_context_get_sink_info_list(c, sink_listed, q); break;
+    case CPULSE_LIST_CARDS: operation = fn.pa_context_get_card_info_list(c, card_listed, q); break;
+    case CPULSE_LIST_CLIENTS: operation = fn.pa_context_get_client_info_list(c, client_listed, q); break;
+    case CPULSE_LIST_SINK_INPUTS: operation = fn.pa_context_get_sink_input_info_list(c, sink_input_listed, q); break;
+    default: break;
     }
-    cpulse_card card = {
-        .index = info->index,
-        .name = info->name,
-        .active_profile = info->active_profile ? info->active_profile->name : NULL,
-        .properties = info->proplist,
-    };
-    q->each(q->userdata, &card);
-}
-
-void cpulse_query_cards(cpulse_context *context, void (*each)(void *, const cpulse_card *), void *userdata) {
-    query *q = query_new(context, QUERY_CALLBACK(each), userdata);
-    query_sent(q, q ? fn.pa_context_get_card_info_list(context->context, card_listed, q) : NULL, QUERY_CALLBACK(each), userdata);
-}
-
-static void server_described(pa_context *context, const pa_server_info *info, void *userdata) {
-    (void)context;
-    if (!info) {
-        query_end(userdata, NULL);
-        return;
+    if (!operation) {
+        query_free(q);
+        return -1;
     }
-    cpulse_server server = {.name = info->server_name, .version = info->server_version, .default_sink = info->default_sink_name};
-    query_end(userdata, &server);
-}
-
-void cpulse_query_server(cpulse_context *context, void (*done)(void *, const cpulse_server *), void *userdata) {
-    query *q = query_new(context, QUERY_CALLBACK(done), userdata);
-    query_sent(q, q ? fn.pa_context_get_server_info(context->context, server_described, q) : NULL, QUERY_CALLBACK(done), userdata);
-}
-
-static void server_listed(pa_context *context, const pa_server_info *info, void *userdata) {
-    (void)context;
-    // The name lives as long as this callback.
-    query_end(userdata, info ? info->default_sink_name : NULL);
-}
-
-void cpulse_query_default_sink(cpulse_context *context, void (*done)(void *, const char *), void *userdata) {
-    query *q = query_new(context, QUERY_CALLBACK(done), userdata);
-    query_sent(q, q ? fn.pa_context_get_server_info(context->context, server_listed, q) : NULL, QUERY_CALLBACK(done), userdata);
+    fn.pa_operation_unref(operation);
+    return 0;
 }

@@ -89,7 +89,8 @@ typedef struct cpulse_sink_input {
 /// One client (a connection to the server) as a query reports it.
 typedef struct cpulse_client {
     uint32_t index;
-    /// application.process.id, or NULL.
+    /// application.process.id, or NULL. PipeWire puts it on a native client (its ALSA plug-in's),
+    /// not on the stream.
     const char *process_id;
 } cpulse_client;
 
@@ -145,19 +146,25 @@ typedef struct cpulse_server {
 /// One property of a sink's or card's property list (`alsa.card`, `device.bus`), or NULL.
 const char *cpulse_property(const void *properties, const char *key);
 
-/// Lists the sink inputs: `each` once per input, then once with NULL at the end (also on error).
-void cpulse_query_sink_inputs(cpulse_context *context, void (*each)(void *userdata, const cpulse_sink_input *input), void *userdata);
-/// Lists the clients, the same way. PipeWire puts the process id on a native client (its ALSA
-/// plug-in's), not on the stream.
-void cpulse_query_clients(cpulse_context *context, void (*each)(void *userdata, const cpulse_client *client), void *userdata);
-/// Lists the sinks, the same way.
-void cpulse_query_sinks(cpulse_context *context, void (*each)(void *userdata, const cpulse_sink *sink), void *userdata);
-/// Lists the cards, the same way.
-void cpulse_query_cards(cpulse_context *context, void (*each)(void *userdata, const cpulse_card *card), void *userdata);
-/// The server's default sink name (NULL if none, or on error).
-void cpulse_query_default_sink(cpulse_context *context, void (*done)(void *userdata, const char *name), void *userdata);
-/// The server's name, version and default sink (`done` gets NULL on error).
-void cpulse_query_server(cpulse_context *context, void (*done)(void *userdata, const cpulse_server *server), void *userdata);
+/// What cpulse_list lists; the entry its callback gets for each.
+enum {
+    /// One cpulse_server.
+    CPULSE_LIST_SERVER = 0,
+    /// A cpulse_sink per sink.
+    CPULSE_LIST_SINKS = 1,
+    /// A cpulse_card per card.
+    CPULSE_LIST_CARDS = 2,
+    /// A cpulse_client per client.
+    CPULSE_LIST_CLIENTS = 3,
+    /// A cpulse_sink_input per sink input.
+    CPULSE_LIST_SINK_INPUTS = 4,
+};
+
+/// Lists `what`: `each` once per entry (of the type CPULSE_LIST_* names, living as long as the
+/// call), then once with NULL at the end, also when the list failed midway. The server's one
+/// entry comes also when it does not answer, its fields NULL. Returns 0, or -1 when the query
+/// cannot be sent (then `each` never runs).
+int cpulse_list(cpulse_context *context, int what, void (*each)(void *userdata, const void *entry), void *userdata);
 
 #ifdef __cplusplus
 }

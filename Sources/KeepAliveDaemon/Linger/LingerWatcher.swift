@@ -59,9 +59,9 @@ final class LingerWatcher: @unchecked Sendable {
         connection.onReady = { [unowned self] in
             if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
             warnedUnreachable = false
-            query()
         }
-        connection.onChange = { [unowned self] in query() }
+        connection.queries = queries()
+        connection.onListed = { [unowned self] in listed() }
         connection.onLost = { [unowned self] error in connectionLost(error) }
     }
 
@@ -140,66 +140,42 @@ final class LingerWatcher: @unchecked Sendable {
 
     // MARK: - What the server shows
 
-    /// Lists the default sink, the sinks, the clients and the streams, one query after the other; a change
-    /// that comes meanwhile runs the whole list once more.
-    private func query() {
-        guard let context, connection.beginQuery() else { return }
-        let userdata = Unmanaged.passUnretained(self).toOpaque()
-        cpulse_query_default_sink(context, { userdata, name in
-            let watcher = LingerWatcher.from(userdata)
-            watcher.defaultSinkName = name.map { String(cString: $0) }
-            watcher.sinkNames = [:]
-            guard let context = watcher.context else { return }
-            cpulse_query_sinks(context, { userdata, sink in
-                let watcher = LingerWatcher.from(userdata)
-                if let sink {
-                    watcher.sinkNames[sink.pointee.index] = String(cString: sink.pointee.name)
-                    return
-                }
-                watcher.ownClients = []
-                guard let context = watcher.context else { return }
-                cpulse_query_clients(context, { userdata, client in
-                    let watcher = LingerWatcher.from(userdata)
-                    if let client {
-                        if client.pointee.process_id.map({ String(cString: $0) }) == watcher.ownProcessID {
-                            watcher.ownClients.insert(client.pointee.index)
-                        }
-                        return
-                    }
-                    watcher.streams = []
-                    guard let context = watcher.context else { return }
-                    cpulse_query_sink_inputs(context, { userdata, input in
-                        let watcher = LingerWatcher.from(userdata)
-                        if let input {
-                            // PulseAudio copies the client's process id onto its streams; PipeWire
-                            // leaves it on the client.
-                            let pid = input.pointee.process_id.map { String(cString: $0) }
-                            let isOwn = pid == watcher.ownProcessID || watcher.ownClients.contains(input.pointee.client)
-                            let application = input.pointee.application.map { String(cString: $0) } ?? ""
-                            // Another keepalived's stream keeps a sink awake; it is not a sound that
-                            // needs it (two lingering daemons would keep each other awake for ever).
-                            if !isOwn, application == "keepalived" || application.hasSuffix("[keepalived]") { return }
-                            watcher.streams.append(LingerView.Stream(sink: input.pointee.sink, isCorked: input.pointee.corked != 0, isOwn: isOwn))
-                            return
-                        }
-                        watcher.listed()
-                    }, userdata)
-                }, userdata)
-            }, userdata)
-        }, userdata)
+    /// The default sink, the sinks, the clients and the streams, listed on every event
+    /// (``PulseConnection``).
+    private func queries() -> [PulseConnection.Query] {
+        [
+            .server { [unowned self] server in
+                defaultSinkName = server.default_sink.map { String(cString: $0) }
+                sinkNames = [:]
+                ownClients = []
+                streams = []
+            },
+            .sinks { [unowned self] sink in sinkNames[sink.index] = String(cString: sink.name) },
+            .clients { [unowned self] client in
+                if client.process_id.map({ String(cString: $0) }) == ownProcessID { ownClients.insert(client.index) }
+            },
+            .sinkInputs { [unowned self] input in streamListed(input) },
+        ]
+    }
+
+    private func streamListed(_ input: cpulse_sink_input) {
+        // PulseAudio copies the client's process id onto its streams; PipeWire leaves it on the
+        // client.
+        let pid = input.process_id.map { String(cString: $0) }
+        let isOwn = pid == ownProcessID || ownClients.contains(input.client)
+        let application = input.application.map { String(cString: $0) } ?? ""
+        // Another keepalived's stream keeps a sink awake; it is not a sound that needs it (two
+        // lingering daemons would keep each other awake for ever).
+        if !isOwn, application == "keepalived" || application.hasSuffix("[keepalived]") { return }
+        streams.append(LingerView.Stream(sink: input.sink, isCorked: input.corked != 0, isOwn: isOwn))
     }
 
     private func listed() {
-        let again = connection.endQuery()
-        // A query that ended because the connection failed lists nothing: the state callback
-        // reports the loss instead.
-        guard connection.isReady else { return }
         let view = makeViews()
         lastView = view
         let now = ContinuousClock.now
         for output in machines.keys.sorted() { apply(machines[output]!.serverChanged(view(output), at: now), to: output, because: "") }
         armTimer()
-        if again { query() }
     }
 
     /// What the last listing showed, as each output's machine sees it.

@@ -3,16 +3,18 @@ import Logging
 
 /// One connection to the sound server through libpulse, on its own threaded main loop, that
 /// comes back by itself: a lost or refused connection is retried with backoff (250 ms doubling
-/// to 10 s), and every event of the watched facilities asks the owner to list again. What to
-/// list and what to make of it is the owner's (``SinkWatcher``, ``LingerWatcher``).
+/// to 10 s), and the owner's ``queries`` are listed once the server answers and again after
+/// every event of the watched facilities. What to list and what to make of it is the owner's
+/// (``SinkWatcher``, ``LingerWatcher``).
 ///
 /// Everything but ``start()`` and ``stop()`` runs on the main loop's thread (inside a callback)
 /// or with ``lock()`` held.
 ///
 /// ```swift
 /// let connection = try PulseConnection(name: "keepalived", facilities: CPULSE_WATCH_SINKS, firstRetry: .milliseconds(250))
-/// connection.onReady = { list() }
-/// connection.onChange = { if connection.beginQuery() { list() } }
+/// var names: [String] = []
+/// connection.queries = [.server { _ in names = [] }, .sinks { sink in names.append(String(cString: sink.name)) }]
+/// connection.onListed = { print(names) }
 /// connection.onLost = { error in print("lost: \(error)") }
 /// connection.start()
 /// ```
@@ -25,10 +27,14 @@ final class PulseConnection {
     let firstRetry: Duration
     static let longestRetry: Duration = .seconds(10)
 
-    /// Runs once the server answers (after every reconnection), subscribed already.
+    /// Runs once the server answers (after every reconnection), subscribed already; the first
+    /// listing follows.
     var onReady: (() -> Void)?
-    /// Runs on every event of the watched facilities.
-    var onChange: (() -> Void)?
+    /// What each listing asks for, one query after the other. Every listing starts afresh with
+    /// the first: the owner drops there what the last one gathered.
+    var queries: [Query] = []
+    /// Runs after each listing that went through to the end, the connection still ready.
+    var onListed: (() -> Void)?
     /// Runs once per loss, with libpulse's words; a retry is scheduled after it.
     var onLost: ((String) -> Void)?
 
@@ -36,8 +42,10 @@ final class PulseConnection {
     private var retryDelay: Duration
     /// The context whose loss was handled: libpulse may report a failed connect both ways.
     private var lostContext: OpaquePointer?
-    private var querying = false
-    private var queryAgain = false
+    private var listing = false
+    private var listAgain = false
+    /// The query of ``queries`` the running listing waits for.
+    private var step = 0
 
     /// Loads libpulse and makes the main loop. Throws its loader's message when it cannot.
     init(name: String, facilities: Int, firstRetry: Duration) throws(LibraryMissing) {
@@ -97,23 +105,66 @@ final class PulseConnection {
     /// Whether the connection is ready now.
     var isReady: Bool { context.map { Int(cpulse_context_state($0)) == Int(CPULSE_READY) } ?? false }
 
-    /// Starts a listing unless one runs; a change that comes meanwhile is remembered, and
-    /// ``endQuery()`` says to list once more.
-    func beginQuery() -> Bool {
-        guard context != nil else { return false }
-        guard !querying else {
-            queryAgain = true
-            return false
+    /// One list the server is asked for, and what the owner makes of each entry (whose strings
+    /// live only as long as the call).
+    struct Query {
+        fileprivate let list: Int32
+        fileprivate let each: (UnsafeRawPointer) -> Void
+
+        /// The server's name, version and default sink: one entry, its fields nil when it does
+        /// not answer.
+        static func server(_ each: @escaping (cpulse_server) -> Void) -> Query { Query(CPULSE_LIST_SERVER, each) }
+        static func sinks(_ each: @escaping (cpulse_sink) -> Void) -> Query { Query(CPULSE_LIST_SINKS, each) }
+        static func cards(_ each: @escaping (cpulse_card) -> Void) -> Query { Query(CPULSE_LIST_CARDS, each) }
+        static func clients(_ each: @escaping (cpulse_client) -> Void) -> Query { Query(CPULSE_LIST_CLIENTS, each) }
+        static func sinkInputs(_ each: @escaping (cpulse_sink_input) -> Void) -> Query { Query(CPULSE_LIST_SINK_INPUTS, each) }
+
+        /// `Entry` is the type cpulse_list gives `list`'s entries (CPulse.h).
+        private init<Entry>(_ list: Int, _ each: @escaping (Entry) -> Void) {
+            self.list = Int32(list)
+            self.each = { each($0.assumingMemoryBound(to: Entry.self).pointee) }
         }
-        querying = true
-        return true
     }
 
-    /// Ends a listing; true when a change came meanwhile (the owner lists again).
-    func endQuery() -> Bool {
-        querying = false
-        defer { queryAgain = false }
-        return queryAgain
+    /// Lists ``queries`` unless a listing runs; then it runs once more after that one, which may
+    /// have missed the change.
+    private func list() {
+        guard context != nil else { return }
+        guard !listing else {
+            listAgain = true
+            return
+        }
+        listing = true
+        step = 0
+        send()
+    }
+
+    private func send() {
+        guard let context else { return }
+        guard step < queries.count else { return listed() }
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        let sent = cpulse_list(context, queries[step].list, { PulseConnection.from($0).received($1) }, userdata)
+        // Not sent: the connection is failing, and its state callback reports the loss.
+        if sent < 0 { listing = false }
+    }
+
+    private func received(_ entry: UnsafeRawPointer?) {
+        guard let entry else {
+            step += 1
+            return send()
+        }
+        queries[step].each(entry)
+    }
+
+    private func listed() {
+        listing = false
+        let again = listAgain
+        listAgain = false
+        // A query that ended because the connection failed lists nothing: the state callback
+        // reports the loss instead.
+        guard isReady else { return }
+        onListed?()
+        if again { list() }
     }
 
     private static func from(_ userdata: UnsafeMutableRawPointer?) -> PulseConnection {
@@ -124,12 +175,12 @@ final class PulseConnection {
         if let context { cpulse_context_release(context) }
         // A new context may get the freed one's address.
         lostContext = nil
-        querying = false
-        queryAgain = false
+        listing = false
+        listAgain = false
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         context = cpulse_context_new(loop, name,
                                      { PulseConnection.from($0).stateChanged() },
-                                     { PulseConnection.from($0).onChange?() }, userdata)
+                                     { PulseConnection.from($0).list() }, userdata)
         guard let context else { return lost("cannot create a libpulse context") }
         if cpulse_context_connect(context) < 0 { lost(String(cString: cpulse_context_error(context))) }
     }
@@ -141,6 +192,7 @@ final class PulseConnection {
             retryDelay = firstRetry
             cpulse_context_subscribe(context, facilities)
             onReady?()
+            list()
         case Int(CPULSE_FAILED), Int(CPULSE_TERMINATED):
             lost(String(cString: cpulse_context_error(context)))
         default:

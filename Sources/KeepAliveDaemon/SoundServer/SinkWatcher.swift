@@ -40,8 +40,8 @@ final class SinkWatcher: @unchecked Sendable {
         connection = try PulseConnection(name: "keepalived", facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER,
                                          firstRetry: .milliseconds(250))
         self.logger = logger
-        connection.onReady = { [unowned self] in query() }
-        connection.onChange = { [unowned self] in query() }
+        connection.queries = queries()
+        connection.onListed = { [unowned self] in listed() }
         connection.onLost = { [unowned self] error in connectionLost(error) }
     }
 
@@ -85,10 +85,6 @@ final class SinkWatcher: @unchecked Sendable {
         return reachability
     }
 
-    private static func from(_ userdata: UnsafeMutableRawPointer?) -> SinkWatcher {
-        Unmanaged<SinkWatcher>.fromOpaque(userdata!).takeUnretainedValue()
-    }
-
     private func publish(_ next: SoundServerReachability) {
         if let view = next.view { everOwned.withLock { $0.formUnion(view.ownedCards) } }
         let changed = published.withLock { current in
@@ -126,49 +122,30 @@ final class SinkWatcher: @unchecked Sendable {
 
     // MARK: - What the server shows
 
-    /// Lists the server, the sinks and the cards, one query after the other; a change that comes
-    /// meanwhile runs the whole list once more.
-    private func query() {
-        guard let context = connection.context, connection.beginQuery() else { return }
-        let userdata = Unmanaged.passUnretained(self).toOpaque()
-        cpulse_query_server(context, { userdata, server in
-            let watcher = SinkWatcher.from(userdata)
-            let name = server.flatMap { $0.pointee.name }.map { String(cString: $0) } ?? "sound server"
-            let version = server.flatMap { $0.pointee.version }.map { String(cString: $0) }
-            watcher.draft = SoundServerView(
-                server: version.map { "\(name) \($0)" } ?? name,
-                defaultSink: server.flatMap { $0.pointee.default_sink }.map { String(cString: $0) }, sinks: [])
-            guard let context = watcher.connection.context else { return }
-            cpulse_query_sinks(context, { userdata, sink in
-                let watcher = SinkWatcher.from(userdata)
-                if let sink {
-                    watcher.draft.sinks.append(ServerSink(sink.pointee))
-                    return
-                }
-                guard let context = watcher.connection.context else { return }
-                cpulse_query_cards(context, { userdata, card in
-                    let watcher = SinkWatcher.from(userdata)
-                    if let card {
-                        watcher.draft.cards.append(ServerCard(card.pointee))
-                        return
-                    }
-                    watcher.listed()
-                }, userdata)
-            }, userdata)
-        }, userdata)
+    /// The server, the sinks and the cards, listed on every event (``PulseConnection``).
+    private func queries() -> [PulseConnection.Query] {
+        [
+            .server { [unowned self] server in draft = SoundServerView(server) },
+            .sinks { [unowned self] sink in draft.sinks.append(ServerSink(sink)) },
+            .cards { [unowned self] card in draft.cards.append(ServerCard(card)) },
+        ]
     }
 
     private func listed() {
-        let again = connection.endQuery()
-        // A query that ended because the connection failed lists nothing: the state callback
-        // reports the loss instead.
-        guard connection.isReady else { return }
         if warnedUnreachable, reachability.view == nil {
             logger.notice("the sound server answers", metadata: ["server": "\(draft.server)", "sinks": "\(draft.sinks.count)"])
         }
         warnedUnreachable = false
         publish(.connected(draft))
-        if again { query() }
+    }
+}
+
+extension SoundServerView {
+    /// A listing's start, from the server's answer; the strings are copied.
+    init(_ server: cpulse_server) {
+        let name = server.name.map { String(cString: $0) } ?? "sound server"
+        let version = server.version.map { String(cString: $0) }
+        self.init(server: version.map { "\(name) \($0)" } ?? name, defaultSink: server.default_sink.map { String(cString: $0) }, sinks: [])
     }
 }
 
