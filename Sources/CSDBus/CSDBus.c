@@ -12,10 +12,6 @@ static const char *const manager_path = "/org/freedesktop/login1";
 static const char *const manager_interface = "org.freedesktop.login1.Manager";
 static const char *const session_interface = "org.freedesktop.login1.Session";
 
-int ka_bus_open_system(sd_bus **bus) {
-    return sd_bus_open_system(bus);
-}
-
 int ka_bus_inhibit(sd_bus *bus, const char *what, const char *who, const char *why, const char *mode, int *fd) {
     sd_bus_message *reply = NULL;
     int r = sd_bus_call_method(bus, login1, manager_path, manager_interface, "Inhibit", NULL, &reply,

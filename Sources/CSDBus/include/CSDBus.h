@@ -12,9 +12,6 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 
-/// Opens the system bus (DBUS_SYSTEM_BUS_ADDRESS when set, as sd-bus reads it).
-int ka_bus_open_system(sd_bus **bus);
-
 /// logind's Manager.Inhibit(what, who, why, mode); `*fd` receives an owned duplicate of the lock.
 int ka_bus_inhibit(sd_bus *bus, const char *what, const char *who, const char *why, const char *mode, int *fd);
 

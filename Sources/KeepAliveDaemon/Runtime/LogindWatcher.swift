@@ -55,12 +55,7 @@ final class LogindWatcher {
     /// Connects and subscribes; `nil`, after one debug line, when there is no system bus or
     /// no logind on it.
     static func open(logger: Logger) -> LogindWatcher? {
-        var bus: OpaquePointer?
-        let opened = ka_bus_open_system(&bus)
-        guard opened >= 0, let bus else {
-            logger.debug("not following logind: no system bus", metadata: ["error": "\(Errno(-opened))"])
-            return nil
-        }
+        guard let bus = Bus.system.open(toFollow: "logind", logger: logger) else { return nil }
         let watcher = LogindWatcher(bus: bus, logger: logger)
         let matched = ka_bus_match_prepare_for_sleep(bus, &watcher.sleepSlot, { message, userdata, _ in
             guard let message, let userdata else { return 0 }

@@ -100,12 +100,7 @@ final class DeviceReservations: @unchecked Sendable {
     /// Connects to the user's session bus, follows the reservations and reads who holds which
     /// card now; `nil`, after one debug line, without a session bus.
     static func open(logger: Logger) -> DeviceReservations? {
-        var bus: OpaquePointer?
-        let opened = sd_bus_open_user(&bus)
-        guard opened >= 0, let bus else {
-            logger.debug("not following device reservations: no session bus", metadata: ["error": "\(Errno(-opened))"])
-            return nil
-        }
+        guard let bus = Bus.session.open(toFollow: "device reservations", logger: logger) else { return nil }
         var name: UnsafePointer<CChar>?
         guard sd_bus_get_unique_name(bus, &name) >= 0, let name else {
             sd_bus_flush_close_unref(bus)
