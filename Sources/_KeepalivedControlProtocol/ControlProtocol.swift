@@ -136,7 +136,7 @@ public struct OutputReport: Codable, Equatable, Sendable {
     public var ceiling: Double
     /// Frames handed to the device since start.
     public var framesPlayed: Int
-    /// All recoveries together.
+    /// All recoveries together: the sum of ``recoveriesByReason``.
     public var recoveries: Int
     /// Recoveries by reason (`underrun`, `server-gone`, …).
     public var recoveriesByReason: [String: Int]
@@ -151,10 +151,10 @@ public struct OutputReport: Codable, Equatable, Sendable {
     public var sink: String?
     public var sinkKind: String?
 
-    /// A report with every field given.
+    /// A report; ``recoveries`` is counted from ``recoveriesByReason``, so the two always agree.
     public init(device: String, state: String, reason: String? = nil, mode: String? = nil, format: String? = nil,
                 rate: Int? = nil, channels: Int? = nil, bufferFrames: Int? = nil, periodFrames: Int? = nil,
-                volume: Double, ceiling: Double, framesPlayed: Int, recoveries: Int,
+                volume: Double, ceiling: Double, framesPlayed: Int,
                 recoveriesByReason: [String: Int], lastError: String? = nil, signal: String? = nil) {
         self.device = device
         self.state = state
@@ -168,10 +168,10 @@ public struct OutputReport: Codable, Equatable, Sendable {
         self.volume = volume
         self.ceiling = ceiling
         self.framesPlayed = framesPlayed
-        self.recoveries = recoveries
         self.recoveriesByReason = recoveriesByReason
         self.lastError = lastError
         self.signal = signal
+        recoveries = recoveriesByReason.values.reduce(0, +)
     }
 }
 

@@ -9,8 +9,7 @@ extension OutputReport {
             format: output.format?.sampleFormat.rawValue, rate: output.format?.sampleRate,
             channels: output.format?.channels, bufferFrames: output.format?.bufferFrames,
             periodFrames: output.format?.periodFrames, volume: output.volume.linear, ceiling: ceiling.linear,
-            framesPlayed: output.framesPlayed, recoveries: output.totalRecoveries,
-            recoveriesByReason: Dictionary(uniqueKeysWithValues: output.recoveries.map { ($0.key.rawValue, $0.value) }),
+            framesPlayed: output.framesPlayed, recoveriesByReason: Dictionary(uniqueKeysWithValues: output.recoveries.map { ($0.key.rawValue, $0.value) }),
             lastError: output.lastError, signal: signal)
     }
 }
