@@ -50,11 +50,6 @@ package struct DevicesCommand: ParsableCommand {
         var opens: String?
         /// Whether other programs can play to it at the same time (a dmix form).
         var shared: Bool
-        var pickedBy: [String]
-        /// Why each selection that does not pick it does not.
-        var notPickedBecause: [String: String]
-        /// What a running keepalived does there now.
-        var playing: String?
         /// The `--exclude` pattern that leaves it out of every selection.
         var excludedBy: String?
         /// Why no selection opens this card now: the sound server owns it, or another program
@@ -66,6 +61,8 @@ package struct DevicesCommand: ParsableCommand {
     struct Sink: Codable, Equatable {
         var name: String
         var description: String
+        /// The ALSA card behind it, if any.
+        var card: Int?
         /// `HDMI/DisplayPort`, `S/PDIF`, `analog`, `USB`, `Bluetooth`.
         var kind: String
         /// Whether it plays to no device (null, combine, remap, filter sinks).
@@ -73,13 +70,54 @@ package struct DevicesCommand: ParsableCommand {
         /// `running`, `idle`, `suspended`.
         var state: String
         var isDefault: Bool
-        /// The ALSA card behind it, if any.
-        var card: Int?
         /// The PCM keepalived opens for it (`-d` takes it as is).
         var opens: String
+    }
+
+    /// Which selections pick a card device or a sink, why the others do not, and what a running
+    /// keepalived does there.
+    struct Selections: Codable, Equatable {
         var pickedBy: [String]
+        /// Why each selection that does not pick it does not.
         var notPickedBecause: [String: String]
+        /// What a running keepalived does there now.
         var playing: String?
+
+        /// The block's last lines, the same for a card device and a sink.
+        var lines: [String] {
+            var lines = ["  picked by: \(pickedBy.isEmpty ? "no selection" : pickedBy.joined(separator: ", "))"]
+            for (option, reason) in notPickedBecause.sorted(by: { $0.key < $1.key }) {
+                lines.append("  not by \(option): \(reason)")
+            }
+            if let playing { lines.append("  now: \(playing)") }
+            return lines
+        }
+    }
+
+    /// A card device or a sink with its ``Selections``: one block of the listing, and in `--json`
+    /// one object with the fields of both, which scripts read side by side.
+    @dynamicMemberLookup
+    struct Block<Item: Codable & Equatable>: Codable, Equatable {
+        var item: Item
+        var selections: Selections
+
+        init(_ item: Item, _ selections: Selections) {
+            self.item = item
+            self.selections = selections
+        }
+
+        subscript<Value>(dynamicMember keyPath: KeyPath<Item, Value>) -> Value { item[keyPath: keyPath] }
+
+        init(from decoder: any Decoder) throws {
+            item = try Item(from: decoder)
+            selections = try Selections(from: decoder)
+        }
+
+        // Both write into the one keyed container the encoder hands out at this path.
+        func encode(to encoder: any Encoder) throws {
+            try item.encode(to: encoder)
+            try selections.encode(to: encoder)
+        }
     }
 
     /// A PCM of the user's own configuration with a hint (taken as named by the selections).
@@ -103,8 +141,8 @@ package struct DevicesCommand: ParsableCommand {
     struct Listing: Codable, Equatable {
         /// The sound server that answered (`pulseaudio 16.1`), or why none did.
         var soundServer: String
-        var sinks: [Sink]
-        var outputs: [Output]
+        var sinks: [Block<Sink>]
+        var outputs: [Block<Output>]
         var configured: [Configured]
         var pcms: [PCM]?
     }
@@ -132,17 +170,16 @@ package struct DevicesCommand: ParsableCommand {
         let server = Self.askServer()
         let offer = OutputOffer(hints: hints, server: server, cardIndices: OutputScanner.cardIndices(hints))
         let choice = OutputChoice(selection: .all, bluetooth: true, exclusions: exclusions, allowExclusive: exclusive)
-        let playingNow = { (device: String) -> String? in
-            status?.outputs.first { $0.device == device }.map { output in
-                "\(output.state)\(output.reason.map { " (\($0))" } ?? "")\(output.mode.map { ", \($0)" } ?? "")"
-            }
+        let playing = { (output: OutputReport) in
+            "\(output.state)\(output.reason.map { " (\($0))" } ?? "")\(output.mode.map { ", \($0)" } ?? "")"
         }
         let sinks = (server.view?.sinks ?? []).map { sink in
             let verdict = OutputPlanner.verdict(for: sink, choice: choice)
-            return Sink(
-                name: sink.name, description: sink.description, kind: sink.kind.rawValue, virtual: sink.isVirtual,
-                state: sink.state.rawValue, isDefault: sink.name == server.view?.defaultSink, card: sink.alsaCard, opens: sink.pcm,
-                pickedBy: verdict.pickedBy, notPickedBecause: verdict.notPickedBecause, playing: playingNow(sink.pcm))
+            return Block(
+                Sink(name: sink.name, description: sink.description, card: sink.alsaCard, kind: sink.kind.rawValue, virtual: sink.isVirtual,
+                     state: sink.state.rawValue, isDefault: sink.name == server.view?.defaultSink, opens: sink.pcm),
+                Selections(pickedBy: verdict.pickedBy, notPickedBecause: verdict.notPickedBecause,
+                           playing: status?.outputs.first { $0.device == sink.pcm }.map(playing)))
         }
         let soundServer = switch server {
         case .connected(let view): view.server
@@ -152,7 +189,7 @@ package struct DevicesCommand: ParsableCommand {
         let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: exclusive, excluding: exclusions))) }
         let exclusivePicks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: true))) }
 
-        var outputs: [Output] = []
+        var outputs: [Block<Output>] = []
         for device in CardDevice.playbackDevices() {
             let shared = device.pcm("dmix")
             let exclusiveForm = device.pcm("plughw")
@@ -179,13 +216,11 @@ package struct DevicesCommand: ParsableCommand {
                     reasons["--\(selection)"] = "not in ALSA's device hints"
                 }
             }
-            let playing = status?.outputs.first { Self.names(device).contains($0.device) }.map { output in
-                "\(output.state)\(output.reason.map { " (\($0))" } ?? "")\(output.mode.map { ", \($0)" } ?? "") as \(output.device)"
-            }
-            outputs.append(Output(
-                title: device.title, card: device.card, cardID: device.cardID, device: device.device, kind: device.kind.rawValue,
-                opens: opens, shared: hasShared, pickedBy: pickedBy, notPickedBecause: reasons, playing: playing,
-                excludedBy: exclusion?.pattern, leftAlone: leftAlone))
+            let playingHere = status?.outputs.first { Self.names(device).contains($0.device) }.map { "\(playing($0)) as \($0.device)" }
+            outputs.append(Block(
+                Output(title: device.title, card: device.card, cardID: device.cardID, device: device.device, kind: device.kind.rawValue,
+                       opens: opens, shared: hasShared, excludedBy: exclusion?.pattern, leftAlone: leftAlone),
+                Selections(pickedBy: pickedBy, notPickedBecause: reasons, playing: playingHere)))
         }
 
         var configured: [Configured] = []
@@ -243,11 +278,7 @@ package struct DevicesCommand: ParsableCommand {
             lines.append("\(sink.description)    (sink \(sink.name)\(sink.isDefault ? ", the default" : ""))")
             lines.append("  kind: \(sink.virtual ? "virtual (plays to no device)" : sink.kind)\(sink.card.map { ", card \($0)" } ?? ""), \(sink.state)")
             lines.append("  keepalived opens: \(sink.opens)")
-            lines.append("  picked by: \(sink.pickedBy.isEmpty ? "no selection" : sink.pickedBy.joined(separator: ", "))")
-            for (option, reason) in sink.notPickedBecause.sorted(by: { $0.key < $1.key }) {
-                lines.append("  not by \(option): \(reason)")
-            }
-            if let playing = sink.playing { lines.append("  now: \(playing)") }
+            lines += sink.selections.lines
         }
         lines.append("")
         if listing.outputs.isEmpty {
@@ -263,11 +294,7 @@ package struct DevicesCommand: ParsableCommand {
                 lines.append("  keepalived opens: nothing without --exclusive (no shared dmix form)")
             }
             if let leftAlone = output.leftAlone { lines.append("  left alone: \(leftAlone)") }
-            lines.append("  picked by: \(output.pickedBy.isEmpty ? "no selection" : output.pickedBy.joined(separator: ", "))")
-            for (selection, reason) in output.notPickedBecause.sorted(by: { $0.key < $1.key }) {
-                lines.append("  not by \(selection): \(reason)")
-            }
-            if let playing = output.playing { lines.append("  now: \(playing)") }
+            lines += output.selections.lines
         }
         if !listing.configured.isEmpty {
             lines.append("")
