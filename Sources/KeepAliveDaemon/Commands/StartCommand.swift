@@ -21,8 +21,11 @@ package struct StartCommand: ParsableCommand {
     @OptionGroup var playback: PlaybackOptions
     @OptionGroup var socket: SocketOption
 
-    /// How long the daemon may take to open its outputs (or find them missing).
-    static let readinessTimeout: Duration = .seconds(5)
+    /// How long the daemon may take to open its outputs (or find them missing). A fast machine
+    /// needs well under a second; a slow or busy one seconds (a hint scan, the first answer of a
+    /// sound server, every output's open through it: 5 s were not always enough on an emulated
+    /// CPU). A daemon still not ready after this is stuck, and killed.
+    static let readinessTimeout: Duration = .seconds(15)
 
     package func run() throws {
         // Refuse bad options and clips here, so no daemon is ever started only to die.

@@ -143,8 +143,9 @@ final class DaemonRuntime: @unchecked Sendable {
                 watchdog.acknowledge()
                 notifier?.pingWatchdog()
             }
-            if fds[4].revents != 0, hints.drain(), !scanner.choice.isEmpty {
-                rescan.arm(after: Self.rescanSettle)
+            if fds[4].revents != 0, hints.drain() {
+                scanner.cardsOrConfigurationChanged()
+                if !scanner.choice.isEmpty { rescan.arm(after: Self.rescanSettle) }
             }
             if fds[7].revents != 0 {
                 scanner.acknowledgeServer()
@@ -152,6 +153,8 @@ final class DaemonRuntime: @unchecked Sendable {
             }
             if fds[3].revents != 0 {
                 rescan.acknowledge()
+                // Without inotify nothing says what changed: the timer's rescan reads it all.
+                if hints.descriptor < 0 { scanner.cardsOrConfigurationChanged() }
                 if scanner.rescan() { rescan.arm(after: Self.rescanFollowUp) }
                 notifier?.update()
             }

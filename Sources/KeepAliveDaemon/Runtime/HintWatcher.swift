@@ -11,23 +11,52 @@ import Glibc
 /// // poll(watcher.descriptor) readable → watcher.drain() → rescan
 /// ```
 final class HintWatcher {
+    /// What in a watched directory calls for a rescan.
+    enum Interest: Equatable {
+        /// Only these entries (a home directory or `/dev` changes all the time: a shell's
+        /// history, a session's log, every tty).
+        case names(Set<String>)
+        /// Every entry (ALSA's `conf.d` directories).
+        case everything
+        /// A card's nodes (`/dev/snd`): any node made, removed or given other permissions, and a
+        /// PCM closed after writing (a card another program held is free now). Not a control
+        /// node closed: alsa-lib opens and closes every card's control node read-write for each
+        /// hint scan, and the close of the scan's own would call for the next scan, for ever.
+        case cards
+
+        /// One watch per directory: what two want of it together.
+        func merged(with other: Interest) -> Interest {
+            switch (self, other) {
+            case (.cards, _), (_, .cards): .cards
+            case (.everything, _), (_, .everything): .everything
+            case (.names(let mine), .names(let theirs)): .names(mine.union(theirs))
+            }
+        }
+
+        /// Whether an event of `mask` on the entry called `name` is worth a rescan.
+        func concerns(_ name: String, mask: UInt32) -> Bool {
+            switch self {
+            case .names(let names): names.contains(name)
+            case .everything: true
+            case .cards: mask & ~UInt32(IN_CLOSE_WRITE) != 0 || name.hasPrefix("pcm")
+            }
+        }
+    }
+
     /// The inotify descriptor, or -1 without inotify (the scanner then rescans on a timer).
     let descriptor: Int32
     private var buffer = [UInt8](repeating: 0, count: 4096)
-    /// The names each watch looks for, by watch descriptor; nil: every entry (a card's nodes,
-    /// ALSA's `conf.d` directories). A home directory or `/dev` changes all the time (a shell's
-    /// history, a session's log, every tty): only ALSA's own files there call for a rescan.
-    private var interests: [Int32: Set<String>?] = [:]
+    private var interests: [Int32: Interest] = [:]
     private var watchesCards = access("/dev/snd", F_OK) == 0
+    private static let changes = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR)
 
-    /// Watches `directories` (by default ALSA's, ``directories()``), each for the names given.
-    init(directories: [(String, Set<String>?)] = HintWatcher.directories()) {
+    /// Watches `directories` (by default ALSA's, ``directories()``), each for what it says.
+    init(directories: [(String, Interest)] = HintWatcher.directories()) {
         descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard descriptor >= 0 else { return }
-        let changes = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_ATTRIB)
-        for (directory, names) in directories {
-            let watch = inotify_add_watch(descriptor, directory, changes | UInt32(IN_ONLYDIR))
-            if watch >= 0 { interests[watch] = .some(names) }
+        for (directory, interest) in directories {
+            let watch = inotify_add_watch(descriptor, directory, Self.changes)
+            if watch >= 0 { interests[watch] = interest }
         }
     }
 
@@ -46,54 +75,47 @@ final class HintWatcher {
                 let header = MemoryLayout<inotify_event>.size
                 while offset + header <= count {
                     let watch = bytes.load(fromByteOffset: offset, as: Int32.self)
+                    let mask = bytes.load(fromByteOffset: offset + 4, as: UInt32.self)
                     let length = Int(bytes.load(fromByteOffset: offset + header - 4, as: UInt32.self))
                     let nameBytes = bytes[(offset + header)..<min(offset + header + length, count)].prefix { $0 != 0 }
-                    if Self.concerns(interests[watch] ?? nil, name: String(decoding: nameBytes, as: UTF8.self)) { any = true }
+                    if let interest = interests[watch], interest.concerns(String(decoding: nameBytes, as: UTF8.self), mask: mask) { any = true }
                     offset += header + length
                 }
             }
         }
         if any, !watchesCards, access("/dev/snd", F_OK) == 0 {
-            let watch = inotify_add_watch(descriptor, "/dev/snd", UInt32(IN_CREATE | IN_DELETE | IN_ATTRIB | IN_ONLYDIR))
+            let watch = inotify_add_watch(descriptor, "/dev/snd", Self.changes)
             if watch >= 0 {
-                interests[watch] = .some(nil)
+                interests[watch] = .cards
                 watchesCards = true
             }
         }
         return any
     }
 
-    /// Whether an entry called `name` in a watch looking for `names` is worth a rescan.
-    static func concerns(_ names: Set<String>?, name: String) -> Bool {
-        guard let names else { return true }
-        return names.contains(name)
-    }
-
-    /// Where cards and ALSA's configuration live for this process, and the names that matter
-    /// in each (nil: all).
-    static func directories() -> [(String, Set<String>?)] {
+    /// Where cards and ALSA's configuration live for this process, and what matters in each.
+    static func directories() -> [(String, Interest)] {
         // /dev itself only until /dev/snd exists, and only for snd appearing.
-        var directories: [(String, Set<String>?)] = [
-            access("/dev/snd", F_OK) == 0 ? ("/dev/snd", nil) : ("/dev", ["snd"]),
-            ("/etc", ["asound.conf"]), ("/etc/alsa/conf.d", nil), ("/usr/share/alsa/alsa.conf.d", nil),
+        var directories: [(String, Interest)] = [
+            access("/dev/snd", F_OK) == 0 ? ("/dev/snd", .cards) : ("/dev", .names(["snd"])),
+            ("/etc", .names(["asound.conf"])), ("/etc/alsa/conf.d", .everything), ("/usr/share/alsa/alsa.conf.d", .everything),
         ]
-        if let home = RuntimePaths.environment("HOME") { directories.append((home, [".asoundrc", ".asoundrc.asoundconf"])) }
+        if let home = RuntimePaths.environment("HOME") { directories.append((home, .names([".asoundrc", ".asoundrc.asoundconf"]))) }
         let configHome = RuntimePaths.environment("XDG_CONFIG_HOME") ?? RuntimePaths.environment("HOME").map { $0 + "/.config" }
-        if let configHome { directories.append((configHome + "/alsa", nil)) }
+        if let configHome { directories.append((configHome + "/alsa", .everything)) }
         if let paths = RuntimePaths.environment("ALSA_CONFIG_PATH") {
             for path in paths.split(separator: ":") {
                 guard let slash = path.lastIndex(of: "/") else { continue }
                 let directory = String(path[..<slash])
-                directories.append((directory.isEmpty ? "/" : directory, [String(path[path.index(after: slash)...])]))
+                directories.append((directory.isEmpty ? "/" : directory, .names([String(path[path.index(after: slash)...])])))
             }
         }
-        // One watch per directory: the names that matter in it, together.
-        var merged: [(String, Set<String>?)] = []
-        for (directory, names) in directories {
+        var merged: [(String, Interest)] = []
+        for (directory, interest) in directories {
             if let index = merged.firstIndex(where: { $0.0 == directory }) {
-                merged[index].1 = merged[index].1.flatMap { mine in names.map { mine.union($0) } }
+                merged[index].1 = merged[index].1.merged(with: interest)
             } else {
-                merged.append((directory, names))
+                merged.append((directory, interest))
             }
         }
         return merged

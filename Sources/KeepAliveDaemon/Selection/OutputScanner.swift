@@ -37,6 +37,16 @@ final class OutputScanner: Sendable {
         var unwatched = "no selection"
         /// Cards another user's sound server was seen holding.
         var otherUsersServerCards: [Int: String] = [:]
+        /// ALSA's device hints as last read, and the ``cardsOrConfigurationChanged()`` count they
+        /// were read at. They change only with the cards and ALSA's configuration: a hint scan
+        /// reads every configuration file and opens every card's control node, too slow to
+        /// repeat for each `status` or sink event (seconds on an emulated CPU, where `start`
+        /// gave up waiting for a status and a replugged DAC's sink waited for a scan of cards
+        /// the server owns anyway).
+        var hints: (list: [ALSADevice], at: Int)?
+        var changes = 0
+        /// The count at which ALSA's configuration was last read again.
+        var configurationReloadedAt = 0
     }
 
     /// How long the first plan waits for the sound server's first answer: until it answers, no
@@ -97,6 +107,8 @@ final class OutputScanner: Sendable {
     /// first answer (at most ``firstAnswer``).
     func use(_ base: KeepAliveConfiguration, choice: OutputChoice) {
         let started: SinkWatcher? = state.withLock { state in
+            // A reload may follow an edited configuration: read it all again.
+            state.changes += 1
             state.base = base
             state.choice = choice
             guard !choice.isEmpty, state.watcher == nil else { return nil }
@@ -115,6 +127,19 @@ final class OutputScanner: Sendable {
         guard let started else { return }
         started.start()
         _ = started.waitForAnswer(timeout: Self.firstAnswer)
+    }
+
+    /// Says that the cards or ALSA's configuration changed (the ``HintWatcher`` saw it): the
+    /// next plan reads the hints and the configuration again.
+    func cardsOrConfigurationChanged() { state.withLock { $0.changes += 1 } }
+
+    /// The hints as last read, unless the cards or the configuration changed since.
+    private func currentHints() -> [ALSADevice] {
+        let (cached, changes) = state.withLock { ($0.hints, $0.changes) }
+        if let cached, cached.at == changes { return cached.list }
+        let hints = ALSADevice.playbackDevices()
+        state.withLock { $0.hints = (hints, changes) }
+        return hints
     }
 
     /// Asks the sink watcher to try the server again now (a program just took a card: a server
@@ -139,7 +164,7 @@ final class OutputScanner: Sendable {
         var server = server
         let reserved = reservations?.reservedByOthers ?? [:]
         if !choice.isEmpty || !reserved.isEmpty {
-            let offer = offer(ALSADevice.playbackDevices())
+            let offer = offer(currentHints())
             server = offer.server
             // A named output too: another program is entitled to its card until it lets go.
             configuration.devices.removeAll { OutputPlanner.reservation($0, in: offer) != nil }
@@ -163,7 +188,7 @@ final class OutputScanner: Sendable {
         let (base, choice) = state.withLock { ($0.base, $0.choice) }
         let reserved = reservations?.reservedByOthers ?? [:]
         guard choice.selection != nil || !reserved.isEmpty else { return [:] }
-        let hints = ALSADevice.playbackDevices()
+        let hints = currentHints()
         let offer = offer(hints)
         var withheld: [String: String] = [:]
         for pcm in base.devices {
@@ -200,8 +225,13 @@ final class OutputScanner: Sendable {
         // Reservations first: a card is let go before it closes (a server that waits for the
         // close then finds it free) and reserved before it opens.
         reservations?.hold(cardsOpened(by: next.devices))
-        // New PCMs may come from an edited configuration file, which opens would not see.
-        ALSADevice.reloadConfiguration()
+        // New PCMs may come from an edited configuration file, which opens would not see; a
+        // sink that came or went changed none.
+        let reload = state.withLock { state in
+            defer { state.configurationReloadedAt = state.changes }
+            return state.configurationReloadedAt != state.changes
+        }
+        if reload { ALSADevice.reloadConfiguration() }
         let closing = Set(cardsOpened(by: current.devices).keys).subtracting(cardsOpened(by: next.devices).keys)
         do {
             let outcome = try manager.reconfigure(next)

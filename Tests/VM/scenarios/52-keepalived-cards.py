@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import subprocess
+import time
 
 import vmtest as vt
 
@@ -62,6 +63,18 @@ vt.check("all-plays-both", w and sorted(o["device"] for o in s["outputs"]) == ["
 now = json.loads(vt.run([K, "devices", "--json", "--socket", SOCKET], timeout=30).stdout)
 playing = {o["title"]: o.get("playing") for o in now["outputs"]}
 vt.check("devices-shows-playing", all(p and p.startswith("playing") for p in playing.values()), f"{playing}")
+# The main thread sleeps while nothing changes. A rescan once set off the next for ever: alsa-lib's
+# hint scan opens every card's control node read-write, and the daemon's own inotify watch on
+# /dev/snd took the close for a change.
+def switches(pid):
+    text = vt.read(f"/proc/{pid}/task/{pid}/status") or ""
+    return sum(int(line.split()[1]) for line in text.splitlines() if "ctxt_switches" in line)
+
+
+before = switches(daemon.pid)
+time.sleep(5)
+woke = switches(daemon.pid) - before
+vt.check("main-thread-sleeps", woke <= 3, f"keepalived's main thread woke {woke} times in 5 s")
 
 # A sound server starting in the session: its sockets appear. The control daemon on `null` (a
 # server could be behind a plug-in) must reopen; the dmix streams must not.
