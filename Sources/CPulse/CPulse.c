@@ -33,6 +33,7 @@
     X(pa_operation *, pa_context_get_sink_info_list, (pa_context *, pa_sink_info_cb_t, void *))         \
     X(pa_operation *, pa_context_get_server_info, (pa_context *, pa_server_info_cb_t, void *))          \
     X(pa_operation *, pa_context_get_card_info_list, (pa_context *, pa_card_info_cb_t, void *))         \
+    X(pa_operation *, pa_context_move_sink_input_by_name, (pa_context *, uint32_t, const char *, pa_context_success_cb_t, void *)) \
     X(void, pa_operation_unref, (pa_operation *))                                                        \
     X(const char *, pa_proplist_gets, (const pa_proplist *, const char *))
 
@@ -355,6 +356,13 @@ int cpulse_list(cpulse_context *context, int what, void (*each)(void *, const vo
         query_free(q);
         return -1;
     }
+    fn.pa_operation_unref(operation);
+    return 0;
+}
+
+int cpulse_move_sink_input(cpulse_context *context, uint32_t index, const char *sink) {
+    pa_operation *operation = fn.pa_context_move_sink_input_by_name(context->context, index, sink, NULL, NULL);
+    if (!operation) return -1;
     fn.pa_operation_unref(operation);
     return 0;
 }

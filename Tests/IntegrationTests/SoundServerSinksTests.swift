@@ -89,6 +89,45 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }
 
+        @Test("PulseAudio: a stream the server moves off its sink goes back, whether module-switch-on-connect took it to a DAC just plugged in or a client moved it",
+              .enabled(if: PulseAudioServer.isInstalled))
+        func pulseAudioStreamsStayHome() async throws {
+            let server = try await Self.desktopServer()
+            defer { server.stop() }
+            // What a desktop's default.pa loads: streams on the default sink follow a device that
+            // appears (the null sinks here are not hardware, hence ignore_virtual=no).
+            _ = commandOutput("pactl", ["load-module", "module-switch-on-connect", "ignore_virtual=no"], environment: server.environment)
+            _ = commandOutput("pactl", ["set-default-sink", "tv"], environment: server.environment)
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--socket", socket],
+                                          environment: server.environment, directory: server.directory, label: "keepalived")
+            /// Each kept sink has exactly one stream, keepalived's: none was left without.
+            func oneStreamEach(_ sinks: Set<String>) -> Bool {
+                let streams = server.streamSinks().values
+                return Set(streams) == sinks && streams.count == sinks.count
+            }
+            try await waitUntil("a stream on the TV and on the speakers", timeout: .seconds(5)) { oneStreamEach(["tv", "speakers"]) }
+
+            _ = try server.loadSink(Self.dac.name, Self.dac.properties)
+            try await waitUntil("a stream on each of the TV, the speakers and the DAC", timeout: .seconds(2).underSanitizer) {
+                oneStreamEach(["tv", "speakers", "dac"])
+            }
+            #expect(daemon.stderr.contains("moving it back"), "switch-on-connect moved the TV's stream: \(daemon.stderr)")
+            try await waitUntil("every kept sink to run", timeout: .seconds(2).underSanitizer) {
+                let states = server.sinkStates()
+                return ["tv", "speakers", "dac"].allSatisfy { states[$0] == "RUNNING" }
+            }
+
+            // A client moves the speakers' stream to the TV.
+            let speakers = try #require(server.streamSinks().first { $0.value == "speakers" }?.key)
+            _ = commandOutput("pactl", ["move-sink-input", "\(speakers)", "tv"], environment: server.environment)
+            try await waitUntil("the speakers' stream back on the speakers", timeout: .seconds(2).underSanitizer) {
+                server.streamSinks()[speakers] == "speakers"
+            }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
         @Test("PulseAudio: --bluetooth adds the Bluetooth sink; --exclude leaves a sink out by its description; devices lists every sink with what picks it",
               .enabled(if: PulseAudioServer.isInstalled))
         func pulseAudioBluetoothAndExclude() async throws {

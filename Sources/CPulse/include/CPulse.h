@@ -166,6 +166,11 @@ enum {
 /// cannot be sent (then `each` never runs).
 int cpulse_list(cpulse_context *context, int what, void (*each)(void *userdata, const void *entry), void *userdata);
 
+/// Asks the server to move sink input `index` to the sink called `sink`, without waiting for
+/// its answer (the next sink input event shows where it is). Returns 0, or -1 when the request
+/// cannot be sent.
+int cpulse_move_sink_input(cpulse_context *context, uint32_t index, const char *sink);
+
 #ifdef __cplusplus
 }
 #endif

@@ -173,8 +173,11 @@ final class OutputScanner: Sendable {
             }
         }
         if let view = server.view {
+            var kept: Set<String> = []
+            defer { state.withLock { $0.watcher }?.keep(kept) }
             for device in configuration.devices {
                 guard let sink = view.sink(forPCM: device) else { continue }
+                kept.insert(sink.name)
                 configuration.outputSettings[device] = SinkDefaults.settings(
                     for: sink.kind, under: configuration.outputSettings[device], buffer: choice.sinkBuffer, ceiling: configuration.defaults.ceiling)
             }

@@ -102,6 +102,13 @@ final class PulseConnection {
         cpulse_timer_arm(loop, reconnectTimer, 0)
     }
 
+    /// Asks the server to move sink input `index` to the sink called `sink`; false when the
+    /// request cannot be sent. On the main loop's thread or with ``lock()`` held.
+    func moveSinkInput(_ index: UInt32, to sink: String) -> Bool {
+        guard let context else { return false }
+        return cpulse_move_sink_input(context, index, sink) == 0
+    }
+
     /// Whether the connection is ready now.
     var isReady: Bool { context.map { Int(cpulse_context_state($0)) == Int(CPULSE_READY) } ?? false }
 

@@ -5,9 +5,11 @@ import Synchronization
 import Glibc
 
 /// Follows the sound server's sinks and cards with libpulse (PulseAudio, or PipeWire through
-/// pipewire-pulse), for a selection that keeps sinks awake: every sink, card or server event
-/// lists them again, and a change that matters to a selection (a sink or card that came or went,
-/// a profile switched) rings ``doorbell``. The daemon's main loop polls the doorbell and rescans.
+/// pipewire-pulse), for a selection that keeps sinks awake: every sink, card, stream or server
+/// event lists them again, and a change that matters to a selection (a sink or card that came or
+/// went, a profile switched) rings ``doorbell``. The daemon's main loop polls the doorbell and
+/// rescans. A stream of keepalived's that the server moved off the sink its output keeps awake
+/// is moved back (``StreamHomes``).
 ///
 /// Runs on libpulse's threaded main loop: one thread blocked in poll while nothing changes. When
 /// the server goes away it reports ``SoundServerReachability/unreachable(_:)`` and reconnects
@@ -30,6 +32,15 @@ final class SinkWatcher: @unchecked Sendable {
     private var warnedUnreachable = false
     private var draft = SoundServerView(server: "", sinks: [])
 
+    /// keepalived's own streams in the listing under way (sink input → sink index), and the
+    /// clients of this process (PipeWire leaves the process id on the client).
+    private var ownStreams: [UInt32: UInt32] = [:]
+    private var ownClients: Set<UInt32> = []
+    private let ownProcessID = String(getpid())
+    private var homes = StreamHomes()
+    /// The sinks that sink outputs keep awake now (``keep(_:)``).
+    private let kept = Mutex<Set<String>>([])
+
     private let published = Mutex<SoundServerReachability>(.unknown)
     private let everOwned = Mutex<Set<Int>>([])
     /// Rung on every publication, also one that changes nothing a selection sees.
@@ -37,7 +48,7 @@ final class SinkWatcher: @unchecked Sendable {
 
     /// Loads libpulse. Throws its loader's message when it cannot.
     init(logger: Logger) throws(PulseConnection.LibraryMissing) {
-        connection = try PulseConnection(name: "keepalived", facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER,
+        connection = try PulseConnection(name: "keepalived", facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER | CPULSE_WATCH_SINK_INPUTS,
                                          firstRetry: .milliseconds(250))
         self.logger = logger
         connection.queries = queries()
@@ -53,6 +64,10 @@ final class SinkWatcher: @unchecked Sendable {
         let systemSockets = ["/run/pulse/native", "/var/run/pulse/native"]
         return systemSockets.contains { path in access(path, F_OK) == 0 }
     }
+
+    /// Says which sinks sink outputs keep awake: a stream of keepalived's the server moves off
+    /// one of them is moved back (``StreamHomes``).
+    func keep(_ sinks: Set<String>) { kept.withLock { $0 = sinks } }
 
     /// What the server showed last.
     var reachability: SoundServerReachability { published.withLock { $0 } }
@@ -122,12 +137,27 @@ final class SinkWatcher: @unchecked Sendable {
 
     // MARK: - What the server shows
 
-    /// The server, the sinks and the cards, listed on every event (``PulseConnection``).
+    /// The server, the sinks, the cards and keepalived's own streams, listed on every event
+    /// (``PulseConnection``).
     private func queries() -> [PulseConnection.Query] {
         [
-            .server { [unowned self] server in draft = SoundServerView(server) },
+            .server { [unowned self] server in
+                draft = SoundServerView(server)
+                ownStreams = [:]
+                ownClients = []
+            },
             .sinks { [unowned self] sink in draft.sinks.append(ServerSink(sink)) },
             .cards { [unowned self] card in draft.cards.append(ServerCard(card)) },
+            .clients { [unowned self] client in
+                if client.process_id.map({ String(cString: $0) }) == ownProcessID { ownClients.insert(client.index) }
+            },
+            .sinkInputs { [unowned self] input in
+                // PulseAudio copies the client's process id onto its streams; PipeWire leaves it
+                // on the client.
+                if input.process_id.map({ String(cString: $0) }) == ownProcessID || ownClients.contains(input.client) {
+                    ownStreams[input.index] = input.sink
+                }
+            },
         ]
     }
 
@@ -137,6 +167,17 @@ final class SinkWatcher: @unchecked Sendable {
         }
         warnedUnreachable = false
         publish(.connected(draft))
+        keepStreamsHome()
+    }
+
+    private func keepStreamsHome() {
+        let names = Dictionary(draft.sinks.map { ($0.index, $0.name) }, uniquingKeysWith: { first, _ in first })
+        let streams = ownStreams.compactMapValues { names[$0] }
+        for move in homes.observe(streams: streams, kept: kept.withLock { $0 }, sinks: Set(names.values)) {
+            logger.notice("the sound server moved a stream of keepalived's off its sink: moving it back",
+                          metadata: ["stream": "\(move.stream)", "from": "\(streams[move.stream] ?? "")", "sink": "\(move.sink)"])
+            _ = connection.moveSinkInput(move.stream, to: move.sink)
+        }
     }
 }
 

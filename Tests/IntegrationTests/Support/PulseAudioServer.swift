@@ -95,6 +95,21 @@ final class PulseAudioServer: @unchecked Sendable {
         return nil
     }
 
+    /// The sink each stream plays on, by stream index (`pactl list short sink-inputs`).
+    func streamSinks() -> [Int: String] {
+        var names: [Substring: String] = [:]
+        for line in (commandOutput("pactl", ["list", "short", "sinks"], environment: environment) ?? "").split(separator: "\n") {
+            let fields = line.split(separator: "\t")
+            if fields.count >= 2 { names[fields[0]] = String(fields[1]) }
+        }
+        var sinks: [Int: String] = [:]
+        for line in (commandOutput("pactl", ["list", "short", "sink-inputs"], environment: environment) ?? "").split(separator: "\n") {
+            let fields = line.split(separator: "\t")
+            if fields.count >= 2, let index = Int(fields[0]) { sinks[index] = names[fields[1]] }
+        }
+        return sinks
+    }
+
     /// The clients playing into the server now (`pactl list short sink-inputs`), or nil if it
     /// does not answer.
     func sinkInputCount() -> Int? {
