@@ -1,6 +1,7 @@
 """Read the WAV files QEMU's wav audio backend writes (tolerates a header whose sizes were never
 filled in, as when QEMU is killed)."""
 
+import array
 import struct
 
 
@@ -44,3 +45,30 @@ def read(path):
     if fmt is None:
         raise ValueError("no fmt chunk")
     return Wav(fmt[0], fmt[1], fmt[2], b"")
+
+
+def loud_seconds(path, threshold):
+    """Seconds of a 16-bit WAV in which a sample's magnitude exceeds threshold (a loud sound's
+    length, whichever channel carries it)."""
+    wav = read(path)
+    if wav.bits != 16:
+        raise ValueError("16-bit only")
+    samples = array.array("h")
+    samples.frombytes(wav.data[:len(wav.data) // 2 * 2])
+    loud = sum(1 for s in samples if abs(s) > threshold) // max(wav.channels, 1)
+    return loud / wav.rate if wav.rate else 0.0
+
+
+def check_tone_reached_codec(result, report):
+    """A desktop scenario's host check: the user's 1 kHz tone (peak 16000 LSB), played through
+    the sound server while keepalived kept the sinks awake, reached the HDA codec. QEMU's WAV
+    must hold at least 0.3 s of samples far above keepalived's ceiling (0.05 of full scale),
+    which only the user's sound can make."""
+    ceiling = int(0.05 * 32768)
+    try:
+        seconds = loud_seconds(result.hda_wav, 4 * ceiling)
+    except (OSError, ValueError) as e:
+        report("FAIL", "wav", f"cannot read {result.hda_wav}: {e}")
+        return
+    report("ok" if seconds >= 0.3 else "FAIL", "user-tone-reached-codec",
+           f"{seconds:.2f} s of the codec's input above {4 * ceiling} LSB (the tone peaks at 16000; keepalived stays under {ceiling})")

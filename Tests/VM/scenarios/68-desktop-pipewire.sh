@@ -1,0 +1,35 @@
+#!/bin/sh
+# vm: devices=hda,usb power_save=1 hda_wav=yes mode=systemd smp=2 timeout=360
+# A PipeWire desktop's order: a logged-in user (logind's user manager, the user's own session
+# bus) whose PipeWire, WirePlumber and PipeWire's pulse server own the HDA card and the USB audio
+# device (WirePlumber holds both reservations), both sinks suspended (WirePlumber suspends a node
+# idle for 5 s and closes its device) when keepalived starts. This is where `--all` once took the
+# cards' dmix behind the server's back and the sinks went to "error (Start error: Device or
+# resource busy)". `keepalived start --all` as that user must:
+# - keep both sinks awake through the server (pulse:DEVICE=<sink>), never opening a card itself:
+#   the HDA codec's power_off_acct does not grow, and every open substream belongs to PipeWire;
+# - leave the user's own sound alone: pw-play of a 1 s tone finishes, the journal has no "Start
+#   error" or "busy", and the tone reaches the codec (the host checks QEMU's WAV:
+#   68-desktop-pipewire.host.py);
+# - drop the USB sink when the device is unplugged and keep it awake again within 2 s of the
+#   server's new sink after a replug;
+# - bring both sinks back after PipeWire, WirePlumber and the pulse server restart.
+. "$VM_GUEST/desktoplib.sh"
+desk_login
+
+# This root enables both servers' user sockets (it has PipeWire and PulseAudio installed side by
+# side, which no desktop does): a PipeWire desktop has no PulseAudio, so it is masked here.
+as_user systemctl --user stop pulseaudio.service pulseaudio.socket 2>/dev/null
+as_user systemctl --user mask pulseaudio.service pulseaudio.socket >/dev/null 2>&1
+desk_pipewire_pulse_unit
+DESK_SERVER=pipewire
+play_tone() { as_user_within 15 pw-play --target "$hda_sink" /tmp/tone.wav; }
+as_user systemctl --user start pipewire.socket pipewire.service wireplumber.service pipewire-pulse.service
+desk_server_owns_both
+pw_reserved() { [ "$(reservations)" = "Audio0=wireplumber Audio1=wireplumber " ]; }
+vm_check server-holds-reservations "reservations: $(reservations)" pw_reserved
+desk_keep_all_awake
+desk_usb_replug
+desk_server_restart systemctl --user restart pipewire.service wireplumber.service pipewire-pulse.service
+as_user "$KEEPALIVED" stop >/dev/null 2>&1
+vm_finish
