@@ -150,9 +150,28 @@ def contenders(keepalived, count):
     return rows
 
 
+def median_run(results):
+    """The run with the median CPU, carrying every run's CPU and wakeups; the first failed run if
+    any failed (a failure is never averaged away)."""
+    failed = [r for r in results if "error" in r]
+    if failed:
+        return failed[0]
+    ordered = sorted(results, key=lambda r: r["cpu_us_per_s"])
+    row = dict(ordered[(len(ordered) - 1) // 2])
+    row["runs"] = [{"cpu_us_per_s": r["cpu_us_per_s"], "wakeups_per_s": r["wakeups_per_s"]} for r in results]
+    row["wakeups_per_s"] = sorted(r["wakeups_per_s"] for r in results)[(len(results) - 1) // 2]
+    return row
+
+
+def spread(row, key):
+    values = [r[key] for r in row.get("runs", [])]
+    return f" ({min(values):.{1 if 'cpu' in key else 2}f}–{max(values):.{1 if 'cpu' in key else 2}f})" if len(values) > 1 else ""
+
+
 def render(results, info):
     lines = [f"Run {info['started']} → {info['finished']}, N = {info['seconds']:g} s per program, steady-state "
-             f"window from t = {info['warmup']:g} s to t = N.", "",
+             f"window from t = {info['warmup']:g} s to t = N; each program run {info['repeat']} times, interleaved: "
+             f"the median run, the range of all runs in parentheses.", "",
              f"Command: `{info['command']}`", "",
              f"Machine: {info['machine']}; load average at start {info['load_start']}, at end {info['load_end']}.", ""]
     verdicts = []
@@ -166,8 +185,8 @@ def render(results, info):
                 lines.append(f"| {r['label']} | {r['sinks']} | {r['error']} | | | | | | |")
                 continue
             anon = bench.kb_to_mb(r.get("memory", {}).get("RssAnon"))
-            lines.append(f"| {r['label']} | {r['sinks']} | {r.get('launch_to_playing_ms', 0):.0f} | {r['cpu_us_per_s']:.1f} | "
-                         f"{r['cpu_us_per_s'] / r['sinks']:.1f} | {r['wakeups_per_s']:.2f} | {r['wakeups_per_s'] / r['sinks']:.2f} | "
+            lines.append(f"| {r['label']} | {r['sinks']} | {r.get('launch_to_playing_ms', 0):.0f} | {r['cpu_us_per_s']:.1f}{spread(r, 'cpu_us_per_s')} | "
+                         f"{r['cpu_us_per_s'] / r['sinks']:.1f} | {r['wakeups_per_s']:.2f}{spread(r, 'wakeups_per_s')} | {r['wakeups_per_s'] / r['sinks']:.2f} | "
                          f"{r['threads']} | {anon:.2f} |")
         lines.append("")
         if baseline:
@@ -207,6 +226,7 @@ def main():
     parser.add_argument("-n", "--seconds", type=float, default=float(os.environ.get("BENCH_SECONDS", 60)))
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--servers", default="pulse,pipewire", help="comma-separated: pulse,pipewire")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each program, interleaved; its row is the median run")
     parser.add_argument("--keepalived", metavar="PATH", default=os.environ.get("BENCH_KEEPALIVED"))
     parser.add_argument("--no-write", dest="write", action="store_false", help="print only")
     args = parser.parse_args()
@@ -227,13 +247,19 @@ def main():
             bench.log(f"starting {server.title} with {count} sink(s) in {server.dir}")
             try:
                 server.start()
-                for program, label, command, extra in contenders(keepalived, count):
-                    bench.log(f"{server.title}: {label} for {args.seconds:g} s")
-                    result = bench.run_one(server, program, label, command, extra, args.seconds, args.warmup, log_dir)
-                    result["sinks"] = count
-                    rows.append(result)
-                    bench.log(f"  {result['error']}" if "error" in result
-                              else f"  {result['cpu_us_per_s']:.1f} µs/s, {result['wakeups_per_s']:.2f} wakeups/s")
+                # A one-sink difference is a few µs/s, of the order of one run's noise: every
+                # program runs --repeat times, interleaved with the others (so a slow minute
+                # of the machine falls on all of them), and its row is its median run.
+                runs = {}
+                for attempt in range(args.repeat):
+                    for program, label, command, extra in contenders(keepalived, count):
+                        bench.log(f"{server.title}: {label} for {args.seconds:g} s (run {attempt + 1} of {args.repeat})")
+                        result = bench.run_one(server, program, label, command, extra, args.seconds, args.warmup, log_dir)
+                        result["sinks"] = count
+                        runs.setdefault(program, []).append(result)
+                        bench.log(f"  {result['error']}" if "error" in result
+                                  else f"  {result['cpu_us_per_s']:.1f} µs/s, {result['wakeups_per_s']:.2f} wakeups/s")
+                rows += [median_run(results) for results in runs.values()]
             finally:
                 server.stop()
                 server.cleanup()
@@ -244,7 +270,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(keys)) as pool:
         results = list(pool.map(measure, keys))
     info = {"started": started, "finished": datetime.datetime.now().astimezone().strftime("%H:%M:%S"),
-            "seconds": args.seconds, "warmup": args.warmup,
+            "seconds": args.seconds, "warmup": args.warmup, "repeat": args.repeat,
             "command": "bench/run --sinks" + ("" if len(sys.argv) == 1 else " " + shlex.join(sys.argv[1:])),
             "machine": bench.machine(), "load_start": load_start,
             "load_end": " ".join(f"{x:.2f}" for x in os.getloadavg())}
