@@ -86,6 +86,8 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// opens in the same format.
     private var source: (any FrameSource)?
     private var renderedFor: OutputFormat?
+    /// The fewest frames the rendered loop holds (see ``makeFrameSource``).
+    private var renderedLoopFrames = 0
     private var rendered = false
 
     private func run() {
@@ -141,13 +143,19 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             return openFailed(error)
         }
         if machine.opened() == .announceOpen || formatChanged { report(.opened(format, mode)) }
-        // A stream to a sound server costs a round trip per write call, and a write call takes
-        // at most the rest of the loop: rendered for the provisional quarter-second period, a
-        // 2 s write to a sink was twelve. Rendered for the committed period, it is two or
-        // three, for a loop of one period in memory. A card's writes are copies into its ring:
-        // its short loop stays.
-        if mode == .stream, !chain.endsInHardware, let renderedFor, format.periodFrames > renderedFor.periodFrames {
-            do { try render(for: format) } catch { return perform(machine.cannotRender(message: "\(error)", at: clock.now)) }
+        // A stream to a sound server costs a round trip per write call (the plug-in's thread
+        // and the server each wake for it), and a write call takes at most the rest of the loop:
+        // rendered for the provisional quarter-second period, a write to a sink was twelve
+        // calls. A loop as long as one write (``StreamPacer/threshold``, two of the server's
+        // periods), written from its start each time, makes it one, for a second period of
+        // loop in memory. A card's writes are copies into its ring: its short loop stays.
+        if mode == .stream, !chain.endsInHardware {
+            let writeFrames = StreamPacer(format: format, at: clock.now).threshold
+            if renderedLoopFrames < writeFrames {
+                do { try render(for: format, minimumLoopFrames: writeFrames) } catch {
+                    return perform(machine.cannotRender(message: "\(error)", at: clock.now))
+                }
+            }
         }
         switch (mode, source) {
         case (.ringLoop, let source?):
@@ -199,12 +207,14 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         }
     }
 
-    private func render(for format: OutputFormat) throws(KeepAliveSignalError) {
+    private func render(for format: OutputFormat, minimumLoopFrames: Int? = nil) throws(KeepAliveSignalError) {
         source = try makeFrameSource(
             signal: configuration.signal, clip: configuration.clip, format: format, volume: configuration.volume,
-            ceiling: configuration.ceiling, schedule: configuration.schedule, seed: configuration.seed)
+            ceiling: configuration.ceiling, schedule: configuration.schedule, seed: configuration.seed,
+            minimumLoopFrames: minimumLoopFrames)
         rendered = true
         renderedFor = format
+        renderedLoopFrames = minimumLoopFrames ?? format.periodFrames
     }
 
     /// A stop, or a configuration handed over by ``apply(_:)`` and rendered for `format` (a reload
@@ -215,7 +225,10 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             return .stop
         }
         guard hasPendingConfiguration, takePendingConfiguration() else { return nil }
-        do { try render(for: format) } catch { return .end(lose(.unknown, "\(error)")) }
+        // The same length of loop as the one it replaces (a stream's, one write long).
+        do { try render(for: format, minimumLoopFrames: max(renderedLoopFrames, format.periodFrames)) } catch {
+            return .end(lose(.unknown, "\(error)"))
+        }
         guard let next = source else { return .writesNothing }
         return .reloaded(next)
     }

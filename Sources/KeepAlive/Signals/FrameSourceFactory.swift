@@ -14,6 +14,9 @@ import Glibc
 ///   peak at most `volume` (rounded down to a whole LSB, never below one).
 /// - With a `schedule`, the source plays in bursts with fades (``PeriodicFrameSource``).
 ///
+/// A loop holds at least `minimumLoopFrames` frames (by default one period of `format`): a loop
+/// is offered up to its end, so a write call takes at most that many frames.
+///
 /// Every sample of every source is at most `ceiling` (the quantizer's rule). `volume` above
 /// `ceiling` is refused by ``KeepAliveConfiguration/validate()`` before this point.
 ///
@@ -26,11 +29,11 @@ import Glibc
 ///   sine at or above half the rate, more pulses per second than frames).
 func makeFrameSource(
     signal: KeepAliveSignal, clip: Clip, format: OutputFormat, volume: Level, ceiling: Level,
-    schedule: PlaySchedule?, seed: UInt64
+    schedule: PlaySchedule?, seed: UInt64, minimumLoopFrames: Int? = nil
 ) throws(KeepAliveSignalError) -> (any FrameSource)? {
     try signal.validate(sampleRate: format.sampleRate)
     let source: any FrameSource
-    let loopFrames = max(format.periodFrames, 1)
+    let loopFrames = max(minimumLoopFrames ?? format.periodFrames, 1)
     let sampleFormat = format.sampleFormat
     switch signal {
     case .openOnly:

@@ -66,7 +66,10 @@ struct StreamPlayback {
                 var remaining = writable
                 var total = 0
                 var failure: Int32?
-                while remaining > 0 {
+                // A write worth a wakeup ends there: the rest of the room is written after a
+                // look at the device, without a sleep. So a stream whose loop is one write long
+                // (a sound server's) starts each write at the loop's first frame, one call.
+                while remaining > 0, total < pacer.threshold {
                     let (frames, chunk) = source.peek(maximum: remaining)
                     let written = pcm.write(frames, frames: chunk)
                     if written == -Int(EAGAIN) { break }
