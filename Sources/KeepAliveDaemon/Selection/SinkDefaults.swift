@@ -4,8 +4,9 @@ import KeepAlive
 ///
 /// Why a longer buffer than a card's: a sink output is a stream through ALSA's pulse plug-in,
 /// and every period costs a round trip to the server and a wakeup of the plug-in's thread as
-/// well as keepalived's. At 4 s (two 2 s periods, what tuned aplay asks for) a sink output wakes
-/// no more often than tuned aplay on the same server (BENCHMARKS.md, "Sink outputs"). The cost:
+/// well as keepalived's. At 4 s (the plug-in's fewest periods, three of 1.33 s; tuned aplay's
+/// 4 s and 2 s periods come out as 6 s and 2 s under the same rule) a sink output wakes no more
+/// often than tuned aplay on the same server (BENCHMARKS.md, "Sink outputs"). The cost:
 /// a server that dies or stalls is noticed at the stream's next write, up to half a buffer
 /// later: 2 s instead of 1 (docs/recovery.md).
 ///
