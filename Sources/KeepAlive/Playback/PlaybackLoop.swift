@@ -150,7 +150,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         // periods), written from its start each time, makes it one, for a second period of
         // loop in memory. A card's writes are copies into its ring: its short loop stays.
         if mode == .stream, !chain.endsInHardware {
-            let writeFrames = StreamPacer(format: format, at: clock.now).threshold
+            let writeFrames = StreamPacer.threshold(for: format)
             if renderedLoopFrames < writeFrames {
                 do { try render(for: format, minimumLoopFrames: writeFrames) } catch {
                     return perform(machine.cannotRender(message: "\(error)", at: clock.now))
@@ -189,7 +189,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             }
         }
         let format = try negotiation.commitStreaming(bufferMicroseconds: configuration.bufferMicroseconds, periods: configuration.periodsPerBuffer)
-        let threshold = StreamPacer(format: format, at: clock.now).threshold
+        let threshold = StreamPacer.threshold(for: format)
         try pcm.configureStreaming(startThreshold: format.bufferFrames, wakeThreshold: threshold)
         return (format, .stream)
     }

@@ -41,10 +41,15 @@ struct StreamPacer {
     init(format: OutputFormat, at now: ContinuousClock.Instant) {
         rate = Double(format.sampleRate)
         bufferFrames = format.bufferFrames
+        threshold = Self.threshold(for: format)
+        epoch = now
+    }
+
+    /// The ``threshold`` of a pacer for `format`: what one write to it is.
+    static func threshold(for format: OutputFormat) -> Int {
         let period = max(format.periodFrames, 1)
         let periods = max(1, (format.bufferFrames / 2 + period - 1) / period)
-        threshold = min(format.bufferFrames, periods * period)
-        epoch = now
+        return min(format.bufferFrames, periods * period)
     }
 
     /// The stream starts again on an empty (prepared) or resumed buffer.
