@@ -292,6 +292,7 @@ static cpulse_sink sink_entry(const pa_sink_info *info) {
         .hardware = (info->flags & PA_SINK_HARDWARE) != 0,
         .active_port = info->active_port ? info->active_port->name : NULL,
         .active_port_type = info->active_port ? (int)info->active_port->type : CPULSE_PORT_UNKNOWN,
+        .rate = info->sample_spec.rate,
         .properties = info->proplist,
     };
 }

@@ -67,8 +67,9 @@ extension Integration {
             #expect(abs(20 * log10(heard / played)) <= 3, "played RMS \(played), after SBC \(heard)")
             #expect(Double(sine.map { abs(Int($0)) }.max() ?? 0) <= 0.05 * 32768)
 
-            // The control: the signal the default replaces does not survive.
-            let pulses = try await Self.recordKeepalived("--signal fluctuate", server: server)
+            // The control: the signal the default replaces does not survive. Without the
+            // default's pauses too: its 2 s burst can be in the monitor before the recorder is.
+            let pulses = try await Self.recordKeepalived("--signal fluctuate --play-for 600 --pause-for 1", server: server)
             #expect(pulses.contains { $0 != 0 }, "fluctuate plays ±1 LSB pulses into the sink")
             let pulsesBack = try await Self.roundTrip(pulses, in: server.directory)
             let pulsesPeak = pulsesBack.map { abs(Int($0)) }.max() ?? 0
@@ -89,6 +90,10 @@ extension Integration {
             #expect(output?["signal"] as? String == "sine:30", "\(String(describing: output))")
             #expect(abs((output?["volume"] as? Double ?? 0) - 0.0031623) < 1e-4)
             #expect(output?["sinkKind"] as? String == "Bluetooth")
+            // Rendered at the sink's own rate (its module's 44.1 kHz, not the 48 kHz of a card),
+            // so the server neither resamples it nor moves its sink to 48 kHz for it.
+            #expect(output?["rate"] as? Int == 44100, "\(String(describing: output))")
+            #expect(server.sinkSampleRates()["flip"] == 44100)
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }

@@ -62,9 +62,9 @@ extension Integration {
             let status = Self.status(socket, server.environment)
             let outputs = Self.outputs(status)
             #expect(Set(outputs.keys) == ["pulse:DEVICE=tv", "pulse:DEVICE=speakers"], "\(status)")
-            // A sink asks for a 4 s buffer unless --buffer says otherwise: the plug-in's
-            // stream then wakes no more than tuned aplay's.
-            #expect(Self.bufferSeconds(outputs["pulse:DEVICE=tv"]).map { $0 >= 3.5 && $0 <= 4.5 } == true, "\(status)")
+            // A sink asks for a 6 s buffer (three 2 s periods) unless --buffer says otherwise:
+            // the plug-in's stream then wakes no more than tuned aplay's.
+            #expect(Self.bufferSeconds(outputs["pulse:DEVICE=tv"]).map { $0 >= 5.5 && $0 <= 6.5 } == true, "\(status)")
             #expect(outputs["pulse:DEVICE=tv"]?["sinkKind"] as? String == "HDMI/DisplayPort")
             #expect(outputs["pulse:DEVICE=speakers"]?["sinkKind"] as? String == "analog")
             #expect((outputs["pulse:DEVICE=tv"]?["server"] as? String)?.hasPrefix("pulseaudio") == true)

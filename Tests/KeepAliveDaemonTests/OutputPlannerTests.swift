@@ -163,20 +163,32 @@ struct BluetoothDefaultsTests {
     }
 }
 
-@Suite("SinkDefaults: a sink's own buffer and, for Bluetooth, its own signal")
+@Suite("SinkDefaults: a sink's own buffer and rate and, for Bluetooth, its own signal")
 struct SinkDefaultsTests {
-    @Test("a sink asks for a 4 s buffer; a Bluetooth one gets its signal too; a card-like kind gets nothing else")
+    @Test("a sink asks for a 6 s buffer and its own rate; a Bluetooth one gets its signal too; a card-like kind gets nothing else")
     func defaults() {
-        let hdmi = SinkDefaults.settings(for: .hdmi, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
-        #expect(hdmi == OutputSettings(bufferDuration: .seconds(4)))
-        let bluetooth = SinkDefaults.settings(for: .bluetooth, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
-        #expect(bluetooth.signal == BluetoothDefaults.signal && bluetooth.bufferDuration == .seconds(4))
+        let hdmi = SinkDefaults.settings(for: .hdmi, rate: 44100, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
+        var expected = OutputSettings(bufferDuration: .seconds(6))
+        expected.generatedSignalRate = 44100
+        #expect(hdmi == expected)
+        let bluetooth = SinkDefaults.settings(for: .bluetooth, rate: 48000, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
+        #expect(bluetooth.signal == BluetoothDefaults.signal && bluetooth.bufferDuration == .seconds(6) && bluetooth.generatedSignalRate == 48000)
+        // A server that gives no rate: generated signals keep the library's 48 kHz.
+        #expect(SinkDefaults.settings(for: .hdmi, rate: nil, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling).generatedSignalRate == nil)
     }
 
     @Test("--buffer (no sink buffer) and an output's own buffer win")
     func userWins() {
-        #expect(SinkDefaults.settings(for: .analog, under: nil, buffer: nil, ceiling: .defaultCeiling) == OutputSettings())
+        #expect(SinkDefaults.settings(for: .analog, rate: nil, under: nil, buffer: nil, ceiling: .defaultCeiling) == OutputSettings())
         let own = OutputSettings(bufferDuration: .seconds(1))
-        #expect(SinkDefaults.settings(for: .usb, under: own, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling).bufferDuration == .seconds(1))
+        #expect(SinkDefaults.settings(for: .usb, rate: 44100, under: own, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling).bufferDuration == .seconds(1))
+    }
+
+    @Test("the sink's rate reaches the output's configuration, and a configuration without one renders at 48 kHz")
+    func rateApplied() {
+        var settings = OutputSettings()
+        settings.generatedSignalRate = 44100
+        #expect(OutputConfiguration().applying(settings).generatedSignalRate == 44100)
+        #expect(OutputConfiguration().applying(OutputSettings()).generatedSignalRate == nil)
     }
 }

@@ -123,6 +123,8 @@ typedef struct cpulse_sink {
     int hardware;
     const char *active_port;
     int active_port_type;
+    /// The rate the sink mixes at: a stream at it is mixed without a resampler.
+    uint32_t rate;
     /// The sink's property list, read with cpulse_property.
     const void *properties;
 } cpulse_sink;

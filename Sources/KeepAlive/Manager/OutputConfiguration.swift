@@ -37,6 +37,11 @@ public struct OutputConfiguration: Sendable, Equatable {
     /// output.allowsRingLoop = false   // keepalived --no-ring-loop
     /// ```
     public var allowsRingLoop: Bool
+    /// The rate a generated signal (every one but the clip, which plays at its own) is rendered
+    /// at; nil for 48 kHz, what most digital receivers run at natively. keepalived gives a sound
+    /// server's sink its own rate: the server then mixes the stream without a resampler, which
+    /// costs it CPU and rounds `fluctuate`'s ±1 LSB pulses to nothing or not, by their phase.
+    package var generatedSignalRate: Int?
 
     /// An output configuration; every argument has keepalived's default.
     ///
@@ -90,6 +95,7 @@ public struct OutputConfiguration: Sendable, Equatable {
         if let ceiling = settings.ceiling { own.ceiling = ceiling }
         if let schedule = settings.schedule { own.schedule = schedule }
         if let bufferDuration = settings.bufferDuration { own.bufferDuration = bufferDuration }
+        if let rate = settings.generatedSignalRate { own.generatedSignalRate = rate }
         return own
     }
 

@@ -23,6 +23,8 @@ public struct OutputSettings: Sendable, Equatable {
     public var schedule: PlaySchedule?
     /// This output's device buffer (a sound server's stream is cheaper with a longer one).
     public var bufferDuration: Duration?
+    /// The rate this output's generated signals are rendered at (``OutputConfiguration/generatedSignalRate``).
+    package var generatedSignalRate: Int?
 
     /// Settings for one output; every argument left out is the configuration's.
     ///

@@ -120,11 +120,12 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         let negotiation: HardwareNegotiation
         do {
             // The clip is asked for in its own format; generated signals in the format most
-            // digital receivers run at natively (48 kHz stereo), to spare them a conversion.
+            // digital receivers run at natively (48 kHz stereo), or a sound server's sink's own
+            // rate, to spare them a conversion.
             let clipSignal = configuration.signal == .clip
             negotiation = try pcm.negotiate(
                 format: clipSignal ? SampleFormat(closestTo: configuration.clip.encoding) : .s16,
-                rate: clipSignal ? configuration.clip.sampleRate : 48000,
+                rate: clipSignal ? configuration.clip.sampleRate : configuration.generatedSignalRate ?? 48000,
                 channels: clipSignal ? configuration.clip.channels : 2)
         } catch {
             return openFailed(error)

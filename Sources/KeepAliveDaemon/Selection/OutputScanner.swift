@@ -179,7 +179,7 @@ final class OutputScanner: Sendable {
                 guard let sink = view.sink(forPCM: device) else { continue }
                 kept.insert(sink.name)
                 configuration.outputSettings[device] = SinkDefaults.settings(
-                    for: sink.kind, under: configuration.outputSettings[device], buffer: choice.sinkBuffer, ceiling: configuration.defaults.ceiling)
+                    for: sink.kind, rate: sink.sampleRate, under: configuration.outputSettings[device], buffer: choice.sinkBuffer, ceiling: configuration.defaults.ceiling)
             }
         }
         return configuration

@@ -4,25 +4,31 @@ import KeepAlive
 ///
 /// Why a longer buffer than a card's: a sink output is a stream through ALSA's pulse plug-in,
 /// and every period costs a round trip to the server and a wakeup of the plug-in's thread as
-/// well as keepalived's. At 4 s (the plug-in's fewest periods, three of 1.33 s; tuned aplay's
-/// 4 s and 2 s periods come out as 6 s and 2 s under the same rule) a sink output wakes no more
-/// often than tuned aplay on the same server (BENCHMARKS.md, "Sink outputs"). The cost:
-/// a server that dies or stalls is noticed at the stream's next write, up to half a buffer
-/// later: 2 s instead of 1 (docs/recovery.md).
+/// well as keepalived's. The plug-in allows no fewer than three periods, so 6 s is three of 2 s:
+/// the shape tuned aplay's "4 s buffer, 2 s periods" really runs in (`aplay -v`), and the
+/// longest period a PulseAudio sink serves whole (asked for 8 s, it ran its sink at tens of
+/// milliseconds and cost keepalived more than twice the CPU). keepalived writes two periods
+/// at a time (``StreamPacer``), so it wakes every 4 s where aplay wakes every 2 s, and costs
+/// no more CPU per sink (BENCHMARKS.md, "Sink outputs"). The cost: 4 s of loop per sink
+/// (353 kB at 44.1 kHz mono), and a server that dies and stays down is noticed at the
+/// stream's next write, up to 4 s later (docs/recovery.md).
 ///
 /// ```swift
-/// let settings = SinkDefaults.settings(for: .hdmi, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
-/// settings.bufferDuration   // 4 s
+/// let settings = SinkDefaults.settings(for: .hdmi, rate: 44100, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
+/// settings.bufferDuration        // 6 s
+/// settings.generatedSignalRate   // 44100
 /// ```
 enum SinkDefaults {
-    static let buffer: Duration = .seconds(4)
+    static let buffer: Duration = .seconds(6)
 
     /// A sink's settings: the user's own for it, then a Bluetooth sink's signal
-    /// (``BluetoothDefaults``), then `buffer` (nil when `--buffer` holds for every output).
-    static func settings(for kind: OutputKind, under own: OutputSettings?, buffer: Duration?, ceiling: Level) -> OutputSettings {
+    /// (``BluetoothDefaults``), then `buffer` (nil when `--buffer` holds for every output), and
+    /// the sink's own `rate` for generated signals (the server resamples nothing).
+    static func settings(for kind: OutputKind, rate: Int?, under own: OutputSettings?, buffer: Duration?, ceiling: Level) -> OutputSettings {
         var settings = own ?? OutputSettings()
         if kind == .bluetooth { settings = BluetoothDefaults.settings(under: settings, ceiling: ceiling) }
         if settings.bufferDuration == nil { settings.bufferDuration = buffer }
+        if settings.generatedSignalRate == nil { settings.generatedSignalRate = rate }
         return settings
     }
 }

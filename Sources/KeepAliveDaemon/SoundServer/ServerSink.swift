@@ -22,6 +22,8 @@ struct ServerSink: Sendable, Equatable {
     var activePort: String?
     /// libpulse's port type (14 and later); 0 when unknown.
     var activePortType: Int = 0
+    /// The rate the sink mixes at; nil when the server gave none.
+    var sampleRate: Int?
     /// The properties keepalived reads (``Property``), as the server gives them.
     var properties: [String: String] = [:]
 

@@ -205,6 +205,7 @@ extension ServerSink {
         isHardware = sink.hardware != 0
         activePort = sink.active_port.map { String(cString: $0) }
         activePortType = Int(sink.active_port_type)
+        sampleRate = sink.rate > 0 ? Int(sink.rate) : nil
         properties = Self.read(sink.properties)
     }
 

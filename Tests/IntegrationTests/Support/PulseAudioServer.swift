@@ -85,6 +85,18 @@ final class PulseAudioServer: @unchecked Sendable {
         return states
     }
 
+    /// Each sink's rate as `pactl list short sinks` shows it now (PulseAudio moves an idle sink
+    /// to the rate of the stream that starts it).
+    func sinkSampleRates() -> [String: Int] {
+        var rates: [String: Int] = [:]
+        for line in (commandOutput("pactl", ["list", "short", "sinks"], environment: environment) ?? "").split(separator: "\n") {
+            let fields = line.split(separator: "\t")
+            guard fields.count >= 4, let spec = fields[3].split(separator: " ").last, spec.hasSuffix("Hz") else { continue }
+            rates[String(fields[1])] = Int(spec.dropLast(2))
+        }
+        return rates
+    }
+
     /// The sink's state as `pactl list short sinks` shows it: RUNNING, IDLE or SUSPENDED.
     func sinkStateNow() -> String? {
         guard let text = commandOutput("pactl", ["list", "short", "sinks"], environment: environment) else { return nil }
