@@ -9,7 +9,7 @@ import KeepAlive
 /// longest period a PulseAudio sink serves whole (asked for 8 s, it ran its sink at tens of
 /// milliseconds and cost keepalived more than twice the CPU). keepalived writes two periods
 /// at a time (``StreamPacer``), so it wakes every 4 s where aplay wakes every 2 s, and costs
-/// no more CPU per sink (BENCHMARKS.md, "Sink outputs"). The cost: 4 s of loop per sink
+/// about the same CPU per sink, within the runs' spread (BENCHMARKS.md, "Sink outputs"). The cost: 4 s of loop per sink
 /// (353 kB at 44.1 kHz mono), and a server that dies and stays down is noticed at the
 /// stream's next write, up to 4 s later (docs/recovery.md).
 ///
