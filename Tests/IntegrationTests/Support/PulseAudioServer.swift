@@ -75,13 +75,16 @@ final class PulseAudioServer: @unchecked Sendable {
         _ = commandOutput("pactl", ["unload-module", "\(index)"], environment: environment)
     }
 
+    /// `pactl list short sinks`: a row of tab-separated fields per sink (index, name, driver,
+    /// sample spec, state); none when pactl fails.
+    private func shortSinks() -> [[Substring]] {
+        (commandOutput("pactl", ["list", "short", "sinks"], environment: environment) ?? "").split(separator: "\n").map { $0.split(separator: "\t") }
+    }
+
     /// Every sink's state by name, as `pactl list short sinks` shows them.
     func sinkStates() -> [String: String] {
         var states: [String: String] = [:]
-        for line in (commandOutput("pactl", ["list", "short", "sinks"], environment: environment) ?? "").split(separator: "\n") {
-            let fields = line.split(separator: "\t")
-            if fields.count >= 5 { states[String(fields[1])] = String(fields[4]) }
-        }
+        for fields in shortSinks() where fields.count >= 5 { states[String(fields[1])] = String(fields[4]) }
         return states
     }
 
@@ -89,9 +92,8 @@ final class PulseAudioServer: @unchecked Sendable {
     /// to the rate of the stream that starts it).
     func sinkSampleRates() -> [String: Int] {
         var rates: [String: Int] = [:]
-        for line in (commandOutput("pactl", ["list", "short", "sinks"], environment: environment) ?? "").split(separator: "\n") {
-            let fields = line.split(separator: "\t")
-            guard fields.count >= 4, let spec = fields[3].split(separator: " ").last, spec.hasSuffix("Hz") else { continue }
+        for fields in shortSinks() where fields.count >= 4 {
+            guard let spec = fields[3].split(separator: " ").last, spec.hasSuffix("Hz") else { continue }
             rates[String(fields[1])] = Int(spec.dropLast(2))
         }
         return rates
@@ -99,12 +101,7 @@ final class PulseAudioServer: @unchecked Sendable {
 
     /// The sink's state as `pactl list short sinks` shows it: RUNNING, IDLE or SUSPENDED.
     func sinkStateNow() -> String? {
-        guard let text = commandOutput("pactl", ["list", "short", "sinks"], environment: environment) else { return nil }
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: "\t")
-            if fields.count >= 5, fields[1] == sinkName { return String(fields[4]) }
-        }
-        return nil
+        shortSinks().first { $0.count >= 5 && $0[1] == sinkName }.map { String($0[4]) }
     }
 
     /// The sink each stream plays on, by stream index (`pactl list short sink-inputs`).
