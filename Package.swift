@@ -28,6 +28,7 @@ let package = Package(
             dependencies: [
                 "CALSA",
                 "CSystem",
+                "CPulse",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -43,8 +44,9 @@ let package = Package(
             name: "CSDBus",
             linkerSettings: [.linkedLibrary("systemd")]
         ),
-        // libpulse for --linger, loaded with dlopen only when asked for (never linked: a headless
-        // box needs no libpulse0). Its headers come from libpulse-dev at build time.
+        // libpulse for --linger, the sound server's sinks and the streams into them, loaded with
+        // dlopen only when asked for (never linked: a headless box needs no libpulse0). Its
+        // headers come from libpulse-dev at build time.
         .target(name: "CPulse"),
         // Everything the daemon decides and runs: its options and options file, the runtime loop,
         // the control socket, logind, --linger, the output scanner and the status reports. A

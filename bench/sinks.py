@@ -3,9 +3,10 @@
 
 A private PulseAudio, then PipeWire (with WirePlumber) behind its pulse server, each with 1 and
 then 3 sinks that carry a sound card's properties (so a selection picks them; a bare null sink is
-virtual and never picked). keepalived plays into each through ALSA's pulse plug-in
-(`pulse:DEVICE=<sink>`, one stream per sink); the yardstick is aplay with its fewest wakeups
-(4 s buffer, 2 s periods) on one such sink. Run through `bench/run --sinks`; it writes its own
+virtual and never picked). keepalived plays into each through a libpulse stream of its own
+behind an in-process ALSA PCM (output `pulse:DEVICE=<sink>`, one stream per sink); the yardstick
+is aplay through ALSA's pulse plug-in with its fewest wakeups (4 s buffer, 2 s periods) on one
+such sink. Run through `bench/run --sinks`; it writes its own
 section of BENCHMARKS.md. Standard library only; the measuring is bench.py's.
 """
 

@@ -35,7 +35,24 @@
     X(pa_operation *, pa_context_get_card_info_list, (pa_context *, pa_card_info_cb_t, void *))         \
     X(pa_operation *, pa_context_move_sink_input_by_name, (pa_context *, uint32_t, const char *, pa_context_success_cb_t, void *)) \
     X(void, pa_operation_unref, (pa_operation *))                                                        \
-    X(const char *, pa_proplist_gets, (const pa_proplist *, const char *))
+    X(const char *, pa_proplist_gets, (const pa_proplist *, const char *))                               \
+    X(void, pa_threaded_mainloop_signal, (pa_threaded_mainloop *, int))                                  \
+    X(void, pa_threaded_mainloop_wait, (pa_threaded_mainloop *))                                         \
+    X(pa_channel_map *, pa_channel_map_init_auto, (pa_channel_map *, unsigned, pa_channel_map_def_t))    \
+    X(pa_stream *, pa_stream_new, (pa_context *, const char *, const pa_sample_spec *, const pa_channel_map *)) \
+    X(void, pa_stream_unref, (pa_stream *))                                                              \
+    X(void, pa_stream_set_state_callback, (pa_stream *, pa_stream_notify_cb_t, void *))                  \
+    X(void, pa_stream_set_write_callback, (pa_stream *, pa_stream_request_cb_t, void *))                 \
+    X(void, pa_stream_set_underflow_callback, (pa_stream *, pa_stream_notify_cb_t, void *))              \
+    X(int, pa_stream_connect_playback, (pa_stream *, const char *, const pa_buffer_attr *, pa_stream_flags_t, const pa_cvolume *, pa_stream *)) \
+    X(int, pa_stream_disconnect, (pa_stream *))                                                          \
+    X(pa_stream_state_t, pa_stream_get_state, (const pa_stream *))                                       \
+    X(size_t, pa_stream_writable_size, (const pa_stream *))                                              \
+    X(int, pa_stream_write, (pa_stream *, const void *, size_t, pa_free_cb_t, int64_t, pa_seek_mode_t))   \
+    X(pa_operation *, pa_stream_cork, (pa_stream *, int, pa_stream_success_cb_t, void *))                \
+    X(pa_operation *, pa_stream_trigger, (pa_stream *, pa_stream_success_cb_t, void *))                  \
+    X(pa_operation *, pa_stream_flush, (pa_stream *, pa_stream_success_cb_t, void *))                    \
+    X(int64_t, pa_stream_get_underflow_index, (const pa_stream *))
 
 static struct {
 #define CPULSE_FIELD(type, name, parameters) type(*name) parameters;
@@ -366,4 +383,119 @@ int cpulse_move_sink_input(cpulse_context *context, uint32_t index, const char *
     if (!operation) return -1;
     fn.pa_operation_unref(operation);
     return 0;
+}
+
+void cpulse_mainloop_signal(cpulse_mainloop *loop) { fn.pa_threaded_mainloop_signal(loop->loop, 0); }
+void cpulse_mainloop_wait(cpulse_mainloop *loop) { fn.pa_threaded_mainloop_wait(loop->loop); }
+
+_Static_assert(CPULSE_FORMAT_U8 == PA_SAMPLE_U8 && CPULSE_FORMAT_S16LE == PA_SAMPLE_S16LE &&
+                   CPULSE_FORMAT_S16BE == PA_SAMPLE_S16BE && CPULSE_FORMAT_FLOAT32LE == PA_SAMPLE_FLOAT32LE &&
+                   CPULSE_FORMAT_FLOAT32BE == PA_SAMPLE_FLOAT32BE && CPULSE_FORMAT_S32LE == PA_SAMPLE_S32LE &&
+                   CPULSE_FORMAT_S32BE == PA_SAMPLE_S32BE && CPULSE_FORMAT_S24LE == PA_SAMPLE_S24LE &&
+                   CPULSE_FORMAT_S24BE == PA_SAMPLE_S24BE && CPULSE_FORMAT_S24_32LE == PA_SAMPLE_S24_32LE &&
+                   CPULSE_FORMAT_S24_32BE == PA_SAMPLE_S24_32BE,
+               "CPULSE_FORMAT_* are pa_sample_format_t's values");
+
+struct cpulse_stream {
+    pa_stream *stream;
+    void (*state)(void *);
+    void (*request)(void *);
+    void (*underflow)(void *);
+    void *userdata;
+};
+
+static void stream_state(pa_stream *stream, void *userdata) {
+    (void)stream;
+    cpulse_stream *wrapper = userdata;
+    wrapper->state(wrapper->userdata);
+}
+
+static void stream_request(pa_stream *stream, size_t bytes, void *userdata) {
+    (void)stream, (void)bytes;
+    cpulse_stream *wrapper = userdata;
+    wrapper->request(wrapper->userdata);
+}
+
+static void stream_underflow(pa_stream *stream, void *userdata) {
+    (void)stream;
+    cpulse_stream *wrapper = userdata;
+    wrapper->underflow(wrapper->userdata);
+}
+
+cpulse_stream *cpulse_stream_new(cpulse_context *context, const char *name, int format, uint32_t rate, uint8_t channels,
+                                 void (*state)(void *), void (*request)(void *), void (*underflow)(void *), void *userdata) {
+    pa_sample_spec spec = {.format = (pa_sample_format_t)format, .rate = rate, .channels = channels};
+    // ALSA's order for the channels it names, auxiliary channels for the rest (as the plug-in).
+    pa_channel_map map;
+    unsigned named = channels;
+    while (named > 0 && !fn.pa_channel_map_init_auto(&map, named, PA_CHANNEL_MAP_ALSA)) named--;
+    for (unsigned channel = named; channel < channels; channel++) map.map[channel] = PA_CHANNEL_POSITION_AUX0 + (channel - named);
+    map.channels = channels;
+    cpulse_stream *wrapper = calloc(1, sizeof *wrapper);
+    if (!wrapper) return NULL;
+    wrapper->stream = fn.pa_stream_new(context->context, name, &spec, &map);
+    if (!wrapper->stream) {
+        free(wrapper);
+        return NULL;
+    }
+    wrapper->state = state;
+    wrapper->request = request;
+    wrapper->underflow = underflow;
+    wrapper->userdata = userdata;
+    fn.pa_stream_set_state_callback(wrapper->stream, stream_state, wrapper);
+    fn.pa_stream_set_write_callback(wrapper->stream, stream_request, wrapper);
+    fn.pa_stream_set_underflow_callback(wrapper->stream, stream_underflow, wrapper);
+    return wrapper;
+}
+
+int cpulse_stream_connect(cpulse_stream *stream, const char *sink, uint32_t target, uint32_t prebuffer, uint32_t request) {
+    pa_buffer_attr attributes = {
+        .maxlength = (uint32_t)-1, .tlength = target, .prebuf = prebuffer, .minreq = request, .fragsize = (uint32_t)-1};
+    return fn.pa_stream_connect_playback(stream->stream, sink, &attributes, PA_STREAM_NOFLAGS, NULL, NULL);
+}
+
+int cpulse_stream_state(cpulse_stream *stream) {
+    switch (fn.pa_stream_get_state(stream->stream)) {
+    case PA_STREAM_READY: return CPULSE_READY;
+    case PA_STREAM_FAILED: return CPULSE_FAILED;
+    case PA_STREAM_TERMINATED: return CPULSE_TERMINATED;
+    default: return CPULSE_CONNECTING;
+    }
+}
+
+int64_t cpulse_stream_writable(cpulse_stream *stream) {
+    size_t bytes = fn.pa_stream_writable_size(stream->stream);
+    return bytes == (size_t)-1 ? -1 : (int64_t)bytes;
+}
+
+int cpulse_stream_write(cpulse_stream *stream, const void *data, size_t bytes) {
+    return fn.pa_stream_write(stream->stream, data, bytes, NULL, 0, PA_SEEK_RELATIVE) < 0 ? -1 : 0;
+}
+
+int cpulse_stream_start(cpulse_stream *stream) {
+    pa_operation *uncork = fn.pa_stream_cork(stream->stream, 0, NULL, NULL);
+    if (!uncork) return -1;
+    release_operation(uncork);
+    release_operation(fn.pa_stream_trigger(stream->stream, NULL, NULL));
+    return 0;
+}
+
+int cpulse_stream_stop(cpulse_stream *stream) {
+    pa_operation *cork = fn.pa_stream_cork(stream->stream, 1, NULL, NULL);
+    if (!cork) return -1;
+    release_operation(cork);
+    release_operation(fn.pa_stream_flush(stream->stream, NULL, NULL));
+    return 0;
+}
+
+int64_t cpulse_stream_underflow_index(cpulse_stream *stream) { return fn.pa_stream_get_underflow_index(stream->stream); }
+
+void cpulse_stream_release(cpulse_stream *stream) {
+    fn.pa_stream_set_state_callback(stream->stream, NULL, NULL);
+    fn.pa_stream_set_write_callback(stream->stream, NULL, NULL);
+    fn.pa_stream_set_underflow_callback(stream->stream, NULL, NULL);
+    if (fn.pa_stream_get_state(stream->stream) == PA_STREAM_READY || fn.pa_stream_get_state(stream->stream) == PA_STREAM_CREATING)
+        fn.pa_stream_disconnect(stream->stream);
+    fn.pa_stream_unref(stream->stream);
+    free(stream);
 }

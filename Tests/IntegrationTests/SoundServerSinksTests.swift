@@ -68,6 +68,10 @@ extension Integration {
             #expect(outputs["pulse:DEVICE=tv"]?["sinkKind"] as? String == "HDMI/DisplayPort")
             #expect(outputs["pulse:DEVICE=speakers"]?["sinkKind"] as? String == "analog")
             #expect((outputs["pulse:DEVICE=tv"]?["server"] as? String)?.hasPrefix("pulseaudio") == true)
+            // Each sink through a stream of keepalived's own (ServerSinkPCM), not ALSA's pulse
+            // plug-in ("ALSA plug-in [keepalived]", "ALSA Playback"), which asks for timing updates.
+            let streams = server.streamNames()
+            #expect(streams.count == 2 && streams.allSatisfy { $0.application == "keepalived" && $0.media == "keep-alive" }, "\(streams)")
             #expect((status["soundServer"] as? String)?.hasPrefix("pulseaudio") == true)
             // Suspended before keepalived started, and still: it never opened them.
             #expect(server.sinkStates()["flip"] == "SUSPENDED")

@@ -3,13 +3,15 @@
 // Everything else (snd_pcm_open, hw/sw parameters through their malloc'd forms, writei, poll
 // descriptors, drop, close, device hints) is plain C that Swift imports directly from
 // <alsa/asoundlib.h>, which this header re-exports. What lives here is a varargs callback (the
-// library's error printer). Calls that are Linux's rather than ALSA's live in CSystem.
+// library's error printer) and a macro (the version of the external-plug-in protocol through which
+// keepalived builds the PCM of a sound server's sink in process). Calls that are Linux's rather
+// than ALSA's live in CSystem.
 #ifndef CALSA_H
 #define CALSA_H
 
 #include <alsa/asoundlib.h>
+#include <alsa/pcm_external.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,6 +22,9 @@ extern "C" {
 /// KeepAlive library never does, so an embedding application keeps its own ALSA diagnostics.
 /// Idempotent.
 void calsa_silence_library_errors(void);
+
+/// SND_PCM_IOPLUG_VERSION, which an snd_pcm_ioplug_t must carry.
+static inline unsigned int calsa_ioplug_version(void) { return SND_PCM_IOPLUG_VERSION; }
 
 #ifdef __cplusplus
 }

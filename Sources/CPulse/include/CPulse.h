@@ -1,5 +1,6 @@
-// CPulse: libpulse, loaded with dlopen only when `--linger` or a selection of the sound server's
-// sinks asks for it. keepalived is never
+// CPulse: libpulse, loaded with dlopen only when `--linger`, a selection of the sound server's
+// sinks or a stream into one of them (the KeepAlive library's ServerSinkPCM) asks for it.
+// keepalived is never
 // linked against libpulse: a headless box needs no libpulse0 (the package's dependencies come
 // from what the binary links), and a daemon without --linger does not map it (its private memory
 // is a measured feature). The .c file holds the dlsym table and thin wrappers with plain types;
@@ -10,6 +11,7 @@
 #ifndef CPULSE_H
 #define CPULSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -172,6 +174,57 @@ int cpulse_list(cpulse_context *context, int what, void (*each)(void *userdata, 
 /// its answer (the next sink input event shows where it is). Returns 0, or -1 when the request
 /// cannot be sent.
 int cpulse_move_sink_input(cpulse_context *context, uint32_t index, const char *sink);
+
+/// Wakes the thread waiting in cpulse_mainloop_wait; call on the loop's thread (in a callback).
+void cpulse_mainloop_signal(cpulse_mainloop *loop);
+/// Unlocks the loop until a callback calls cpulse_mainloop_signal; call with the loop locked,
+/// never from its own thread.
+void cpulse_mainloop_wait(cpulse_mainloop *loop);
+
+/// A playback stream: keepalived's own, so that it asks the server for nothing it does not use
+/// (ALSA's pulse plug-in asks for timing updates every 1.5 s, which no keep-alive reads).
+typedef struct cpulse_stream cpulse_stream;
+
+/// The sample formats a stream carries: pa_sample_format_t's values (CPulse.c checks them).
+enum {
+    CPULSE_FORMAT_U8 = 0,
+    CPULSE_FORMAT_S16LE = 3,
+    CPULSE_FORMAT_S16BE = 4,
+    CPULSE_FORMAT_FLOAT32LE = 5,
+    CPULSE_FORMAT_FLOAT32BE = 6,
+    CPULSE_FORMAT_S32LE = 7,
+    CPULSE_FORMAT_S32BE = 8,
+    CPULSE_FORMAT_S24LE = 9,
+    CPULSE_FORMAT_S24BE = 10,
+    CPULSE_FORMAT_S24_32LE = 11,
+    CPULSE_FORMAT_S24_32BE = 12,
+};
+
+/// A playback stream on a ready context, not connected yet, with ALSA's channel order. `state`
+/// runs on every state change, `request` when the server asks for more, `underflow` when its
+/// buffer ran dry; all on the loop's thread. NULL if libpulse refuses the format.
+cpulse_stream *cpulse_stream_new(cpulse_context *context, const char *name, int format, uint32_t rate, uint8_t channels,
+                                 void (*state)(void *userdata), void (*request)(void *userdata),
+                                 void (*underflow)(void *userdata), void *userdata);
+/// Connects the stream to the sink called `sink` (NULL: the server's default) with these buffer
+/// metrics in bytes and no flags: no timing updates, no interpolation. Returns 0, or a negative
+/// value.
+int cpulse_stream_connect(cpulse_stream *stream, const char *sink, uint32_t target, uint32_t prebuffer, uint32_t request);
+/// The stream's state (CPULSE_CONNECTING, CPULSE_READY, CPULSE_FAILED or CPULSE_TERMINATED).
+int cpulse_stream_state(cpulse_stream *stream);
+/// The bytes the server takes now, or -1 when the stream is not ready.
+int64_t cpulse_stream_writable(cpulse_stream *stream);
+/// Queues `bytes` bytes (copied). Returns 0, or a negative value.
+int cpulse_stream_write(cpulse_stream *stream, const void *data, size_t bytes);
+/// Starts playing now, whatever is queued (uncork and trigger), without waiting for the server's
+/// answer. Returns 0, or -1 when the requests cannot be sent.
+int cpulse_stream_start(cpulse_stream *stream);
+/// Stops and drops what is queued (cork and flush), without waiting. Returns 0, or -1.
+int cpulse_stream_stop(cpulse_stream *stream);
+/// The write index at which the server last ran dry, or -1 if it never did.
+int64_t cpulse_stream_underflow_index(cpulse_stream *stream);
+/// Disconnects and frees; no callback runs afterwards.
+void cpulse_stream_release(cpulse_stream *stream);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,16 @@ final class PCMDevice {
 
     /// Opens `name` for playback without blocking (a busy device fails at once with EBUSY
     /// instead of hanging the thread that must stay responsive to stop).
-    init(name: String) throws(ALSAError) {
+    ///
+    /// For a sound server's sink (`serverSink`), the PCM is keepalived's own stream into it
+    /// (``ServerSinkPCM``), and `name` (ALSA's pulse plug-in for the same sink) is opened only
+    /// when libpulse cannot be loaded.
+    init(name: String, serverSink: String? = nil) throws(ALSAError) {
+        if let serverSink, let pcm = try ServerSinkPCM.open(sink: serverSink) {
+            self.name = name
+            self.handle = pcm
+            return
+        }
         var pcm: OpaquePointer?
         let result = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
         guard result >= 0, let pcm else { throw ALSAError(code: result < 0 ? result : -EINVAL, operation: "open") }

@@ -42,6 +42,10 @@ public struct OutputConfiguration: Sendable, Equatable {
     /// server's sink its own rate: the server then mixes the stream without a resampler, which
     /// costs it CPU and rounds `fluctuate`'s ±1 LSB pulses to nothing or not, by their phase.
     package var generatedSignalRate: Int?
+    /// The sound server's sink this output plays into through a stream of its own
+    /// (``ServerSinkPCM``), rather than through the ALSA plug-in its device names; nil for a
+    /// device alsa-lib opens.
+    package var serverSink: String?
 
     /// An output configuration; every argument has keepalived's default.
     ///
@@ -96,6 +100,7 @@ public struct OutputConfiguration: Sendable, Equatable {
         if let schedule = settings.schedule { own.schedule = schedule }
         if let bufferDuration = settings.bufferDuration { own.bufferDuration = bufferDuration }
         if let rate = settings.generatedSignalRate { own.generatedSignalRate = rate }
+        if let sink = settings.serverSink { own.serverSink = sink }
         return own
     }
 

@@ -25,6 +25,8 @@ public struct OutputSettings: Sendable, Equatable {
     public var bufferDuration: Duration?
     /// The rate this output's generated signals are rendered at (``OutputConfiguration/generatedSignalRate``).
     package var generatedSignalRate: Int?
+    /// The sound server's sink this output plays into (``OutputConfiguration/serverSink``).
+    package var serverSink: String?
 
     /// Settings for one output; every argument left out is the configuration's.
     ///

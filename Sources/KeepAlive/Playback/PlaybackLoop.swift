@@ -112,7 +112,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// meanwhile).
     private func openAndPlay() -> PlaybackOutcome {
         let pcm: PCMDevice
-        do { pcm = try PCMDevice(name: device) } catch { return openFailed(error) }
+        do { pcm = try PCMDevice(name: device, serverSink: configuration.serverSink) } catch { return openFailed(error) }
         defer {
             pcm.close()
             serverMayBeBehind = true

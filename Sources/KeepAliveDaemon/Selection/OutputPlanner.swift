@@ -36,7 +36,7 @@ struct PickedOutput: Sendable, Equatable {
 ///
 /// The rules:
 /// - When a sound server answers, its sinks are the outputs: each physical sink the choice asks
-///   for, played through ALSA's pulse plug-in. Virtual sinks are never picked; Bluetooth sinks
+///   for, played through a stream of keepalived's own (`ServerSinkPCM`). Virtual sinks are never picked; Bluetooth sinks
 ///   only with `bluetooth`.
 /// - While a server answers, no card is opened by a selection: the cards it owns (any of its
 ///   sinks or cards names them) are kept awake through its sinks, and a card it does not list

@@ -178,8 +178,11 @@ final class OutputScanner: Sendable {
             for device in configuration.devices {
                 guard let sink = view.sink(forPCM: device) else { continue }
                 kept.insert(sink.name)
-                configuration.outputSettings[device] = SinkDefaults.settings(
+                var settings = SinkDefaults.settings(
                     for: sink.kind, rate: sink.sampleRate, under: configuration.outputSettings[device], buffer: choice.sinkBuffer, ceiling: configuration.defaults.ceiling)
+                // Played through a stream of keepalived's own, not the plug-in `device` names.
+                settings.serverSink = sink.name
+                configuration.outputSettings[device] = settings
             }
         }
         return configuration

@@ -2,14 +2,14 @@ import KeepAlive
 
 /// What a sound server's sink asks for unless its `--output` or `--buffer` says otherwise.
 ///
-/// Why a longer buffer than a card's: a sink output is a stream through ALSA's pulse plug-in,
-/// and every period costs a round trip to the server and a wakeup of the plug-in's thread as
-/// well as keepalived's. The plug-in allows no fewer than three periods, so 6 s is three of 2 s:
-/// the shape tuned aplay's "4 s buffer, 2 s periods" really runs in (`aplay -v`), and the
-/// longest period a PulseAudio sink serves whole (asked for 8 s, it ran its sink at tens of
-/// milliseconds and cost keepalived more than twice the CPU). keepalived writes two periods
-/// at a time (``StreamPacer``), so it wakes every 4 s where aplay wakes every 2 s, and costs
-/// about the same CPU per sink, within the runs' spread (BENCHMARKS.md, "Sink outputs"). The cost: 4 s of loop per sink
+/// Why a longer buffer than a card's: a sink output is a stream into the server (keepalived's
+/// own, `ServerSinkPCM`), and every period costs a round trip to the server and a wakeup of the
+/// stream's thread. A server grants room a period at a time and the stream takes no fewer than
+/// three (as ALSA's pulse plug-in), so 6 s is three of 2 s: the shape tuned aplay's "4 s
+/// buffer, 2 s periods" really runs in (`aplay -v`), and the longest period a PulseAudio sink
+/// serves whole (asked for 8 s, it ran its sink at tens of milliseconds and cost keepalived
+/// more than twice the CPU). keepalived writes two periods at a time (``StreamPacer``), so it
+/// wakes every 4 s where aplay wakes every 2 s (BENCHMARKS.md, "Sink outputs"). The cost: 4 s of loop per sink
 /// (353 kB at 44.1 kHz mono), and a server that dies and stays down is noticed at the
 /// stream's next write, up to 4 s later (docs/recovery.md).
 ///

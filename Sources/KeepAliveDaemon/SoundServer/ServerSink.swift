@@ -74,9 +74,11 @@ struct ServerSink: Sendable, Equatable {
         return properties[Property.bus] == "usb" ? .usb : .analog
     }
 
-    /// The ALSA PCM that plays to this sink through ALSA's pulse plug-in (`pulse:DEVICE=…`, which
-    /// PipeWire's pulse server answers too). A name with characters ALSA's argument syntax gives a
-    /// meaning to is quoted.
+    /// The name of this sink's output: the ALSA PCM that plays to it through ALSA's pulse plug-in
+    /// (`pulse:DEVICE=…`, which PipeWire's pulse server answers too), and what `-d` takes.
+    /// keepalived itself plays to the sink through a stream of its own (`ServerSinkPCM`), and
+    /// opens this PCM only when it cannot load libpulse. A name with characters ALSA's argument
+    /// syntax gives a meaning to is quoted.
     var pcm: String { Self.pcm(forSink: name) }
 
     static func pcm(forSink name: String) -> String {

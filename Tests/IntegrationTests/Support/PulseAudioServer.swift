@@ -119,6 +119,17 @@ final class PulseAudioServer: @unchecked Sendable {
         return sinks
     }
 
+    /// Each stream playing into the server: its `application.name` and `media.name`
+    /// (`pactl -f json list sink-inputs`).
+    func streamNames() -> [(application: String, media: String)] {
+        guard let text = commandOutput("pactl", ["-f", "json", "list", "sink-inputs"], environment: environment),
+              let inputs = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] else { return [] }
+        return inputs.map { input in
+            let properties = input["properties"] as? [String: Any] ?? [:]
+            return (properties["application.name"] as? String ?? "", properties["media.name"] as? String ?? "")
+        }
+    }
+
     /// The clients playing into the server now (`pactl list short sink-inputs`), or nil if it
     /// does not answer.
     func sinkInputCount() -> Int? {
