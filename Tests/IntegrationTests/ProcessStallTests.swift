@@ -12,7 +12,11 @@ extension Integration {
             // exactly once, about 1 s before SIGCONT.
             let daemon = try device.launch("faulty", ["--buffer", "2"])
             try await daemon.waitForLog("playing")
-            try await waitUntil("audio on the device", timeout: .seconds(5)) { device.eventCount("write") >= 1 }
+            // Stopped only once the buffer is full: the first writes fill it in parts, and a stop
+            // between them would leave less than the 2 s the scenario counts on.
+            try await waitUntil("the 2 s buffer filled", timeout: .seconds(5)) {
+                device.events().filter(\.isWrite).reduce(0) { $0 + (Int($1.arguments.first ?? "") ?? 0) } >= 2 * 44100 * 95 / 100
+            }
 
             daemon.signal(SIGSTOP)
             try await Task.sleep(for: .seconds(3))  // the length of the scenario, not a wait for a state

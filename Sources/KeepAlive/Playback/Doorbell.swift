@@ -13,20 +13,35 @@ import Synchronization
 /// doorbell.raise()       // from the manager: stop
 /// ```
 ///
+/// Waits end at a deadline on a timer of the kernel's, not after a poll timeout: a timeout is
+/// counted from the moment the thread enters the poll, so a process stopped (SIGSTOP, a frozen
+/// cgroup) after it computed one but before it slept would sleep the whole timeout again once
+/// continued, and a buffer that ran dry meanwhile would stay dry that much longer. A deadline
+/// that passed while the process was stopped has simply passed.
+///
 /// Concurrency: raised or rung by any thread, read by the playback thread. The flag is an atomic
 /// (release on raise, acquire on read) and the eventfd is only written, polled and drained,
-/// all safe from any thread; the descriptor is closed in `deinit`, after the last user let go.
+/// all safe from any thread; only the playback thread waits, so only it arms the timer. The
+/// descriptors are closed in `deinit`, after the last user let go.
 package final class Doorbell: Sendable {
     /// An eventfd: readable once signalled.
     package let descriptor: Int32
+    /// A timerfd on CLOCK_BOOTTIME, the clock behind `ContinuousClock` on Linux (it runs on
+    /// through a system sleep, so a deadline is the same instant for both).
+    private let timer: Int32
     private let raised = Atomic<Bool>(false)
 
     package init() {
         descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         precondition(descriptor >= 0, "eventfd failed: errno \(errno)")
+        timer = timerfd_create(CLOCK_BOOTTIME, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
+        precondition(timer >= 0, "timerfd_create failed: errno \(errno)")
     }
 
-    deinit { close(descriptor) }
+    deinit {
+        close(descriptor)
+        close(timer)
+    }
 
     package var isRaised: Bool { raised.load(ordering: .acquiring) }
 
@@ -53,18 +68,17 @@ package final class Doorbell: Sendable {
     /// wait: it is drained, and the thread sees the pending work through its own counter the
     /// next time round its loop.
     func wait(_ timeout: Duration) -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while !isRaised {
-            let remaining = clock.now.duration(to: deadline)
-            guard remaining > .zero else { break }
-            var fd = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            if poll(&fd, 1, Int32(clamping: remaining.milliseconds)) > 0 { drain() }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            switch wait(until: deadline, orReadable: -1) {
+            case .stopped: return true
+            case .timedOut: return false
+            case .rung, .readable: continue
+            }
         }
-        return isRaised
     }
 
-    /// Why ``wait(_:orReadable:)`` returned.
+    /// Why ``wait(until:orReadable:)`` returned.
     enum Wake: Equatable {
         case stopped
         case timedOut
@@ -74,20 +88,49 @@ package final class Doorbell: Sendable {
         case rung
     }
 
-    /// Sleeps up to `timeout`, until raised or rung, or until `other` is readable (ignored when
-    /// negative). A ring is drained before returning.
+    /// Sleeps up to `timeout` from now; see ``wait(until:orReadable:)``.
     func wait(_ timeout: Duration, orReadable other: Int32) -> Wake {
-        var fds = (pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: other, events: Int16(POLLIN), revents: 0))
-        let ready = withUnsafeMutablePointer(to: &fds) { pointer in
-            pointer.withMemoryRebound(to: pollfd.self, capacity: 2) { poll($0, other >= 0 ? 2 : 1, Int32(clamping: timeout.milliseconds)) }
-        }
+        wait(until: ContinuousClock.now + timeout, orReadable: other)
+    }
+
+    /// Sleeps until `deadline` (at once if it has passed), until raised or rung, or until `other`
+    /// is readable (ignored when negative). A ring is drained before returning.
+    func wait(until deadline: ContinuousClock.Instant, orReadable other: Int32) -> Wake {
+        // Arming again clears an expiry the last wait left unread, so the timer never needs a read.
+        let armed = arm(at: deadline)
+        var fds = (pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: timer, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: other, events: Int16(POLLIN), revents: 0))
+        // Should the timer ever refuse, the poll's own timeout keeps the wait bounded.
+        let timeout = armed ? -1 : Int32(clamping: ContinuousClock.now.duration(to: deadline).milliseconds)
+        var ready: Int32
+        repeat {
+            ready = withUnsafeMutablePointer(to: &fds) { pointer in
+                pointer.withMemoryRebound(to: pollfd.self, capacity: 3) { poll($0, other >= 0 ? 3 : 2, timeout) }
+            }
+        } while ready < 0 && errno == EINTR
         if isRaised { return .stopped }
         guard ready > 0 else { return .timedOut }
         if fds.0.revents != 0 {
             drain()
             return .rung
         }
-        return fds.1.revents != 0 ? .readable : .timedOut
+        return fds.2.revents != 0 ? .readable : .timedOut
+    }
+
+    /// Sets the timer to expire at `deadline`. The instant is carried over as the time left on
+    /// the continuous clock added to CLOCK_BOOTTIME's reading: the two are read one after the
+    /// other, so only a stop between those two reads could still shift it.
+    private func arm(at deadline: ContinuousClock.Instant) -> Bool {
+        // A deadline already past still arms the timer, a nanosecond ahead: a zero value disarms it.
+        let left = max(ContinuousClock.now.duration(to: deadline), .nanoseconds(1))
+        var now = timespec()
+        guard clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return false }
+        let nanoseconds = Int(now.tv_nsec) + Int(left.components.attoseconds / 1_000_000_000)
+        var value = itimerspec()
+        value.it_value = timespec(tv_sec: now.tv_sec + Int(left.components.seconds) + nanoseconds / 1_000_000_000,
+                                  tv_nsec: nanoseconds % 1_000_000_000)
+        return timerfd_settime(timer, Int32(TFD_TIMER_ABSTIME), &value, nil) == 0
     }
 }
 

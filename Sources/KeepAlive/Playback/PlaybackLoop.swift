@@ -334,12 +334,12 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     private func waitToReopen(after delay: Duration) -> Bool {
         let deadline = clock.now + delay
         while true {
-            let remaining = clock.now.duration(to: deadline)
-            if remaining <= .zero { return doorbell.isRaised }
-            switch doorbell.wait(remaining, orReadable: watcher?.descriptor ?? -1) {
+            switch doorbell.wait(until: deadline, orReadable: watcher?.descriptor ?? -1) {
             case .stopped:
                 return true
-            case .timedOut, .rung:
+            case .timedOut:
+                return false
+            case .rung:
                 continue
             case .readable:
                 if case .reopen(let settle, _) = machine.sawWhileWaiting(watcher?.take() ?? []) {

@@ -109,7 +109,7 @@ struct StreamPlayback {
                 return context.lose(.stalled, "no playback progress for \(PlaybackLoop.format(since.duration(to: now))) (device or server stalled)", since: since)
             }
             let due = min(pacer.nextCheck(available: available, at: now), now + stalls.remaining(at: now))
-            switch context.doorbell.wait(now.duration(to: due), orReadable: context.watcherDescriptor) {
+            switch context.doorbell.wait(until: due, orReadable: context.watcherDescriptor) {
             case .stopped, .timedOut, .rung:
                 break
             case .readable:
