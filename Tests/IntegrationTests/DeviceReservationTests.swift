@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension Integration {
@@ -18,15 +19,20 @@ extension Integration {
             ["dbus-daemon", "busctl"].allSatisfy { FileManager.default.isExecutableFile(atPath: ChildProcess.which($0)) }
         }
 
-        func startBus() async throws -> (ChildProcess, String) {
-            let bus = try ChildProcess("dbus-daemon", ["--session", "--nofork", "--print-address"],
+        /// A private session bus; at `path` when given (so that one started again there is the
+        /// same bus to its clients), else at an address of its own choosing.
+        func startBus(at path: String? = nil) async throws -> (ChildProcess, String) {
+            let listen = path.map { ["--address=unix:path=\($0)"] } ?? []
+            let bus = try ChildProcess("dbus-daemon", ["--session", "--nofork", "--print-address"] + listen,
                                        environment: ["HOME": directory.path], directory: directory, label: "dbus-daemon")
             let address = try await waitFor("the session bus address", timeout: .seconds(10)) {
                 guard bus.isRunning else { throw Failed(what: "dbus-daemon", log: bus.stderr) }
                 let address = bus.stdout.split(separator: "\n").first.map(String.init) ?? ""
                 return address.isEmpty ? nil : address
             }
-            return (bus, address)
+            // A client checks a printed address's guid against the server's, so one started again
+            // is reached only through the bare path (as a session's /run/user/UID/bus is).
+            return (bus, path.map { "unix:path=\($0)" } ?? address)
         }
 
         func busctl(_ address: String, _ arguments: [String]) -> String? {
@@ -127,6 +133,46 @@ extension Integration {
             }
             #expect(first.isRunning)
             #expect(!first.stderr.contains(" error: "))
+        }
+
+        @Test("a session bus that goes away: one warning, no spinning, and its cards reserved again once it is back",
+              .enabled(if: isInstalled))
+        func busRestarted() async throws {
+            let path = directory.appendingPathComponent("bus").path
+            var (bus, address) = try await startBus(at: path)
+            let (daemon, socket) = try daemon("alone", address)
+            defer { daemon.signal(SIGKILL) }
+            try await waitUntil("keepalived to reserve card 7", timeout: .seconds(5)) {
+                guard daemon.isRunning else { throw Failed(what: "keepalived", log: daemon.stderr) }
+                return owner(address) != nil
+            }
+
+            bus.signal(SIGKILL)
+            _ = try await bus.waitForExit(timeout: .seconds(5))
+            let warning = "the session bus went away"
+            try await waitUntil("keepalived to notice the bus is gone", timeout: .seconds(5)) { daemon.stderr.contains(warning) }
+            // The bus stays away for 3 s, the length of the scenario: keepalived tries it again
+            // meanwhile (after 1 s), and a daemon that spun on the dead connection used most of a
+            // core here and wrote the warning tens of thousands of times.
+            let cpu = try daemon.cpuSeconds()
+            try await Task.sleep(for: .seconds(3))
+            let spent = try daemon.cpuSeconds() - cpu
+            #expect(spent < min(0.3 * Sanitizer.timeScale, 1), "\(spent) s of CPU in 3 s without a bus")
+            #expect(daemon.stderr.components(separatedBy: warning).count - 1 == 1, "log:\n\(daemon.stderr.suffix(2000))")
+            #expect(devices(status(socket)) == ["hw:7"], "the output plays on without the bus")
+
+            // The same bus again (a restarted dbus-daemon): the card is reserved on it anew.
+            unlink(path)
+            (bus, address) = try await startBus(at: path)
+            defer { bus.signal(SIGTERM) }
+            try await waitUntil("keepalived to reserve card 7 on the new bus", timeout: .seconds(10)) {
+                guard daemon.isRunning else { throw Failed(what: "keepalived", log: daemon.stderr) }
+                return owner(address) != nil
+            }
+            let holder = busctl(address, ["get-property", Self.name, Self.path, "org.freedesktop.ReserveDevice1", "ApplicationName"])
+            #expect(holder == "s \"keepalived\"", "\(holder ?? "nil")")
+            #expect(daemon.stderr.contains("back on the session bus"))
+            #expect(devices(status(socket)) == ["hw:7"])
         }
 
         @Test("a card given up on request that its asker never reserves is taken back when the hand-over ends",

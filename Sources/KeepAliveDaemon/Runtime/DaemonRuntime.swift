@@ -99,7 +99,7 @@ final class DaemonRuntime: @unchecked Sendable {
             pollfd(fd: -1, events: 0, revents: 0),
             pollfd(fd: logind.idleTimer.descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: -1, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: scanner.reservations?.descriptor ?? -1, events: 0, revents: 0),
+            pollfd(fd: -1, events: 0, revents: 0),
         ]
         let reservations = scanner.reservations
         // A server that asks for a card keepalived holds gets it closed before the answer.
@@ -119,6 +119,8 @@ final class DaemonRuntime: @unchecked Sendable {
             fds[5].events = logind.busEvents
             // A reload may start following a sound server.
             fds[7].fd = scanner.serverDescriptor
+            // The session bus's connection is another after it went away and came back.
+            fds[8].fd = reservations?.descriptor ?? -1
             fds[8].events = reservations?.events ?? 0
             if poll(&fds, nfds_t(fds.count), Self.earliest(logind.pollTimeout, reservations?.pollTimeout ?? -1)) < 0 {
                 if errno == EINTR { continue }

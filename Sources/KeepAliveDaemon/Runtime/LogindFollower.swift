@@ -12,8 +12,7 @@ import Synchronization
 /// follower.process(idleTimerFired: fds[6].revents != 0)
 /// ```
 /// A system bus that goes away (dbus-daemon restarted) leaves the outputs playing and is
-/// tried again 1 s after the loss, then after waits doubling up to a minute; a connection
-/// that lasted a minute starts the backoff afresh.
+/// tried again (``ReconnectBackoff``).
 ///
 /// Concurrency: everything but ``policyChanged(_:)`` runs on the main thread.
 final class LogindFollower: @unchecked Sendable {
@@ -25,14 +24,8 @@ final class LogindFollower: @unchecked Sendable {
     /// A reload's new policy, handed over from whichever thread reloaded.
     private let pendingPolicy = Mutex<PauseStateMachine.Policy?>(nil)
     private var warnedNoSession = false
-    /// After a lost bus: when to try it again (CLOCK_MONOTONIC), and the wait after that.
-    private var reconnectAt: Duration?
-    private var reconnectDelay = LogindFollower.firstReconnect
-    /// When the bus was (re)connected: one that lasted resets the backoff when lost.
-    private var connectedAt: Duration
-
-    static let firstReconnect: Duration = .seconds(1)
-    static let longestReconnect: Duration = .seconds(60)
+    /// After a lost bus: when to try it again.
+    private var backoff: ReconnectBackoff
 
     init(manager: KeepAliveManager, policy: PauseStateMachine.Policy, logger: Logger) throws(Errno) {
         self.manager = manager
@@ -40,7 +33,7 @@ final class LogindFollower: @unchecked Sendable {
         idleTimer = try IntervalTimer()
         machine = PauseStateMachine(policy: policy)
         watcher = LogindWatcher.open(logger: logger)
-        connectedAt = LogindWatcher.monotonicNow()
+        backoff = ReconnectBackoff(connectedAt: LogindWatcher.monotonicNow())
         warnIfUnfollowable()
     }
 
@@ -49,7 +42,7 @@ final class LogindFollower: @unchecked Sendable {
     var busEvents: Int16 { watcher?.events ?? 0 }
     var pollTimeout: Int32 {
         if let watcher { return watcher.pollTimeout }
-        return reconnectAt.map { LogindWatcher.milliseconds(until: $0) } ?? -1
+        return backoff.due.map { LogindWatcher.milliseconds(until: $0) } ?? -1
     }
 
     /// Safe from any thread (a reload runs on the control socket's): the idle timer, set to
@@ -70,7 +63,7 @@ final class LogindFollower: @unchecked Sendable {
         if idleTimerFired, idleTimer.acknowledge() > 0 {
             perform(machine.idleTimerFired(now: now))
         }
-        if watcher == nil, let reconnectAt, now >= reconnectAt { reconnect(now: now) }
+        if watcher == nil, backoff.isDue(at: now) { reconnect(now: now) }
         guard let watcher else { return }
         for event in watcher.process() {
             switch event {
@@ -81,8 +74,7 @@ final class LogindFollower: @unchecked Sendable {
             case .lost:
                 perform(machine.lost())
                 self.watcher = nil
-                if now - connectedAt >= Self.longestReconnect { reconnectDelay = Self.firstReconnect }
-                scheduleReconnect(now: now)
+                backoff.lost(at: now)
             }
         }
     }
@@ -114,20 +106,13 @@ final class LogindFollower: @unchecked Sendable {
     /// lock, the session's hints read at once); otherwise waits longer.
     private func reconnect(now: Duration) {
         guard let opened = LogindWatcher.open(logger: logger) else {
-            scheduleReconnect(now: now)
+            backoff.failed(at: now)
             return
         }
         // logind may come back after the bus: the watcher takes it up when it does.
         logger.notice("back on the system bus; following logind")
         watcher = opened
-        reconnectAt = nil
-        connectedAt = now
-    }
-
-    /// Each wait twice the last, so a bus that keeps going away is not hammered.
-    private func scheduleReconnect(now: Duration) {
-        reconnectAt = now + reconnectDelay
-        reconnectDelay = min(reconnectDelay * 2, Self.longestReconnect)
+        backoff.connected(at: now)
     }
 
     /// `--pause-when` without a session to follow would silently never pause: say so once.

@@ -15,7 +15,10 @@ import Glibc
 ///
 /// Runs on the daemon's main thread: the bus's descriptor joins the main `poll` and
 /// ``process()`` handles what came; only ``reservedByOthers`` may be read from any thread.
-/// Without a session bus (a system service) ``open(logger:)`` returns `nil`.
+/// Without a session bus (a system service) ``open(logger:)`` returns `nil`. A bus that goes away
+/// (its daemon restarted) is closed after one warning and tried again (``ReconnectBackoff``);
+/// meanwhile the cards last known to be others' stay theirs, and once back keepalived reserves
+/// its cards again and reads who holds the others.
 ///
 /// ```swift
 /// if let reservations = DeviceReservations.open(logger: logger) {
@@ -36,9 +39,11 @@ final class DeviceReservations: @unchecked Sendable {
     static let callTimeout: Duration = .seconds(1)
 
     let logger: Logger
-    private let bus: OpaquePointer
-    private let unique: String
+    /// The connection; `nil` while the bus is away.
+    private var bus: OpaquePointer?
+    private var unique = ""
     private var matchSlot: OpaquePointer?
+    private var backoff = ReconnectBackoff(connectedAt: LogindWatcher.monotonicNow())
     /// The reservations keepalived holds, by card.
     private var held: [Int: Held] = [:]
     /// Names whose owner changed since the last ``process()``: their application is read then,
@@ -85,44 +90,59 @@ final class DeviceReservations: @unchecked Sendable {
     /// ``process()``; the card's outputs must be closed when it returns.
     var onReleaseRequest: ((Int) -> Void)?
 
-    private init(bus: OpaquePointer, unique: String, logger: Logger) {
-        self.bus = bus
-        self.unique = unique
+    private init(logger: Logger) {
         self.logger = logger
     }
 
     deinit {
-        held.removeAll()
-        sd_bus_slot_unref(matchSlot)
-        sd_bus_flush_close_unref(bus)
+        disconnect()
     }
 
     /// Connects to the user's session bus, follows the reservations and reads who holds which
     /// card now; `nil`, after one debug line, without a session bus.
     static func open(logger: Logger) -> DeviceReservations? {
-        guard let bus = Bus.session.open(toFollow: "device reservations", logger: logger) else { return nil }
+        let reservations = DeviceReservations(logger: logger)
+        return reservations.connect() ? reservations : nil
+    }
+
+    /// Opens the bus, subscribes to the reservations' owner changes and reads their owners now;
+    /// false after a debug line.
+    private func connect() -> Bool {
+        guard let bus = Bus.session.open(toFollow: "device reservations", logger: logger) else { return false }
         var name: UnsafePointer<CChar>?
         guard sd_bus_get_unique_name(bus, &name) >= 0, let name else {
             sd_bus_flush_close_unref(bus)
-            return nil
+            return false
         }
         // A holder that does not answer must not hold the daemon up: its card counts as held.
         sd_bus_set_method_call_timeout(bus, UInt64(Self.callTimeout.microseconds))
-        let reservations = DeviceReservations(bus: bus, unique: String(cString: name), logger: logger)
-        let matched = ka_bus_match_reservations(bus, &reservations.matchSlot, { message, userdata, _ in
+        var slot: OpaquePointer?
+        let matched = ka_bus_match_reservations(bus, &slot, { message, userdata, _ in
             guard let message, let userdata else { return 0 }
             var name: UnsafePointer<CChar>?, old: UnsafePointer<CChar>?, new: UnsafePointer<CChar>?
             guard ka_bus_read_owner_change(message, &name, &old, &new) >= 0, let name, let new else { return 0 }
             Unmanaged<DeviceReservations>.fromOpaque(userdata).takeUnretainedValue()
                 .ownerChanged(name: String(cString: name), owner: String(cString: new))
             return 0
-        }, Unmanaged.passUnretained(reservations).toOpaque())
+        }, Unmanaged.passUnretained(self).toOpaque())
         guard matched >= 0 else {
             logger.debug("not following device reservations: cannot subscribe", metadata: ["error": "\(Errno(-matched))"])
-            return nil
+            sd_bus_flush_close_unref(bus)
+            return false
         }
-        reservations.readAll()
-        return reservations
+        self.bus = bus
+        unique = String(cString: name)
+        matchSlot = slot
+        readAll()
+        return true
+    }
+
+    /// Lets go of the connection and of what was served on it: the slots before the bus.
+    private func disconnect() {
+        held.removeAll()
+        retired.removeAll()
+        matchSlot = matchSlot.flatMap { sd_bus_slot_unref($0) }
+        bus = bus.flatMap { sd_bus_flush_close_unref($0) }
     }
 
     /// The card a reservation's bus name is for (`…Audio1` → 1).
@@ -133,12 +153,14 @@ final class DeviceReservations: @unchecked Sendable {
 
     // MARK: - The main loop
 
-    var descriptor: Int32 { sd_bus_get_fd(bus) }
-    var events: Int16 { Int16(truncatingIfNeeded: sd_bus_get_events(bus)) }
+    /// -1 while the bus is away.
+    var descriptor: Int32 { bus.map { sd_bus_get_fd($0) } ?? -1 }
+    var events: Int16 { bus.map { Int16(truncatingIfNeeded: sd_bus_get_events($0)) } ?? 0 }
 
     /// How long `poll` may wait for the bus, in ms (0 while messages wait in its queue after a
     /// call); -1 for no limit.
     var pollTimeout: Int32 {
+        guard let bus else { return backoff.due.map { LogindWatcher.milliseconds(until: $0) } ?? -1 }
         // A card handed over that nobody took is offered again when the hand-over ends.
         let handOverEnds = others.withLock { $0.handedOver.values.min() }.map { since -> Int32 in
             let (seconds, attoseconds) = ContinuousClock.now.duration(to: since + Self.handOver).components
@@ -146,18 +168,24 @@ final class DeviceReservations: @unchecked Sendable {
         }
         var deadline: UInt64 = 0
         guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return handOverEnds ?? -1 }
-        let bus = LogindWatcher.milliseconds(until: .microseconds(Int64(clamping: deadline)))
-        return handOverEnds.map { min($0, bus) } ?? bus
+        let call = LogindWatcher.milliseconds(until: .microseconds(Int64(clamping: deadline)))
+        return handOverEnds.map { min($0, call) } ?? call
     }
 
-    /// Handles what the bus brought; true when another program took or let go of a card (the
-    /// caller rescans).
+    /// Handles what the bus brought; true when another program took or let go of a card, or the
+    /// bus went away or came back (the caller rescans, and reserves its cards again).
     func process() -> Bool {
+        guard let bus else { return reconnectIfDue() }
         while true {
             let result = sd_bus_process(bus, nil)
             if result < 0 {
-                logger.warning("the session bus went away: device reservations are no longer followed", metadata: ["error": "\(Errno(-result))"])
-                return false
+                logger.warning("the session bus went away: device reservations are not followed until it is back", metadata: ["error": "\(Errno(-result))"])
+                disconnect()
+                taken.removeAll()
+                changedNames.removeAll()
+                changed = false
+                backoff.lost(at: LogindWatcher.monotonicNow())
+                return true
             }
             if result == 0 { break }
         }
@@ -209,9 +237,10 @@ final class DeviceReservations: @unchecked Sendable {
     /// the new ones are asked for, the others let go. A card another program holds is not asked
     /// for.
     func hold(_ cards: [Int: String]) {
-        for card in held.keys where cards[card] == nil { release(card) }
+        guard let bus else { return }
+        for card in held.keys where cards[card] == nil { release(card, on: bus) }
         let othersHold = reservedByOthers
-        for (card, pcm) in cards where held[card] == nil && othersHold[card] == nil { reserve(card, pcm: pcm) }
+        for (card, pcm) in cards where held[card] == nil && othersHold[card] == nil { reserve(card, pcm: pcm, on: bus) }
         // The releases leave now, before the caller closes the cards.
         sd_bus_flush(bus)
     }
@@ -221,7 +250,21 @@ final class DeviceReservations: @unchecked Sendable {
 
     // MARK: - Private
 
-    private func reserve(_ card: Int, pcm: String) {
+    /// Tries a bus that went away again when its wait is over; true once back: the runtime then
+    /// reserves its cards again and rescans with the owners read now.
+    private func reconnectIfDue() -> Bool {
+        let now = LogindWatcher.monotonicNow()
+        guard backoff.isDue(at: now) else { return false }
+        guard connect() else {
+            backoff.failed(at: now)
+            return false
+        }
+        logger.notice("back on the session bus; following device reservations")
+        backoff.connected(at: now)
+        return true
+    }
+
+    private func reserve(_ card: Int, pcm: String, on bus: OpaquePointer) {
         // One object per path: a retired one for this card makes way.
         retired.removeAll { $0.entry.card == card }
         let entry = Held(self, card: card, pcm: pcm)
@@ -242,7 +285,7 @@ final class DeviceReservations: @unchecked Sendable {
         logger.debug("reserved a card at the lowest priority", metadata: ["card": "\(card)", "pcm": "\(pcm)"])
     }
 
-    private func release(_ card: Int) {
+    private func release(_ card: Int, on bus: OpaquePointer) {
         guard held[card] != nil else { return }
         retire(card)
         sd_bus_release_name_async(bus, nil, "\(Self.namePrefix)\(card)", nil, nil)
@@ -259,7 +302,7 @@ final class DeviceReservations: @unchecked Sendable {
         onReleaseRequest?(card)
         // The object stays exported until this call has returned; the name goes now.
         retire(card)
-        sd_bus_release_name_async(bus, nil, "\(Self.namePrefix)\(card)", nil, nil)
+        if let bus { sd_bus_release_name_async(bus, nil, "\(Self.namePrefix)\(card)", nil, nil) }
         changed = true
         return true
     }
@@ -288,14 +331,17 @@ final class DeviceReservations: @unchecked Sendable {
         changed = true
     }
 
+    /// Replaces the cards known to be others' with what the bus says now (all at once: the
+    /// planner may be reading them).
     private func readAll() {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-        guard ka_bus_list_names(bus, &names) >= 0, let names else { return }
+        guard let bus, ka_bus_list_names(bus, &names) >= 0, let names else { return }
         defer {
             var index = 0
             while let name = names[index] { free(name); index += 1 }
             free(names)
         }
+        var owners: [Int: String] = [:]
         var index = 0
         while let name = names[index] {
             index += 1
@@ -304,9 +350,9 @@ final class DeviceReservations: @unchecked Sendable {
             guard ka_bus_name_owner(bus, name, &owner) >= 0, let owner else { continue }
             defer { free(owner) }
             if String(cString: owner) == unique { continue }
-            let application = applicationName(card: card)
-            others.withLock { $0.owners[card] = application }
+            owners[card] = applicationName(card: card)
         }
+        others.withLock { $0.owners = owners }
     }
 
     /// The holder's `ApplicationName` ("PulseAudio Sound Server"), or its bus name.
@@ -315,7 +361,7 @@ final class DeviceReservations: @unchecked Sendable {
         defer { sd_bus_error_free(&error) }
         var value: UnsafeMutablePointer<CChar>?
         let name = "\(Self.namePrefix)\(card)"
-        guard sd_bus_get_property_string(bus, name, "\(Self.pathPrefix)\(card)", "org.freedesktop.ReserveDevice1", "ApplicationName", &error, &value) >= 0,
+        guard let bus, sd_bus_get_property_string(bus, name, "\(Self.pathPrefix)\(card)", "org.freedesktop.ReserveDevice1", "ApplicationName", &error, &value) >= 0,
               let value else { return name }
         defer { free(value) }
         return String(cString: value)
