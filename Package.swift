@@ -100,7 +100,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["KeepAlive", "CSystem", "TestSupport"]
+            dependencies: ["KeepAlive", "CSystem", "TestSupport", .product(name: "Logging", package: "swift-log")]
         ),
     ]
 )

@@ -42,10 +42,11 @@ public struct OutputConfiguration: Sendable, Equatable {
     /// server's sink its own rate: the server then mixes the stream without a resampler, which
     /// costs it CPU and rounds `fluctuate`'s ±1 LSB pulses to nothing or not, by their phase.
     package var generatedSignalRate: Int?
-    /// The sound server's sink this output plays into through a stream of its own
-    /// (``ServerSinkPCM``), rather than through the ALSA plug-in its device names; nil for a
-    /// device alsa-lib opens.
-    package var serverSink: String?
+    /// The sound server's sink this output plays into through a stream of its own, rather than
+    /// through the ALSA device it names (opened instead only when libpulse cannot be loaded); nil
+    /// for a device alsa-lib opens. Set per output, with ``OutputSettings/serverSink``: the
+    /// defaults never name a sink.
+    public internal(set) var serverSink: String?
 
     /// An output configuration; every argument has keepalived's default.
     ///

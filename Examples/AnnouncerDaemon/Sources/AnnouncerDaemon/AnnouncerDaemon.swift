@@ -5,16 +5,38 @@ import KeepAlive
 import Logging
 import ServiceLifecycle
 
-/// `AnnouncerDaemon [PCM]...`: keeps the named ALSA outputs (default: `default`) awake while an
-/// announcer service runs beside the keep-alive, until SIGTERM or SIGINT.
+/// `AnnouncerDaemon [PCM | --sink SINK]...`: keeps the named ALSA outputs and sound-server sinks
+/// (default: `default`) awake while an announcer service runs beside the keep-alive, until
+/// SIGTERM or SIGINT.
 @main
 enum AnnouncerDaemon {
     static func main() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let logger = Logger(label: "announcer")
 
-        let devices = Array(CommandLine.arguments.dropFirst())
-        let configuration = KeepAliveConfiguration(devices: devices.isEmpty ? ["default"] : devices)
+        var devices: [String] = []
+        var sinks: [String] = []
+        var arguments = CommandLine.arguments.dropFirst()
+        while let argument = arguments.popFirst() {
+            if argument == "--sink" {
+                guard let sink = arguments.popFirst() else {
+                    logger.critical("--sink needs a sink's name (pactl list short sinks)")
+                    exit(64)
+                }
+                sinks.append(sink)
+            } else {
+                devices.append(argument)
+            }
+        }
+        var configuration = KeepAliveConfiguration(devices: devices.isEmpty && sinks.isEmpty ? ["default"] : devices)
+        for sink in sinks {
+            // A PulseAudio or PipeWire sink, through a stream of the library's own; the ALSA
+            // device names the same sink through ALSA's pulse plug-in, opened instead only when
+            // libpulse cannot be loaded. A sink's stream is lightest with a 6 s buffer.
+            let device = "pulse:DEVICE=\(sink)"
+            configuration.devices.append(device)
+            configuration.outputSettings[device] = OutputSettings(bufferDuration: .seconds(6), serverSink: sink)
+        }
         let keepAlive: KeepAliveService
         do {
             keepAlive = try KeepAliveService(configuration: configuration, logger: logger)
