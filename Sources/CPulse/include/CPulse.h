@@ -1,10 +1,10 @@
-// CPulse: libpulse, loaded with dlopen only when `--linger`, a selection of the sound server's
-// sinks or a stream into one of them (the KeepAlive library's ServerSinkPCM) asks for it.
-// keepalived is never
-// linked against libpulse: a headless box needs no libpulse0 (the package's dependencies come
-// from what the binary links), and a daemon without --linger does not map it (its private memory
+// CPulse: libpulse, loaded with dlopen only when keepalived talks to a sound server: `--linger`,
+// a selection's sink watcher (and `keepalived devices`), or a stream into a sink (the KeepAlive
+// library's ServerSinkPCM, for an output with a serverSink). keepalived is never linked against
+// libpulse: a headless box needs no libpulse0 (the package's dependencies come from what the
+// binary links), and a daemon that talks to no sound server does not map it (its private memory
 // is a measured feature). The .c file holds the dlsym table and thin wrappers with plain types;
-// every decision is made in Swift (LingerWatcher, LingerStateMachine).
+// every decision is made in Swift (ServerSinkPCM, PulseConnection, SinkWatcher, LingerWatcher).
 //
 // Every function but cpulse_load and cpulse_mainloop_new/start/stop/free/lock/unlock must run
 // with the main loop locked, or on its own thread (inside a callback).

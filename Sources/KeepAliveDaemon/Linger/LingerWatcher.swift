@@ -4,8 +4,9 @@ import Logging
 import Synchronization
 import Glibc
 
-/// `--linger DURATION`: watches the sound server's streams with libpulse (loaded only now; it
-/// speaks to PulseAudio and to PipeWire's pipewire-pulse alike) and pauses each sound-server
+/// `--linger DURATION`: watches the sound server's streams with libpulse (loaded now unless a
+/// selection or a sink's stream loaded it first; it speaks to PulseAudio and to PipeWire's
+/// pipewire-pulse alike) and pauses each sound-server
 /// output once nothing else played on its sink for DURATION, resuming it as soon as another
 /// stream plays there. Each output has a ``LingerStateMachine`` of its own (a sink output
 /// watches its sink, `pulse` the sink its stream plays on); this class only connects, lists

@@ -6,7 +6,7 @@ struct PlaybackOptions: ParsableArguments {
     @Option(name: [.short, .customLong("device")], help: ArgumentHelp("ALSA PCM to keep awake (repeat for several).", valueName: "name"))
     var devices: [String] = []
 
-    @Flag(help: ArgumentHelp("Keep every output awake (see 'keepalived devices'); outputs that appear or vanish are picked up or dropped within about a second."))
+    @Flag(help: ArgumentHelp("Keep every output awake: the sound server's sinks when one answers (never a card it owns), else the cards (see 'keepalived devices'); outputs that appear or vanish are picked up or dropped within 2 s."))
     var all = false
 
     @Flag(help: ArgumentHelp("Keep the digital outputs awake (HDMI, DisplayPort, S/PDIF, IEC958), picked up and dropped as they come and go."))
