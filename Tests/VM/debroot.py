@@ -53,7 +53,13 @@ def mirror():
 
 
 def ensure_base():
-    """debootstrap's minimal root with apt's lists, made once and kept in the cache."""
+    """debootstrap's minimal root with apt's lists, made once and kept in the cache (under the
+    cache's lock: scenarios run side by side)."""
+    with vmrig._cache_lock():
+        return _ensure_base()
+
+
+def _ensure_base():
     base = vmrig.cache_dir() / "debian-root-base"
     stamp = base / ".vm-rig-base"
     if stamp.exists() and stamp.read_text() == STAMP:

@@ -452,6 +452,7 @@ class Result:
         self.hda_wav = None
         self.usb_wav = None
         self.qemu_returncode = None
+        self.qemu_cpu = 0.0     # QEMU's CPU seconds (user + system), last read while it ran
 
     @property
     def ok(self):
@@ -899,6 +900,7 @@ class VM:
         exit_deadline = None
         import select
         while True:
+            res.qemu_cpu = _cpu_seconds(self.proc.pid) or res.qemu_cpu
             now = time.monotonic()
             limit = min(deadline, exit_deadline) if exit_deadline else deadline
             if now >= limit:
@@ -963,6 +965,18 @@ class VM:
         with contextlib.suppress(Exception):
             p.stdin.close()
             p.stdout.close()
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid):
+    """A running process's CPU seconds (user + system), None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def run_vm(command, **kw):

@@ -1,7 +1,7 @@
 #!/bin/sh
 # vm: devices=hda power_save=1 mode=systemd timeout=300
 # The system unit under a real systemd (PID 1), installed as systemd/README.md says (the unit in
-# /etc/systemd/system, the binary in /usr/local/bin, the options file): without udev's rules
+# /etc/systemd/system, the binary in /usr/local/bin, the user from its sysusers file, the options file): without udev's rules
 # /dev/snd is root:root 0600, and the service says `permission-denied` naming the node; once the
 # nodes are the audio group's (what udev does) it plays on its own; from a root shell
 # `keepalived status` finds it without --socket, and over the documented socket path; `stop`
@@ -13,6 +13,10 @@ REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 
 install -m 0755 "$KEEPALIVED" $K
 install -m 0644 "$REPO/systemd/keepalived-audio.service" /etc/systemd/system/keepalived-audio.service
+# The service's user, as systemd/README.md installs it: not left to whatever the host's root has
+# (a host that ran scripts/check-package has the user; a fresh one does not).
+install -D -m 0644 "$REPO/systemd/keepalived-audio.sysusers" /etc/sysusers.d/keepalived-audio.conf
+systemd-sysusers /etc/sysusers.d/keepalived-audio.conf
 mkdir -p /etc/keepalived-audio
 echo 'KEEPALIVED_OPTIONS="--device hw:0,0"' >/etc/keepalived-audio/keepalived-audio.conf
 # What a box without udev's sound rules has.
