@@ -173,13 +173,13 @@ _keepalived() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    run|start|stop|status|devices|help)
+    run|start|stop|status|devices|test|help)
         # Offer subcommand argument completions
         "_keepalived_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'run start stop status devices help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'run start stop status devices test help' -- "${cur}"))
         ;;
     esac
 }
@@ -364,6 +364,76 @@ _keepalived_devices() {
         return
         ;;
     '--exclude')
+        return
+        ;;
+    esac
+}
+
+_keepalived_test() {
+    repeating_flags=()
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v -y --yes --version -h --help)
+    repeating_options=(-d --device --exclude --output --pause-when)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket --config)
+    __keepalived_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '-d'|'--device')
+        return
+        ;;
+    '--exclude')
+        return
+        ;;
+    '--signal')
+        return
+        ;;
+    '--frequency')
+        return
+        ;;
+    '--play-for')
+        return
+        ;;
+    '--pause-for')
+        return
+        ;;
+    '--fade')
+        return
+        ;;
+    '--volume')
+        return
+        ;;
+    '--max-level')
+        return
+        ;;
+    '--clip')
+        return
+        ;;
+    '--clip-base64')
+        return
+        ;;
+    '--output')
+        return
+        ;;
+    '--pause-when')
+        __keepalived_add_completions -W 'locked'$'\n''idle'
+        return
+        ;;
+    '--idle-after')
+        return
+        ;;
+    '--retry-max')
+        return
+        ;;
+    '--buffer')
+        return
+        ;;
+    '--linger')
+        return
+        ;;
+    '--socket')
+        return
+        ;;
+    '--config')
         return
         ;;
     esac
