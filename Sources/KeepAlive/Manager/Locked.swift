@@ -1,7 +1,8 @@
 import Glibc
 
 /// A value behind a pthread mutex: the engine's shared state (manager, output records, event
-/// subscribers, pending configurations) lives in these.
+/// subscribers, pending configurations) lives in these, and the daemon's that two threads take
+/// in turn (its reload queue).
 ///
 /// Not `Synchronization.Mutex`: its contended path (a priority-inheritance futex) runs inside
 /// the prebuilt Synchronization library, which no sanitizer instruments, so ThreadSanitizer sees
@@ -13,11 +14,11 @@ import Glibc
 /// let counter = Locked(0)
 /// counter.withLock { $0 += 1 }
 /// ```
-final class Locked<Value> {
+package final class Locked<Value> {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -29,7 +30,7 @@ final class Locked<Value> {
     }
 
     /// Runs `body` with the value, holding the lock; never call back into the same lock.
-    func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

@@ -120,19 +120,26 @@ package struct RunCommand: ParsableCommand {
             }
         })
 
+        // Every reload is applied on the main loop; the control socket's thread queues its own
+        // and waits for the outcome.
+        let reloads: ReloadQueue
+        do { reloads = try ReloadQueue() } catch {
+            printError("keepalived: error: cannot queue reloads: \(error)")
+            throw SysExit.osError
+        }
         let control: ControlServer
         do {
             control = try ControlServer(paths: paths, logger: logger, handlers: .init(
                 status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot) },
                 stop: { stopRequest.trigger() },
-                reload: { reloader.reload(trigger: "control socket") }))
+                reload: { reloads.reload(trigger: "control socket") }))
         } catch {
             printError("keepalived: error: \(error)")
             if case .alreadyRunning = error { throw SysExit.tempFail }
             throw SysExit.cannotCreate
         }
         let runtime = DaemonRuntime(
-            manager: manager, control: control, reloader: reloader,
+            manager: manager, control: control, reloader: reloader, reloads: reloads,
             notifier: SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, withheld: { scanner.withheld() }, logger: logger), scanner: scanner, logind: logind, linger: linger, signals: signals, logger: logger)
         stopRequest.arm(runtime)
         // The control socket's handlers hold the request, the request the runtime, the runtime

@@ -7,25 +7,24 @@ import Glibc
 /// monitor alone would wake the process every second), so in the steady state nothing wakes
 /// the process but the systemd watchdog's timer and, in a ring loop, the output's health check.
 ///
-/// What it waits on:
-/// - the signals (signalfd): SIGTERM and SIGINT stop, SIGHUP reloads;
-/// - its doorbell: rung by a playback thread's state change (for systemd's STATUS), raised by the
-///   control socket's `stop`;
-/// - the watchdog timer, when systemd asked for one;
-/// - the hint watcher (cards and ALSA's configuration) and, with a selection, the sound server's
-///   sink watcher, and a one-shot timer that lets a burst of changes settle before the rescan;
-/// - logind on the system bus, when there is one (``LogindWatcher``): outputs close before sleep;
-/// - the session bus's device reservations, when there is one (``DeviceReservations``): a card
-///   another program asks for is closed and given to it.
+/// What it waits on is a ``Wakeup`` each, in one ``PollSet``: the signals, its doorbell, the
+/// reloads asked for (``ReloadQueue``), the watchdog timer, the cards and the sound server (and
+/// a timer that lets their changes settle before the rescan), logind, the session bus's device
+/// reservations. Every change of configuration is applied here, one at a time and in order:
+/// each reload (SIGHUP and the control socket's, whose thread only queues it and waits for the
+/// reply) and each rescan, so none can overwrite another with a plan made from older options.
 ///
 /// ```swift
-/// let runtime = DaemonRuntime(manager: manager, control: control, reloader: reloader, logger: logger)
+/// let runtime = DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads,
+///                             notifier: notifier, scanner: scanner, logind: logind, signals: signals, logger: logger)
 /// try runtime.run()   // returns after SIGTERM, SIGINT or a `stop` request
 /// ```
 final class DaemonRuntime: @unchecked Sendable {
     let manager: KeepAliveManager
     let control: ControlServer
     let reloader: Reloader
+    /// The reloads to apply on this loop: SIGHUP's, and the control socket's.
+    let reloads: ReloadQueue
     let notifier: SystemdNotifier?
     let scanner: OutputScanner
     let logind: LogindFollower
@@ -54,11 +53,12 @@ final class DaemonRuntime: @unchecked Sendable {
         try SignalDescriptor(signals: [SIGTERM, SIGINT, SIGHUP])
     }
 
-    init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, notifier: SystemdNotifier?,
+    init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, reloads: ReloadQueue, notifier: SystemdNotifier?,
          scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, signals: SignalDescriptor, logger: Logger) {
         self.manager = manager
         self.control = control
         self.reloader = reloader
+        self.reloads = reloads
         self.notifier = notifier
         self.scanner = scanner
         self.logind = logind
@@ -70,10 +70,34 @@ final class DaemonRuntime: @unchecked Sendable {
     /// The control socket's `stop`: ends ``run()`` as SIGTERM does.
     func requestStop() { doorbell.raise() }
 
+    /// What the loop owns while it runs, and what it carries from one turn to the next.
+    private struct Loop {
+        let watchdog: IntervalTimer
+        let rescan: IntervalTimer
+        let hints: HintWatcher
+        var poll = PollSet()
+        /// The outputs whose cards are reserved now: the reservations follow the outputs.
+        var reservedFor: [String]?
+        /// The outputs `--linger` follows now.
+        var lingeredFor: [String]
+    }
+
     /// Starts everything, waits until stopped, stops everything.
     /// - Throws: `Errno` when the system refuses a timer or the poll itself, or
     ///   ``ControlSocketError`` when the control socket's thread cannot start; nothing plays then.
     func run() throws {
+        var loop = try start()
+        while true {
+            refresh(&loop.poll)
+            guard try loop.poll.wait(timeout: pollTimeout) else { continue }
+            guard handleReady(&loop) else { break }
+            followOutputs(&loop)
+        }
+        stop()
+    }
+
+    /// Starts the control socket, the outputs and `--linger`, and sets up what the loop polls.
+    private func start() throws -> Loop {
         let watchdog = try IntervalTimer()
         let rescan = try IntervalTimer()
         try control.start()
@@ -89,97 +113,116 @@ final class DaemonRuntime: @unchecked Sendable {
         linger?.start()
         // Outputs a selection found before the first change: the scanner looked once at start.
         notifier?.update()
-
-        var fds = [
-            pollfd(fd: signals.descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: doorbell.descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: watchdog.descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: rescan.descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: hints.descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: -1, events: 0, revents: 0),
-            pollfd(fd: logind.idleTimer.descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: -1, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: -1, events: 0, revents: 0),
-        ]
-        let reservations = scanner.reservations
         // A server that asks for a card keepalived holds gets it closed before the answer.
-        reservations?.onReleaseRequest = { [weak scanner] _ in scanner?.rescan() }
-        // The outputs whose cards are reserved now: the reservations follow the outputs.
-        var reservedFor: [String]?
-        var lingeredFor = manager.configuration.devices
+        scanner.reservations?.onReleaseRequest = { [weak scanner] _ in scanner?.rescan() }
         if !scanner.choice.isEmpty, hints.descriptor < 0 {
             // No inotify: fall back to looking every second.
             rescan.arm(after: Self.rescanFollowUp, every: Self.rescanFollowUp)
         }
-        loop: while true {
-            for index in fds.indices { fds[index].revents = 0 }
-            // sd-bus asks for POLLOUT only while it has something queued, and keeps its own
-            // timeouts (method calls): both change between polls.
-            fds[5].fd = logind.busDescriptor
-            fds[5].events = logind.busEvents
-            // A reload may start following a sound server.
-            fds[7].fd = scanner.serverDescriptor
-            // The session bus's connection is another after it went away and came back.
-            fds[8].fd = reservations?.descriptor ?? -1
-            fds[8].events = reservations?.events ?? 0
-            if poll(&fds, nfds_t(fds.count), Self.earliest(logind.pollTimeout, reservations?.pollTimeout ?? -1)) < 0 {
-                if errno == EINTR { continue }
-                throw Errno(errno)
-            }
-            if fds[0].revents != 0 {
-                while let signal = signals.next() {
-                    if signal == SIGHUP {
-                        _ = reloader.reload(trigger: "SIGHUP")
-                    } else {
-                        logger.info("stopping", metadata: ["signal": "\(signal == SIGINT ? "SIGINT" : "SIGTERM")"])
-                        break loop
-                    }
-                }
-            }
-            if fds[1].revents != 0 {
-                if doorbell.isRaised { break loop }
-                doorbell.drain()
-                notifier?.update()
-            }
-            if fds[2].revents != 0 {
-                watchdog.acknowledge()
-                notifier?.pingWatchdog()
-            }
-            if fds[4].revents != 0, hints.drain() {
-                scanner.cardsOrConfigurationChanged()
-                if !scanner.choice.isEmpty { rescan.arm(after: Self.rescanSettle) }
-            }
-            if fds[7].revents != 0 {
-                scanner.acknowledgeServer()
-                rescan.arm(after: Self.rescanSettle)
-            }
-            if fds[3].revents != 0 {
-                rescan.acknowledge()
-                // Without inotify nothing says what changed: the timer's rescan reads it all.
-                if hints.descriptor < 0 { scanner.cardsOrConfigurationChanged() }
-                if scanner.rescan() { rescan.arm(after: Self.rescanFollowUp) }
-                notifier?.update()
-            }
-            logind.process(idleTimerFired: fds[6].revents != 0)
-            // Also when nothing came: a call (reserving a card) may have queued what arrived.
-            if reservations?.process() == true {
-                // A program took or let go of a card: the outputs follow, and a server that
-                // just started is asked at once.
-                reservedFor = nil
-                scanner.retryServerNow()
-                rescan.arm(after: Self.rescanSettle)
-            }
-            let devices = manager.configuration.devices
-            if let reservations, devices != reservedFor {
-                reservations.hold(scanner.cardsOpened(by: devices))
-                reservedFor = devices
-            }
-            // Whatever changed the outputs (a rescan, a reservation): --linger follows them.
-            if let linger, devices != lingeredFor {
-                linger.follow(devices)
-                lingeredFor = devices
-            }
+        var loop = Loop(watchdog: watchdog, rescan: rescan, hints: hints, lingeredFor: manager.configuration.devices)
+        loop.poll.watch(.signals, signals.descriptor)
+        loop.poll.watch(.doorbell, doorbell.descriptor)
+        loop.poll.watch(.reloads, reloads.descriptor)
+        loop.poll.watch(.watchdog, watchdog.descriptor)
+        loop.poll.watch(.hints, hints.descriptor)
+        loop.poll.watch(.rescanTimer, rescan.descriptor)
+        loop.poll.watch(.idleTimer, logind.idleTimer.descriptor)
+        return loop
+    }
+
+    /// The descriptors that change between turns.
+    private func refresh(_ poll: inout PollSet) {
+        // sd-bus asks for POLLOUT only while it has something queued, and keeps its own
+        // timeouts (method calls): both change between polls.
+        poll.watch(.logind, logind.busDescriptor, events: logind.busEvents)
+        // A reload may start following a sound server.
+        poll.watch(.soundServer, scanner.serverDescriptor)
+        // The session bus's connection is another after it went away and came back.
+        poll.watch(.reservations, scanner.reservations?.descriptor ?? -1, events: scanner.reservations?.events ?? 0)
+    }
+
+    /// The buses' own timeouts (sd-bus's method calls); -1 when neither has one.
+    private var pollTimeout: Int32 {
+        Self.earliest(logind.pollTimeout, scanner.reservations?.pollTimeout ?? -1)
+    }
+
+    /// Handles the ready sources in ``Wakeup``'s order, then the buses; false once the daemon is
+    /// to stop.
+    private func handleReady(_ loop: inout Loop) -> Bool {
+        for source in loop.poll.ready {
+            guard handle(source, &loop) else { return false }
         }
+        logind.process(idleTimerFired: loop.poll.isReady(.idleTimer))
+        // Also when nothing came: a call (reserving a card) may have queued what arrived.
+        if scanner.reservations?.process() == true {
+            // A program took or let go of a card: the outputs follow, and a server that just
+            // started is asked at once.
+            loop.reservedFor = nil
+            scanner.retryServerNow()
+            loop.rescan.arm(after: Self.rescanSettle)
+        }
+        return true
+    }
+
+    /// Handles one ready source; false once the daemon is to stop.
+    private func handle(_ source: Wakeup, _ loop: inout Loop) -> Bool {
+        switch source {
+        case .signals:
+            while let signal = signals.next() {
+                guard signal == SIGHUP else {
+                    logger.info("stopping", metadata: ["signal": "\(signal == SIGINT ? "SIGINT" : "SIGTERM")"])
+                    return false
+                }
+                // Behind the reloads already asked for: applied in the order they came.
+                reloads.submit(ReloadRequest(trigger: "SIGHUP"))
+            }
+        case .doorbell:
+            if doorbell.isRaised { return false }
+            doorbell.drain()
+            notifier?.update()
+        case .reloads:
+            for request in reloads.take() { request.fulfil(reloader.reload(trigger: request.trigger)) }
+        case .watchdog:
+            loop.watchdog.acknowledge()
+            notifier?.pingWatchdog()
+        case .hints:
+            guard loop.hints.drain() else { break }
+            scanner.cardsOrConfigurationChanged()
+            if !scanner.choice.isEmpty { loop.rescan.arm(after: Self.rescanSettle) }
+        case .soundServer:
+            scanner.acknowledgeServer()
+            loop.rescan.arm(after: Self.rescanSettle)
+        case .rescanTimer:
+            loop.rescan.acknowledge()
+            // Without inotify nothing says what changed: the timer's rescan reads it all.
+            if loop.hints.descriptor < 0 { scanner.cardsOrConfigurationChanged() }
+            if scanner.rescan() { loop.rescan.arm(after: Self.rescanFollowUp) }
+            notifier?.update()
+        case .idleTimer, .logind, .reservations:
+            // Processed every turn, ready or not (handleReady).
+            break
+        }
+        return true
+    }
+
+    /// Whatever changed the outputs (a reload, a rescan, a reservation): the card reservations
+    /// and `--linger` follow them.
+    private func followOutputs(_ loop: inout Loop) {
+        let devices = manager.configuration.devices
+        if let reservations = scanner.reservations, devices != loop.reservedFor {
+            reservations.hold(scanner.cardsOpened(by: devices))
+            loop.reservedFor = devices
+        }
+        if let linger, devices != loop.lingeredFor {
+            linger.follow(devices)
+            loop.lingeredFor = devices
+        }
+    }
+
+    /// Stops everything, the control socket first.
+    private func stop() {
+        // Before the control socket's thread is joined: a reload it waits for is answered now.
+        reloads.close(failing: ReloadQueue.stopping)
         notifier?.stopping()
         control.stop()
         linger?.stop()

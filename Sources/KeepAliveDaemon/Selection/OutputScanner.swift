@@ -21,8 +21,9 @@ import Glibc
 /// scanner.use(base, choice: OutputChoice(selection: .digital))
 /// let configuration = scanner.planned()     // the named outputs and the digital ones found now
 /// ```
-/// Concurrency: any thread; rescans run on the daemon's main thread (a rescan reads the card list
-/// and reconfiguring joins playback threads), a reload on the main or the control socket's.
+/// Concurrency: any thread may read it; rescans and reloads run on the daemon's main thread, one
+/// at a time (a rescan reads the card list and reconfiguring joins playback threads; a reload
+/// between a rescan's plan and its `reconfigure` would be overwritten).
 final class OutputScanner: Sendable {
     let logger: Logger
     private let state: Mutex<State>

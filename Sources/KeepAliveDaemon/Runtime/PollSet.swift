@@ -1,0 +1,50 @@
+import Glibc
+
+/// The main loop's `poll` set: one `pollfd` per ``Wakeup``, addressed by name. A source without
+/// a descriptor (-1) is skipped by `poll` and never ready.
+///
+/// ```swift
+/// var set = PollSet()
+/// set.watch(.signals, signals.descriptor)
+/// if try set.wait(timeout: -1), set.isReady(.signals) { … }
+/// ```
+struct PollSet {
+    private(set) var descriptors = [pollfd](repeating: pollfd(fd: -1, events: 0, revents: 0), count: Wakeup.allCases.count)
+
+    /// Polls `source` on `descriptor` for `events` from the next wait on; -1 stops polling it.
+    mutating func watch(_ source: Wakeup, _ descriptor: Int32, events: Int16 = Int16(POLLIN)) {
+        descriptors[source.rawValue].fd = descriptor
+        descriptors[source.rawValue].events = events
+    }
+
+    /// The descriptor polled for `source`, -1 for none.
+    func descriptor(of source: Wakeup) -> Int32 { descriptors[source.rawValue].fd }
+
+    /// Whether the last wait found `source` ready (readable, writable, or in error).
+    func isReady(_ source: Wakeup) -> Bool { descriptors[source.rawValue].revents != 0 }
+
+    /// The sources the last wait found ready, in the order a turn handles them.
+    var ready: [Wakeup] { Wakeup.allCases.filter(isReady) }
+
+    /// Waits until a source is ready or `timeout` ms pass (-1: no limit); false when a signal
+    /// interrupted the wait, with nothing ready.
+    /// - Throws: `Errno` when `poll` itself fails.
+    mutating func wait(timeout: Int32) throws(Errno) -> Bool {
+        for index in descriptors.indices { descriptors[index].revents = 0 }
+        guard poll(&descriptors, nfds_t(descriptors.count), timeout) >= 0 else {
+            if errno == EINTR { return false }
+            throw Errno(errno)
+        }
+        return true
+    }
+
+    /// `duration` as a `poll` timeout: whole ms, rounded up so a wait never ends before its
+    /// deadline (which would only turn the loop once more for nothing).
+    static func milliseconds(_ duration: Duration) -> Int32 {
+        guard duration > .zero else { return 0 }
+        let (seconds, attoseconds) = duration.components
+        guard seconds < Int64(Int32.max / 1000) else { return Int32.max }
+        let rounded = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: rounded)
+    }
+}

@@ -1,0 +1,75 @@
+import _KeepalivedControlProtocol
+import CSystem
+import KeepAlive
+import Glibc
+
+/// One reload asked for, and the hand-over of its outcome to whoever asked: the main loop
+/// applies it and calls ``fulfil(_:)``; the control socket's thread blocks in
+/// ``wait(timeout:)``. A SIGHUP's request has nobody waiting for it.
+///
+/// ```swift
+/// let request = try ReloadRequest.awaited(trigger: "control socket")
+/// queue.submit(request)
+/// let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
+/// ```
+final class ReloadRequest: Sendable {
+    /// What asked for it, for the log: `SIGHUP`, `control socket`.
+    let trigger: String
+    /// Taken in turn by the main loop and the asker: a pthread mutex (``Locked``), whose locking
+    /// ThreadSanitizer sees, unlike `Synchronization.Mutex`'s contended path.
+    private let outcome = Locked<ControlReply?>(nil)
+    /// An eventfd, readable once the outcome is in, so the asker can wait with a bound; -1 when
+    /// nobody waits.
+    private let ready: Int32
+
+    /// A request nobody waits for (SIGHUP's).
+    convenience init(trigger: String) {
+        self.init(trigger: trigger, ready: -1)
+    }
+
+    /// A request whose asker waits for it in ``wait(timeout:)``.
+    /// - Throws: `Errno` when there is no eventfd to wait on (the process is out of
+    ///   descriptors); nothing was queued then.
+    static func awaited(trigger: String) throws(Errno) -> ReloadRequest {
+        let ready = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard ready >= 0 else { throw Errno(errno) }
+        return ReloadRequest(trigger: trigger, ready: ready)
+    }
+
+    private init(trigger: String, ready: Int32) {
+        self.trigger = trigger
+        self.ready = ready
+    }
+
+    deinit { if ready >= 0 { close(ready) } }
+
+    /// The outcome so far, nil while the request waits.
+    var reply: ControlReply? { outcome.withLock { $0 } }
+
+    /// Settles the request; the first outcome stands (a request closed as the daemon stops is
+    /// not applied afterwards, and one applied is not failed afterwards).
+    func fulfil(_ reply: ControlReply) {
+        let first = outcome.withLock { outcome in
+            guard outcome == nil else { return false }
+            outcome = reply
+            return true
+        }
+        guard first, ready >= 0 else { return }
+        var one: UInt64 = 1
+        _ = write(ready, &one, 8)
+    }
+
+    /// Blocks until the request is settled or `timeout` has passed; nil on the timeout (the
+    /// request stays queued and is still applied).
+    func wait(timeout: Duration) -> ControlReply? {
+        precondition(ready >= 0, "wait(timeout:) on a request nobody awaits")
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let reply { return reply }
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return nil }
+            var descriptor = pollfd(fd: ready, events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, PollSet.milliseconds(left))
+        }
+    }
+}

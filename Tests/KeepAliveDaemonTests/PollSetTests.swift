@@ -1,0 +1,78 @@
+import CSystem
+import Glibc
+import Testing
+
+@testable import KeepAliveDaemon
+
+@Suite("The main loop's poll set, keyed by what it waits for")
+struct PollSetTests {
+    /// An eventfd, readable once `ring`s: a source the test controls.
+    final class Source {
+        let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        deinit { close(descriptor) }
+        func ring() {
+            var one: UInt64 = 1
+            _ = write(descriptor, &one, 8)
+        }
+    }
+
+    @Test("every source has a pollfd of its own, none polled until watched")
+    func mapping() {
+        var set = PollSet()
+        #expect(set.descriptors.count == Wakeup.allCases.count)
+        #expect(Wakeup.allCases.allSatisfy { set.descriptor(of: $0) == -1 })
+        set.watch(.reloads, 7)
+        set.watch(.logind, 9, events: Int16(POLLIN | POLLOUT))
+        #expect(set.descriptor(of: .reloads) == 7)
+        #expect(set.descriptors[Wakeup.logind.rawValue].events == Int16(POLLIN | POLLOUT))
+        #expect(Wakeup.allCases.filter { set.descriptor(of: $0) != -1 } == [.reloads, .logind])
+        set.watch(.logind, -1, events: 0)
+        #expect(set.descriptor(of: .logind) == -1)
+    }
+
+    @Test("a wait names what is ready, in the order a turn handles it; a ready source stays ready until drained")
+    func ready() throws {
+        let (signals, reloads, rescan) = (Source(), Source(), Source())
+        var set = PollSet()
+        set.watch(.signals, signals.descriptor)
+        set.watch(.reloads, reloads.descriptor)
+        set.watch(.rescanTimer, rescan.descriptor)
+        #expect(try set.wait(timeout: 0))
+        #expect(set.ready.isEmpty)
+        rescan.ring()
+        reloads.ring()
+        #expect(try set.wait(timeout: 1000))
+        #expect(set.ready == [.reloads, .rescanTimer])
+        #expect(set.isReady(.reloads) && !set.isReady(.signals))
+        var count: UInt64 = 0
+        _ = read(rescan.descriptor, &count, 8)
+        _ = read(reloads.descriptor, &count, 8)
+        #expect(try set.wait(timeout: 0))
+        #expect(set.ready.isEmpty, "the last wait's readiness is cleared")
+    }
+
+    @Test("the handling order: a stop before a reload, a reload before the rescan that plans from it")
+    func order() {
+        let all = Wakeup.allCases
+        #expect(all.firstIndex(of: .signals)! < all.firstIndex(of: .reloads)!)
+        #expect(all.firstIndex(of: .doorbell)! < all.firstIndex(of: .reloads)!)
+        #expect(all.firstIndex(of: .reloads)! < all.firstIndex(of: .rescanTimer)!)
+        #expect(all.map(\.rawValue) == Array(0..<all.count))
+    }
+
+    @Test("timeouts: durations round up to whole ms, the earliest of two wins, -1 is none")
+    func timeouts() {
+        #expect(PollSet.milliseconds(.zero) == 0)
+        #expect(PollSet.milliseconds(.nanoseconds(-5)) == 0)
+        #expect(PollSet.milliseconds(.nanoseconds(1)) == 1)
+        #expect(PollSet.milliseconds(.microseconds(999)) == 1)
+        #expect(PollSet.milliseconds(.milliseconds(250)) == 250)
+        #expect(PollSet.milliseconds(.seconds(4) + .microseconds(1)) == 4001)
+        #expect(PollSet.milliseconds(.seconds(Int64.max / 2)) == Int32.max)
+        #expect(DaemonRuntime.earliest(-1, -1) == -1)
+        #expect(DaemonRuntime.earliest(-1, 30) == 30)
+        #expect(DaemonRuntime.earliest(20, -1) == 20)
+        #expect(DaemonRuntime.earliest(20, 30) == 20)
+        #expect(DaemonRuntime.earliest(0, 30) == 0)
+    }
+}
