@@ -131,7 +131,8 @@ extension Integration {
             try await daemon.waitForLog("--linger 2 s now applies to pulse")
             try await daemon.waitForLog("letting it sleep (--linger)", timeout: .seconds(5))
             try await waitUntil("keepalived's stream to leave the sink", timeout: .seconds(2)) { !pulse.hasStream(of: daemon.pid) }
-            #expect(try await Self.status(socket: socket).reason == "linger")
+            let paused = try await Self.status(socket: socket) { $0.reason == "linger" }
+            #expect(paused.reason == "linger", "\(paused)")
 
             // Refused as such a start would be: the running configuration stays, and it sleeps on.
             try write("-d hw:0 --linger 2")
@@ -155,6 +156,20 @@ extension Integration {
         }
 
         /// The daemon's `status --json`, its first output's linger object.
+        /// The status once `condition` holds, or the last one read after `timeout`: the output's
+        /// record follows its close, so the stream leaves the server a moment before the status
+        /// says paused.
+        static func status(socket: String, within timeout: Duration = .seconds(2),
+                           until condition: (Status) -> Bool) async throws -> Status {
+            let deadline = ContinuousClock.now + timeout.underSanitizer
+            var status = try await Self.status(socket: socket)
+            while !condition(status), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                status = try await Self.status(socket: socket)
+            }
+            return status
+        }
+
         static func status(socket: String) async throws -> Status {
             let result = try await runCommand(TestPaths.keepalivedBinary.path, ["status", "--json", "--socket", socket])
             #expect(result.status == 0, "\(result.stderr)")
@@ -232,7 +247,7 @@ extension Integration {
             try await daemon.waitForLog("letting it sleep (--linger)")
             try await waitUntil("the sink to suspend", timeout: suspend) { pulse.sinkState() == "SUSPENDED" }
             #expect(daemon.isRunning)
-            let status = try await Self.status(socket: socket)
+            let status = try await Self.status(socket: socket) { $0.reason == "linger" }
             #expect(status.state == "paused" && status.reason == "linger", "\(status)")
             #expect(status.linger?["active"] as? Bool == true && status.linger?["sink"] as? String == sink, "\(status)")
             #expect(status.linger?["othersPlaying"] as? Bool == false, "\(status)")
