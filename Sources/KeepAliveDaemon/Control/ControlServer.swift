@@ -125,15 +125,19 @@ final class ControlServer: @unchecked Sendable {
     private func serve() {
         var clients: [Client] = []
         var descriptors: [pollfd] = []
+        var backoff = AcceptBackoff()
         let clock = ContinuousClock()
         while true {
+            let now = clock.now
             descriptors.removeAll(keepingCapacity: true)
             descriptors.append(pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0))
-            descriptors.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            // Left out while accept fails: a client waiting keeps it readable, every turn.
+            descriptors.append(pollfd(fd: backoff.listens(at: now) ? listener : -1, events: Int16(POLLIN), revents: 0))
             for client in clients { descriptors.append(pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)) }
-            let now = clock.now
-            let nearest = clients.map(\.deadline).min()
-            let timeout = nearest.map { max(0, Int32(clamping: now.duration(to: $0).components.seconds * 1000 + 1)) } ?? -1
+            // Rounded up: a deadline less than 1 ms ahead would otherwise be polled for at once,
+            // again and again.
+            let nearest = clients.map(\.deadline).min().map { PollSet.milliseconds(now.duration(to: $0)) } ?? -1
+            let timeout = DaemonRuntime.earliest(nearest, backoff.rest(at: now).map(PollSet.milliseconds) ?? -1)
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
             if ready < 0, errno != EINTR { logger.error("control socket poll failed", metadata: ["error": "\(Errno(errno))"]) ; return }
             if descriptors[0].revents != 0 { break }
@@ -149,16 +153,29 @@ final class ControlServer: @unchecked Sendable {
             if !closing.isEmpty {
                 for fd in closing { close(fd) }
                 clients.removeAll { closing.contains($0.fd) }
+                backoff.descriptorFreed()
             }
-            if descriptors[1].revents != 0 { acceptClients(&clients, deadline: clock.now + Self.clientTimeout) }
+            let later = clock.now
+            if descriptors[1].revents != 0 || backoff.retries(at: later) { acceptClients(&clients, backoff: &backoff, at: later) }
         }
         for client in clients { close(client.fd) }
     }
 
-    private func acceptClients(_ clients: inout [Client], deadline: ContinuousClock.Instant) {
+    private func acceptClients(_ clients: inout [Client], backoff: inout AcceptBackoff, at now: ContinuousClock.Instant) {
         while true {
             let fd = csystem_accept_nonblocking(listener)
-            guard fd >= 0 else { return }
+            guard fd >= 0 else {
+                let code = errno
+                switch backoff.failed(code, at: now) {
+                case .exhausted:
+                    logger.warning("control socket: cannot accept a connection; waiting for one to close, or retrying after a pause",
+                                   metadata: ["error": "\(Errno(code))"])
+                case .recovered: logger.info("control socket: accepting connections again")
+                case nil: break
+                }
+                return
+            }
+            let deadline = now + Self.clientTimeout
             guard let peer = UnixSocket.peerCredentials(fd), peer.uid == ownerUID || peer.uid == 0 else {
                 let who = UnixSocket.peerCredentials(fd).map { "uid \($0.uid) pid \($0.pid)" } ?? "unknown peer"
                 logger.warning("control socket: refused a client", metadata: ["peer": "\(who)"])
