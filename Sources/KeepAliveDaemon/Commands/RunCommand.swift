@@ -39,16 +39,7 @@ package struct RunCommand: ParsableCommand {
     /// a single value, the file's wins).
     func currentOptions(commandLine: [String] = RunCommand.commandLineWords()) throws -> PlaybackOptions {
         guard let configFile else { return playback }
-        let words: [String]
-        do { words = try OptionsFile.arguments(at: configFile) } catch {
-            throw CleanExit.failure("\(error)", code: SysExit.noInput)
-        }
-        let merged: RunCommand
-        do {
-            merged = try RunCommand.parse(commandLine + words)
-        } catch {
-            throw CleanExit.failure("\(configFile): \(PlaybackOptions.message(for: error))", code: SysExit.usage)
-        }
+        let merged = try CommandLineWithOptionsFile.parse(RunCommand.self, commandLine: commandLine, file: configFile)
         guard merged.configFile == configFile, merged.logFile == logFile, merged.socket.path == socket.path else {
             throw CleanExit.failure("\(configFile): only playback options belong in an options file (--config, --socket and --log-file are the command line's)",
                                     code: SysExit.usage)
@@ -58,9 +49,7 @@ package struct RunCommand: ParsableCommand {
 
     /// The words after `run` on this process's command line.
     static func commandLineWords(_ arguments: [String] = CommandLine.arguments) -> [String] {
-        let words = arguments.dropFirst()
-        guard let run = words.firstIndex(of: "run") else { return [] }
-        return Array(words[words.index(after: run)...])
+        CommandLineWithOptionsFile.words(after: "run", in: arguments)
     }
 
     package func run() throws {

@@ -51,16 +51,7 @@ package struct TestCommand: ParsableCommand {
     /// (as `run` merges them).
     func currentOptions(commandLine: [String] = TestCommand.commandLineWords()) throws -> PlaybackOptions {
         guard let configFile else { return playback }
-        let words: [String]
-        do { words = try OptionsFile.arguments(at: configFile) } catch {
-            throw CleanExit.failure("\(error)", code: SysExit.noInput)
-        }
-        let merged: TestCommand
-        do {
-            merged = try TestCommand.parse(commandLine + words)
-        } catch {
-            throw CleanExit.failure("\(configFile): \(PlaybackOptions.message(for: error))", code: SysExit.usage)
-        }
+        let merged = try CommandLineWithOptionsFile.parse(TestCommand.self, commandLine: commandLine, file: configFile)
         guard merged.configFile == configFile, merged.socket.path == socket.path, merged.yes == yes else {
             throw CleanExit.failure("\(configFile): only playback options belong in an options file", code: SysExit.usage)
         }
@@ -69,9 +60,7 @@ package struct TestCommand: ParsableCommand {
 
     /// The words after `test` on this process's command line.
     static func commandLineWords(_ arguments: [String] = CommandLine.arguments) -> [String] {
-        let words = arguments.dropFirst()
-        guard let test = words.firstIndex(of: "test") else { return [] }
-        return Array(words[words.index(after: test)...])
+        CommandLineWithOptionsFile.words(after: "test", in: arguments)
     }
 
     package func run() throws {
