@@ -188,7 +188,7 @@ _keepalived_run() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket --config)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket --config --player-group)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -249,6 +249,9 @@ _keepalived_run() {
         return
         ;;
     '--config')
+        return
+        ;;
+    '--player-group')
         return
         ;;
     esac

@@ -23,7 +23,7 @@ function __keepalived_parse_tokens -S
         __keepalived_parse_subcommand 0 'version' 'h/help'
         switch $unparsed_tokens[1]
         case 'run'
-            __keepalived_parse_subcommand 0 'd/device=+' 'all' 'digital' 'analog' 'bluetooth' 'exclusive' 'exclude=+' 'signal=' 'frequency=' 'play-for=' 'pause-for=' 'fade=' 'volume=' 'max-level=' 'clip=' 'clip-base64=' 'output=+' 'pause-when=+' 'idle-after=' 'retry-max=' 'buffer=' 'no-ring-loop' 'linger=' 'v/verbose' 'socket=' 'config=' 'version' 'h/help'
+            __keepalived_parse_subcommand 0 'd/device=+' 'all' 'digital' 'analog' 'bluetooth' 'exclusive' 'exclude=+' 'signal=' 'frequency=' 'play-for=' 'pause-for=' 'fade=' 'volume=' 'max-level=' 'clip=' 'clip-base64=' 'output=+' 'pause-when=+' 'idle-after=' 'retry-max=' 'buffer=' 'no-ring-loop' 'linger=' 'v/verbose' 'socket=' 'config=' 'player-group=' 'version' 'h/help'
         case 'start'
             __keepalived_parse_subcommand 0 'd/device=+' 'all' 'digital' 'analog' 'bluetooth' 'exclusive' 'exclude=+' 'signal=' 'frequency=' 'play-for=' 'pause-for=' 'fade=' 'volume=' 'max-level=' 'clip=' 'clip-base64=' 'output=+' 'pause-when=+' 'idle-after=' 'retry-max=' 'buffer=' 'no-ring-loop' 'linger=' 'v/verbose' 'socket=' 'version' 'h/help'
         case 'stop'
@@ -124,6 +124,7 @@ complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_
 complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" v verbose' -l 'verbose' -s 'v' -d 'Log debug detail.'
 complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" socket' -l 'socket' -d 'Control socket (default: $KEEPALIVED_SOCKET, else $XDG_RUNTIME_DIR/keepalived/control.sock, else /run/keepalived-audio/control.sock for root).' -rfka ''
 complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" config' -l 'config' -d 'Options file (KEEPALIVED_OPTIONS="…" in EnvironmentFile syntax) read at start and on reload; its options add to the command line\'s.' -rfka ''
+complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" player-group' -l 'player-group' -d 'Let members of this group (audio, for the system service) ask for a card device through the keepalived: ALSA PCM: the control socket becomes theirs too (mode 0660), for that request only.' -rfka ''
 complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" version' -l 'version' -d 'Show the version.'
 complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived run" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'keepalived' -n '__keepalived_should_offer_completions_for_flags_or_options "keepalived start"' -s 'd' -l 'device' -d 'ALSA PCM to keep awake (repeat for several).' -rfka ''

@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 void csystem_name_current_thread(const char *name) {
@@ -27,7 +29,34 @@ int csystem_peer_credentials(int fd, csystem_peer *peer) {
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
     peer->pid = credentials.pid;
     peer->uid = credentials.uid;
+    peer->gid = credentials.gid;
     return 0;
+}
+
+int csystem_peer_in_group(int fd, gid_t group) {
+    csystem_peer peer;
+    if (csystem_peer_credentials(fd, &peer) != 0) return -1;
+    if (peer.gid == group) return 1;
+    // NGROUPS_MAX is 65536: ask for the size first rather than guess it.
+    socklen_t length = 0;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, NULL, &length) != 0 && errno != ERANGE) return -1;
+    if (length == 0) return 0;
+    gid_t *groups = malloc(length);
+    if (groups == NULL) return -1;
+    int found = 0;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &length) != 0) {
+        free(groups);
+        return -1;
+    }
+    for (size_t index = 0; index < length / sizeof(gid_t); index++) {
+        if (groups[index] == group) found = 1;
+    }
+    free(groups);
+    return found;
+}
+
+int csystem_pidfd_open(pid_t pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
 int csystem_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[],

@@ -8,6 +8,8 @@ import FoundationEssentials
 //     ← {"ok":true,"pid":4242}
 //     → {"request":"reload"}
 //     ← {"ok":true,"changed":false}
+//     → {"request":"release","card":0,"device":0,"program":"mpd"}
+//     ← {"ok":true,"released":["hw:CARD=Intel,DEV=0"]}
 //
 // This module is the daemon's wire format and nothing else: it has no sockets and no ALSA, so
 // the fuzzer and the tests use the very code the daemon ships.
@@ -18,11 +20,29 @@ import FoundationEssentials
 /// let line = ControlJSON.encode(ControlRequest(request: "status")) + "\n"
 /// ```
 public struct ControlRequest: Codable, Sendable {
-    /// `status`, `stop` or `reload`.
+    /// `status`, `stop`, `reload` or `release`.
     public var request: String
+    /// `release`: the ALSA card index and playback device the caller is about to open.
+    public var card: Int?
+    public var device: Int?
+    /// `release`: the caller's program name, for `status` (the daemon may not see the
+    /// caller's /proc entry).
+    public var program: String?
 
     /// A request by name.
     public init(request: String) { self.request = request }
+
+    /// A `release` of one card device for the caller.
+    ///
+    /// ```swift
+    /// let line = ControlJSON.encode(ControlRequest(release: 0, device: 0, program: "mpd")) + "\n"
+    /// ```
+    public init(release card: Int, device: Int, program: String? = nil) {
+        request = "release"
+        self.card = card
+        self.device = device
+        self.program = program
+    }
 }
 
 /// The daemon's answer to one request.
@@ -42,14 +62,18 @@ public struct ControlReply: Codable, Sendable {
     public var status: DaemonStatus?
     /// Whether a `reload` changed anything.
     public var changed: Bool?
+    /// The outputs a `release` closed for the caller (empty: keepalived held nothing there).
+    public var released: [String]?
 
     /// A reply; only the fields that apply are set.
-    public init(ok: Bool, error: String? = nil, pid: Int32? = nil, status: DaemonStatus? = nil, changed: Bool? = nil) {
+    public init(ok: Bool, error: String? = nil, pid: Int32? = nil, status: DaemonStatus? = nil, changed: Bool? = nil,
+                released: [String]? = nil) {
         self.ok = ok
         self.error = error
         self.pid = pid
         self.status = status
         self.changed = changed
+        self.released = released
     }
 
     /// A refusal carrying `message`.
@@ -89,6 +113,9 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
     /// Outputs a selection would pick but leaves alone, with why: a card the sound server owns
     /// or another program reserved (absent when none).
     public var withheld: [String: String]?
+    /// The card devices keepalived let players have (the `keepalived:` PCM), and who has them
+    /// (absent when none).
+    public var loans: [LoanReport]?
 
     /// A status as the daemon reports it.
     public init(state: String, reason: String? = nil, pid: Int32, uptimeSeconds: Double, socket: String,
@@ -172,6 +199,49 @@ public struct OutputReport: Codable, Equatable, Sendable {
         self.lastError = lastError
         self.signal = signal
         recoveries = recoveriesByReason.values.reduce(0, +)
+    }
+}
+
+/// One card device keepalived released for a player (the `keepalived:` PCM), in
+/// ``DaemonStatus``: who has it, since when, and in what format it plays.
+///
+/// ```swift
+/// for loan in status.loans ?? [] { print(loan.pcm, loan.program ?? "?", loan.pid, loan.rate ?? 0) }
+/// ```
+public struct LoanReport: Codable, Equatable, Sendable {
+    /// The card device, as `hw:` names it (`hw:CARD=0,DEV=0`).
+    public var pcm: String
+    public var card: Int
+    public var device: Int
+    /// The player's process id and program name.
+    public var pid: Int32
+    public var program: String?
+    /// `lent` until the player has the device open, then `playing`.
+    public var state: String
+    /// Seconds since the release.
+    public var sinceSeconds: Double
+    /// keepalived's outputs closed for the player, taken back once it closes the device.
+    public var outputs: [String]
+    /// The format the player plays in, once seen (`S16_LE`, 44100, 2): keepalived takes the
+    /// device back in it.
+    public var format: String?
+    public var rate: Int?
+    public var channels: Int?
+
+    /// A report; only the fields that apply are set.
+    public init(pcm: String, card: Int, device: Int, pid: Int32, program: String?, state: String, sinceSeconds: Double,
+                outputs: [String], format: String? = nil, rate: Int? = nil, channels: Int? = nil) {
+        self.pcm = pcm
+        self.card = card
+        self.device = device
+        self.pid = pid
+        self.program = program
+        self.state = state
+        self.sinceSeconds = sinceSeconds
+        self.outputs = outputs
+        self.format = format
+        self.rate = rate
+        self.channels = channels
     }
 }
 

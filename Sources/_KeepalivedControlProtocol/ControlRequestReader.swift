@@ -60,34 +60,6 @@ public struct ControlRequestReader: Sendable {
     }
 }
 
-/// What a client may ask of the daemon.
-///
-/// ```swift
-/// let command = try ControlCommand(parsing: Array(#"{"request":"stop"}"#.utf8))   // .stop
-/// ```
-public enum ControlCommand: String, Equatable, CaseIterable, Sendable {
-    /// The daemon's state and its outputs'.
-    case status
-    /// Stop the daemon.
-    case stop
-    /// Reread the options file and apply it.
-    case reload
-
-    /// Reads `{"request":"status"}` and the like; extra keys are ignored, as JSON readers do.
-    public init(parsing line: some Collection<UInt8>) throws(ControlRequestError) {
-        let request: ControlRequest
-        do {
-            request = try ControlJSON.decode(ControlRequest.self, from: line)
-        } catch {
-            throw .malformed
-        }
-        guard let command = ControlCommand(rawValue: request.request) else {
-            throw .unknown(String(request.request.prefix(64)))
-        }
-        self = command
-    }
-}
-
 /// Why a line on the control socket was refused; the text is sent back to the client.
 ///
 /// ```swift
@@ -98,6 +70,9 @@ public enum ControlRequestError: Error, Equatable, Sendable, CustomStringConvert
     case malformed
     /// A request name the daemon does not know (cut to 64 characters).
     case unknown(String)
+    /// A `release` without a card or device number, or with one out of ALSA's range (the
+    /// field's name, and the range).
+    case badRelease(String)
     /// A line longer than the reader's limit.
     case tooLarge(limit: Int)
 
@@ -105,7 +80,8 @@ public enum ControlRequestError: Error, Equatable, Sendable, CustomStringConvert
     public var description: String {
         switch self {
         case .malformed: "malformed request: expected one JSON object like {\"request\":\"status\"} per line"
-        case .unknown(let name): "unknown request '\(name)': expected status, stop or reload"
+        case .unknown(let name): "unknown request '\(name)': expected status, stop, reload or release"
+        case .badRelease(let why): "bad release request: \(why)"
         case .tooLarge(let limit): "request too large: over \(limit) bytes without a newline"
         }
     }

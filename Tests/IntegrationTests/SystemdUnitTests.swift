@@ -63,6 +63,9 @@ extension Integration {
             #expect(unit["Service", "RuntimeDirectory"] == ["keepalived-audio"])
             let start = try #require(unit["Service", "ExecStart"].first)
             #expect(start.contains(" run ") && start.contains("--config /etc/keepalived-audio/keepalived-audio.conf"), "\(start)")
+            // Players in group audio reach the socket for their release, and only for it.
+            #expect(start.contains("--player-group audio"), "\(start)")
+            #expect(unit["Service", "RuntimeDirectoryMode"] == ["0755"])
 
             let user = try UnitFile(TestPaths.repositoryRoot.appendingPathComponent("systemd/user/keepalived.service"))
             let after = Set(user["Unit", "After"].flatMap { $0.split(separator: " ").map(String.init) })

@@ -21,13 +21,14 @@ struct DevicesListingTests {
             outputs: [
                 DevicesCommand.Block(
                     DevicesCommand.Output(title: "HDA Intel — Generic Analog", card: 0, cardID: "Intel", device: 0, kind: "analog",
-                                          opens: "dmix:CARD=Intel,DEV=0", shared: true, leftAlone: "PulseAudio holds it"),
+                                          opens: "dmix:CARD=Intel,DEV=0", shared: true, leftAlone: "PulseAudio holds it",
+                                          forPlayers: "keepalived:CARD=Intel,DEV=0"),
                     DevicesCommand.Selections(
                         pickedBy: [],
                         notPickedBecause: ["--all": "PulseAudio holds it", "--analog": "PulseAudio holds it", "--digital": "not a digital output"])),
                 DevicesCommand.Block(
                     DevicesCommand.Output(title: "HDA Intel — HDMI 0", card: 0, cardID: "Intel", device: 3, kind: "HDMI/DisplayPort",
-                                          shared: false, excludedBy: "HDMI*"),
+                                          shared: false, excludedBy: "HDMI*", forPlayers: "keepalived:CARD=Intel,DEV=3"),
                     DevicesCommand.Selections(pickedBy: [], notPickedBecause: ["--all": "excluded by --exclude 'HDMI*'"],
                                               playing: "playing, ring-loop as hw:0,3")),
             ],
@@ -36,7 +37,7 @@ struct DevicesListingTests {
 
     @Test("--json: one flat object per card device and per sink, keys sorted, absent fields left out")
     func json() throws {
-        let expected = #"{"configured":[],"outputs":[{"card":0,"cardID":"Intel","device":0,"kind":"analog","leftAlone":"PulseAudio holds it","notPickedBecause":{"--all":"PulseAudio holds it","--analog":"PulseAudio holds it","--digital":"not a digital output"},"opens":"dmix:CARD=Intel,DEV=0","pickedBy":[],"shared":true,"title":"HDA Intel — Generic Analog"},{"card":0,"cardID":"Intel","device":3,"excludedBy":"HDMI*","kind":"HDMI/DisplayPort","notPickedBecause":{"--all":"excluded by --exclude 'HDMI*'"},"pickedBy":[],"playing":"playing, ring-loop as hw:0,3","shared":false,"title":"HDA Intel — HDMI 0"}],"sinks":[{"card":5,"description":"Living-room TV","isDefault":true,"kind":"HDMI/DisplayPort","name":"tv","notPickedBecause":{"--analog":"a digital output"},"opens":"pulse:DEVICE=tv","pickedBy":["--all","--digital"],"playing":"playing, stream","state":"running","virtual":false}],"soundServer":"pulseaudio 16.1"}"#
+        let expected = #"{"configured":[],"outputs":[{"card":0,"cardID":"Intel","device":0,"forPlayers":"keepalived:CARD=Intel,DEV=0","kind":"analog","leftAlone":"PulseAudio holds it","notPickedBecause":{"--all":"PulseAudio holds it","--analog":"PulseAudio holds it","--digital":"not a digital output"},"opens":"dmix:CARD=Intel,DEV=0","pickedBy":[],"shared":true,"title":"HDA Intel — Generic Analog"},{"card":0,"cardID":"Intel","device":3,"excludedBy":"HDMI*","forPlayers":"keepalived:CARD=Intel,DEV=3","kind":"HDMI/DisplayPort","notPickedBecause":{"--all":"excluded by --exclude 'HDMI*'"},"pickedBy":[],"playing":"playing, ring-loop as hw:0,3","shared":false,"title":"HDA Intel — HDMI 0"}],"sinks":[{"card":5,"description":"Living-room TV","isDefault":true,"kind":"HDMI/DisplayPort","name":"tv","notPickedBecause":{"--analog":"a digital output"},"opens":"pulse:DEVICE=tv","pickedBy":["--all","--digital"],"playing":"playing, stream","state":"running","virtual":false}],"soundServer":"pulseaudio 16.1"}"#
         let encoded = ControlJSON.encode(Self.listing)
         #expect(encoded == expected)
         #expect(try ControlJSON.decode(DevicesCommand.Listing.self, from: Array(encoded.utf8)) == Self.listing)
@@ -58,6 +59,7 @@ struct DevicesListingTests {
               kind: analog
               keepalived opens: dmix:CARD=Intel,DEV=0 (shared with other programs)
               left alone: PulseAudio holds it
+              for players: keepalived:CARD=Intel,DEV=0 (the hardware itself, handed over by keepalived while they play)
               picked by: no selection
               not by --all: PulseAudio holds it
               not by --analog: PulseAudio holds it
@@ -66,6 +68,7 @@ struct DevicesListingTests {
             HDA Intel — HDMI 0    (card 0 "Intel", device 3)
               kind: HDMI/DisplayPort
               keepalived opens: nothing without --exclusive (no shared dmix form)
+              for players: keepalived:CARD=Intel,DEV=3 (the hardware itself, handed over by keepalived while they play)
               picked by: no selection
               not by --all: excluded by --exclude 'HDMI*'
               now: playing, ring-loop as hw:0,3

@@ -37,6 +37,28 @@ struct OutputPlannerTests {
         OutputPlanner.pick(choice, in: offer).map(\.pcm)
     }
 
+    @Test("the card device a name opens: hw, plughw and dmix number it themselves; other names only their card")
+    func cardDevice() {
+        let offer = Self.offer(.unreachable("none"))
+        func pair(_ pcm: String) -> [Int?]? { OutputPlanner.cardDevice(of: pcm, in: offer).map { [$0.card, $0.device] } }
+        #expect(pair("hw:CARD=Intel,DEV=3") == [0, 3])
+        #expect(pair("hw:1,2") == [1, 2])
+        #expect(pair("hw:1") == [1, 0])
+        #expect(pair("plughw:CARD=DAC") == [1, 0])
+        #expect(pair("dmix:CARD=Intel,DEV=0") == [0, 0])
+        #expect(pair("hw:CARD=Intel,DEV=x") == [0, nil])
+        #expect(pair("hdmi:CARD=Intel,DEV=1") == [0, nil])
+        #expect(pair("default") == nil)
+        #expect(pair("pulse:DEVICE=tv") == nil)
+        #expect(pair("hw:CARD=Nope,DEV=0") == nil)
+        let lent = HardwareDevice(card: 0, device: 3)
+        #expect(OutputPlanner.plays("hw:0,3", on: lent, in: offer))
+        #expect(!OutputPlanner.plays("hw:0,0", on: lent, in: offer))
+        #expect(OutputPlanner.plays("hdmi:CARD=Intel,DEV=0", on: lent, in: offer))
+        #expect(!OutputPlanner.plays("plughw:1,3", on: lent, in: offer))
+        #expect(!OutputPlanner.plays("default", on: lent, in: offer))
+    }
+
     @Test("on a desktop, the server's physical sinks, never a card's dmix: not the cards it owns, nor one it does not list yet")
     func desktop() {
         let offer = Self.offer(.connected(Self.desktop))

@@ -36,10 +36,20 @@ int csystem_pipe_nonblocking(int fds[2]);
 typedef struct csystem_peer {
     pid_t pid;
     uid_t uid;
+    gid_t gid;
 } csystem_peer;
 
 /// Fills `peer` for the Unix socket `fd`. Returns 0, or -1 with errno set.
 int csystem_peer_credentials(int fd, csystem_peer *peer);
+
+/// Whether the process at the other end of the Unix socket `fd` had `group` as its group or
+/// one of its supplementary groups when it connected (SO_PEERCRED, SO_PEERGROUPS): 1 or 0, or
+/// -1 with errno set.
+int csystem_peer_in_group(int fd, gid_t group);
+
+/// A descriptor that polls readable once process `pid` has exited (pidfd_open, Linux 5.3;
+/// glibc 2.36 has no wrapper). Returns it, or -1 with errno set.
+int csystem_pidfd_open(pid_t pid);
 
 /// How `csystem_spawn` sets up the child. A NULL path leaves that descriptor inherited.
 typedef struct csystem_spawn_options {

@@ -42,6 +42,10 @@ public struct OutputConfiguration: Sendable, Equatable {
     /// server's sink its own rate: the server then mixes the stream without a resampler, which
     /// costs it CPU and rounds `fluctuate`'s ±1 LSB pulses to nothing or not, by their phase.
     package var generatedSignalRate: Int?
+    /// The format the device is asked for instead of the signal's own: the one a player last
+    /// used on it (keepalived takes a card back from a player in the player's format, so that a
+    /// receiver sees no format change when the next track starts). The signal is rendered for it.
+    package var deviceFormat: DeviceFormat?
     /// The sound server's sink this output plays into through a stream of its own, rather than
     /// through the ALSA device it names (opened instead only when libpulse cannot be loaded); nil
     /// for a device alsa-lib opens. Set per output, with ``OutputSettings/serverSink``: the
@@ -101,6 +105,7 @@ public struct OutputConfiguration: Sendable, Equatable {
         if let schedule = settings.schedule { own.schedule = schedule }
         if let bufferDuration = settings.bufferDuration { own.bufferDuration = bufferDuration }
         if let rate = settings.generatedSignalRate { own.generatedSignalRate = rate }
+        if let format = settings.deviceFormat { own.deviceFormat = format }
         if let sink = settings.serverSink { own.serverSink = sink }
         return own
     }

@@ -26,6 +26,8 @@ public struct OutputSettings: Sendable, Equatable {
     public var bufferDuration: Duration?
     /// The rate this output's generated signals are rendered at (``OutputConfiguration/generatedSignalRate``).
     package var generatedSignalRate: Int?
+    /// The format this output's device is asked for (``OutputConfiguration/deviceFormat``).
+    package var deviceFormat: DeviceFormat?
     /// The sound server's sink this output keeps awake through a stream of its own, by the
     /// sink's name (`pactl list short sinks`); nil plays to the output's ALSA device. See
     /// <doc:SoundServerSinks>.

@@ -122,11 +122,14 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             // The clip is asked for in its own format; generated signals in the format most
             // digital receivers run at natively (48 kHz stereo), or a sound server's sink's own
             // rate, to spare them a conversion.
+            // A player's last format, when keepalived took the device back from one, wins: the
+            // device then keeps running as the player left it.
             let clipSignal = configuration.signal == .clip
+            let player = configuration.deviceFormat
             negotiation = try pcm.negotiate(
-                format: clipSignal ? SampleFormat(closestTo: configuration.clip.encoding) : .s16,
-                rate: clipSignal ? configuration.clip.sampleRate : configuration.generatedSignalRate ?? 48000,
-                channels: clipSignal ? configuration.clip.channels : 2)
+                format: player?.sampleFormat ?? (clipSignal ? SampleFormat(closestTo: configuration.clip.encoding) : .s16),
+                rate: player?.rate ?? (clipSignal ? configuration.clip.sampleRate : configuration.generatedSignalRate ?? 48000),
+                channels: player?.channels ?? (clipSignal ? configuration.clip.channels : 2))
         } catch {
             return openFailed(error)
         }

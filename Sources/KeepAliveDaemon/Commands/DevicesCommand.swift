@@ -55,6 +55,9 @@ package struct DevicesCommand: ParsableCommand {
         /// Why no selection opens this card now: the sound server owns it, or another program
         /// reserved it.
         var leftAlone: String?
+        /// The ALSA PCM a player names to get this device from keepalived, bit-perfect
+        /// (`keepalived:CARD=Intel,DEV=0`, as `hw:` would name it).
+        var forPlayers: String
     }
 
     /// One of the sound server's sinks.
@@ -219,7 +222,8 @@ package struct DevicesCommand: ParsableCommand {
             let playingHere = status?.outputs.first { Self.names(device).contains($0.device) }.map { "\(playing($0)) as \($0.device)" }
             outputs.append(Block(
                 Output(title: device.title, card: device.card, cardID: device.cardID, device: device.device, kind: device.kind.rawValue,
-                       opens: opens, shared: hasShared, excludedBy: exclusion?.pattern, leftAlone: leftAlone),
+                       opens: opens, shared: hasShared, excludedBy: exclusion?.pattern, leftAlone: leftAlone,
+                       forPlayers: device.pcm("keepalived")),
                 Selections(pickedBy: pickedBy, notPickedBecause: reasons, playing: playingHere)))
         }
 
@@ -294,6 +298,7 @@ package struct DevicesCommand: ParsableCommand {
                 lines.append("  keepalived opens: nothing without --exclusive (no shared dmix form)")
             }
             if let leftAlone = output.leftAlone { lines.append("  left alone: \(leftAlone)") }
+            lines.append("  for players: \(output.forPlayers) (the hardware itself, handed over by keepalived while they play)")
             lines += output.selections.lines
         }
         if !listing.configured.isEmpty {

@@ -34,14 +34,28 @@ package struct RunCommand: ParsableCommand {
     @Option(name: .customLong("log-file"), help: .hidden)
     var logFile: String?
 
+    @Option(name: .customLong("player-group"), help: ArgumentHelp(
+        "Let members of this group (audio, for the system service) ask for a card device through the keepalived: ALSA PCM: the control socket becomes theirs too (mode 0660), for that request only.",
+        valueName: "group"))
+    var playerGroup: String?
+
+    /// The `--player-group` named, resolved.
+    func resolvedPlayerGroup() throws -> ControlServer.PlayerGroup? {
+        guard let playerGroup else { return nil }
+        guard let entry = getgrnam(playerGroup) else {
+            throw CleanExit.failure("--player-group: no group named '\(playerGroup)'", code: SysExit.noUser)
+        }
+        return ControlServer.PlayerGroup(name: playerGroup, id: entry.pointee.gr_gid)
+    }
+
     /// The playback options in force: `run`'s own words on the command line, then the options
     /// file's, in one parse, so ArgumentParser alone decides how they combine (a list adds up; of
     /// a single value, the file's wins).
     func currentOptions(commandLine: [String] = RunCommand.commandLineWords()) throws -> PlaybackOptions {
         guard let configFile else { return playback }
         let merged = try CommandLineWithOptionsFile.parse(RunCommand.self, commandLine: commandLine, file: configFile)
-        guard merged.configFile == configFile, merged.logFile == logFile, merged.socket.path == socket.path else {
-            throw CleanExit.failure("\(configFile): only playback options belong in an options file (--config, --socket and --log-file are the command line's)",
+        guard merged.configFile == configFile, merged.logFile == logFile, merged.socket.path == socket.path, merged.playerGroup == playerGroup else {
+            throw CleanExit.failure("\(configFile): only playback options belong in an options file (--config, --socket, --player-group and --log-file are the command line's)",
                                     code: SysExit.usage)
         }
         return merged.playback
@@ -62,7 +76,9 @@ package struct RunCommand: ParsableCommand {
         calsa_silence_library_errors()
         let options: PlaybackOptions
         let base: KeepAliveConfiguration
+        let playerGroup: ControlServer.PlayerGroup?
         do {
+            playerGroup = try resolvedPlayerGroup()
             options = try currentOptions()
             base = try options.makeConfiguration()
             // Refused here, before anything starts, when only named hardware outputs would linger.
@@ -111,24 +127,35 @@ package struct RunCommand: ParsableCommand {
 
         // Every reload is applied on the main loop; the control socket's thread queues its own
         // and waits for the outcome.
-        let reloads: ReloadQueue
-        do { reloads = try ReloadQueue() } catch {
+        let reloads: MainLoopQueue
+        do { reloads = try MainLoopQueue() } catch {
             printError("keepalived: error: cannot queue reloads: \(error)")
+            throw SysExit.osError
+        }
+        let loans: PlayerLoans
+        do { loans = try PlayerLoans(scanner: scanner, logger: logger) } catch {
+            printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
         let control: ControlServer
         do {
-            control = try ControlServer(paths: paths, logger: logger, handlers: .init(
-                status: { DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot) },
+            control = try ControlServer(paths: paths, logger: logger, playerGroup: playerGroup, handlers: .init(
+                status: {
+                    var status = DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot)
+                    let lent = loans.reports
+                    status.loans = lent.isEmpty ? nil : lent
+                    return status
+                },
                 stop: { stopRequest.trigger() },
-                reload: { reloads.reload(trigger: "control socket") }))
+                reload: { reloads.reload(trigger: "control socket") },
+                release: { request, pid in reloads.release(request, pid: pid) }))
         } catch {
             printError("keepalived: error: \(error)")
             if case .alreadyRunning = error { throw SysExit.tempFail }
             throw SysExit.cannotCreate
         }
         let runtime = DaemonRuntime(
-            manager: manager, control: control, reloader: reloader, reloads: reloads,
+            manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
             notifier: SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, withheld: { scanner.withheld() }, logger: logger), scanner: scanner, logind: logind, linger: linger, signals: signals, logger: logger)
         stopRequest.arm(runtime)
         // The control socket's handlers hold the request, the request the runtime, the runtime

@@ -39,6 +39,15 @@ package struct StatusCommand: ParsableCommand {
         for (pcm, why) in (status.withheld ?? [:]).sorted(by: { $0.key < $1.key }) {
             lines.append("left alone: \(pcm): \(why)")
         }
+        for loan in status.loans ?? [] {
+            let who = "\(loan.program ?? "a player") (pid \(loan.pid))"
+            let since = (loan.sinceSeconds * 10).rounded() / 10
+            let what = loan.state == "playing" ? "playing on it" : "opening it"
+            lines.append("lent: \(loan.pcm) to \(who), \(what), since \(since) s; keepalived's \(loan.outputs.joined(separator: ", ")) wait for it")
+            if let format = loan.format, let rate = loan.rate, let channels = loan.channels {
+                lines.append("  player's format: \(format) \(rate) Hz \(channels) ch (kept when keepalived takes it back)")
+            }
+        }
         for output in status.outputs {
             lines.append("output \(output.device): \(output.state)\(output.reason.map { " (\($0))" } ?? "")")
             if let format = output.format, let rate = output.rate, let channels = output.channels {

@@ -5,7 +5,9 @@ import Logging
 import Synchronization
 import Glibc
 
-/// The daemon's control socket: one Unix stream socket, only its owner (or root) may talk to it.
+/// The daemon's control socket: one Unix stream socket, only its owner (or root) may talk to it,
+/// and members of the player group (``playerGroup``, `--player-group`) may ask it for a
+/// `release` and nothing else.
 ///
 /// It runs on a thread of its own, blocked in poll, so that no client (slow, hostile or many at
 /// once) can delay the playback threads or the daemon's main loop. Each connection gets at most
@@ -21,6 +23,14 @@ final class ControlServer: @unchecked Sendable {
         var status: @Sendable () -> DaemonStatus
         var stop: @Sendable () -> Void
         var reload: @Sendable () -> ControlReply
+        /// A player's release of one card device, for the process at the other end.
+        var release: @Sendable (ReleaseRequest, _ pid: Int32) -> ControlReply
+    }
+
+    /// A group whose members may ask for a `release`: its name and id.
+    struct PlayerGroup: Sendable {
+        var name: String
+        var id: gid_t
     }
 
     let path: String
@@ -31,12 +41,15 @@ final class ControlServer: @unchecked Sendable {
     private let stopSignal: Int32
     private let stopWriter: Int32
     private let ownerUID = geteuid()
+    let playerGroup: PlayerGroup?
 
-    /// Binds the socket now, so that "already running" is reported before anything plays.
-    init(paths: RuntimePaths, logger: Logger, handlers: Handlers) throws(ControlSocketError) {
+    /// Binds the socket now, so that "already running" is reported before anything plays. With
+    /// a `playerGroup` the socket is that group's, mode 0660, so that its members can connect.
+    init(paths: RuntimePaths, logger: Logger, playerGroup: PlayerGroup? = nil, handlers: Handlers) throws(ControlSocketError) {
         self.path = paths.socket
         self.logger = logger
         self.handlers = handlers
+        self.playerGroup = playerGroup
         do { try paths.prepareDirectory() } catch { throw .directory(paths.directory, error) }
         // A daemon that answers owns the socket; one that does not left a stale file behind.
         switch UnixSocket.connect(path) {
@@ -53,7 +66,15 @@ final class ControlServer: @unchecked Sendable {
         let previousMask = umask(0o177)
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
         umask(previousMask)
-        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 128) == 0 else {
+        let opened: Bool
+        if bound != 0 {
+            opened = false
+        } else if let playerGroup {
+            opened = chown(paths.socket, uid_t.max, playerGroup.id) == 0 && chmod(paths.socket, 0o660) == 0
+        } else {
+            opened = chmod(paths.socket, 0o600) == 0
+        }
+        guard opened, listen(fd, 128) == 0 else {
             let code = errno
             close(fd)
             throw .socket(path, Errno(code))
@@ -118,6 +139,9 @@ final class ControlServer: @unchecked Sendable {
 
     private struct Client {
         var fd: Int32
+        var pid: Int32
+        /// Only a `release` (a member of the player group that is not the owner).
+        var playerOnly: Bool
         var reader = ControlRequestReader(limit: ControlServer.maximumRequestBytes)
         var deadline: ContinuousClock.Instant
     }
@@ -176,10 +200,14 @@ final class ControlServer: @unchecked Sendable {
                 return
             }
             let deadline = now + Self.clientTimeout
-            guard let peer = UnixSocket.peerCredentials(fd), peer.uid == ownerUID || peer.uid == 0 else {
-                let who = UnixSocket.peerCredentials(fd).map { "uid \($0.uid) pid \($0.pid)" } ?? "unknown peer"
+            let peer = UnixSocket.peerCredentials(fd)
+            let owner = peer.map { $0.uid == ownerUID || $0.uid == 0 } ?? false
+            let player = !owner && peer != nil && playerGroup.map { csystem_peer_in_group(fd, $0.id) == 1 } == true
+            guard let peer, owner || player else {
+                let who = peer.map { "uid \($0.uid) pid \($0.pid)" } ?? "unknown peer"
                 logger.warning("control socket: refused a client", metadata: ["peer": "\(who)"])
-                UnixSocket.send(fd, ControlJSON.encode(ControlReply.failure("permission denied: only uid \(ownerUID) or root may control this daemon")) + "\n")
+                let players = playerGroup.map { "; members of group \($0.name) may ask for a release" } ?? ""
+                UnixSocket.send(fd, ControlJSON.encode(ControlReply.failure("permission denied: only uid \(ownerUID) or root may control this daemon\(players)")) + "\n")
                 close(fd)
                 continue
             }
@@ -188,7 +216,7 @@ final class ControlServer: @unchecked Sendable {
                 close(fd)
                 continue
             }
-            clients.append(Client(fd: fd, deadline: deadline))
+            clients.append(Client(fd: fd, pid: peer.pid, playerOnly: player, deadline: deadline))
         }
     }
 
@@ -203,7 +231,7 @@ final class ControlServer: @unchecked Sendable {
             while let next = client.reader.next() {
                 switch next {
                 case .request(let command):
-                    guard UnixSocket.send(client.fd, ControlJSON.encode(answer(command)) + "\n") else { return false }
+                    guard UnixSocket.send(client.fd, ControlJSON.encode(answer(command, from: client)) + "\n") else { return false }
                 case .invalid(let error):
                     guard UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("\(error)")) + "\n") else { return false }
                 case .overLimit(let error):
@@ -214,8 +242,13 @@ final class ControlServer: @unchecked Sendable {
         }
     }
 
-    private func answer(_ command: ControlCommand) -> ControlReply {
+    private func answer(_ command: ControlCommand, from client: Client) -> ControlReply {
+        if client.playerOnly, command.name != "release" {
+            return .failure("permission denied: members of group \(playerGroup?.name ?? "?") may only ask for a release")
+        }
         switch command {
+        case .release(let request):
+            return handlers.release(request, client.pid)
         case .status:
             return ControlReply(ok: true, pid: getpid(), status: handlers.status())
         case .stop:

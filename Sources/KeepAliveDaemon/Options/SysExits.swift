@@ -11,6 +11,8 @@ enum SysExit {
     static let dataError = ExitCode(65)
     /// The clip file cannot be read.
     static let noInput = ExitCode(66)
+    /// EX_NOUSER: a user or group named on the command line does not exist (`--player-group`).
+    static let noUser = ExitCode(67)
     /// EX_UNAVAILABLE: what was asked for cannot be reached (`test`: no output sounded).
     static let unavailable = ExitCode(69)
     /// An internal failure (e.g. the runtime refused a thread).

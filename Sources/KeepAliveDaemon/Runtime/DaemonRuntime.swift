@@ -8,7 +8,8 @@ import Glibc
 /// the process but the systemd watchdog's timer and, in a ring loop, the output's health check.
 ///
 /// What it waits on is a ``Wakeup`` each, in one ``PollSet``: the signals, its doorbell, the
-/// reloads asked for (``ReloadQueue``), the watchdog timer, the cards and the sound server (and
+/// reloads and releases asked for (``MainLoopQueue``), the card devices lent to players
+/// (``PlayerLoans``), the watchdog timer, the cards and the sound server (and
 /// a timer that lets their changes settle before the rescan), logind, the session bus's device
 /// reservations. Every change of configuration is applied here, one at a time and in order:
 /// each reload (SIGHUP and the control socket's, whose thread only queues it and waits for the
@@ -23,8 +24,11 @@ final class DaemonRuntime: @unchecked Sendable {
     let manager: KeepAliveManager
     let control: ControlServer
     let reloader: Reloader
-    /// The reloads to apply on this loop: SIGHUP's, and the control socket's.
-    let reloads: ReloadQueue
+    /// The changes to apply on this loop: SIGHUP's reloads, and the control socket's reloads and
+    /// players' releases.
+    let reloads: MainLoopQueue
+    /// The card devices lent to players, and their return.
+    let loans: PlayerLoans
     let notifier: SystemdNotifier?
     let scanner: OutputScanner
     let logind: LogindFollower
@@ -53,12 +57,13 @@ final class DaemonRuntime: @unchecked Sendable {
         try SignalDescriptor(signals: [SIGTERM, SIGINT, SIGHUP])
     }
 
-    init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, reloads: ReloadQueue, notifier: SystemdNotifier?,
+    init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, reloads: MainLoopQueue, loans: PlayerLoans, notifier: SystemdNotifier?,
          scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, signals: SignalDescriptor, logger: Logger) {
         self.manager = manager
         self.control = control
         self.reloader = reloader
         self.reloads = reloads
+        self.loans = loans
         self.notifier = notifier
         self.scanner = scanner
         self.logind = logind
@@ -127,6 +132,8 @@ final class DaemonRuntime: @unchecked Sendable {
         loop.poll.watch(.hints, hints.descriptor)
         loop.poll.watch(.rescanTimer, rescan.descriptor)
         loop.poll.watch(.idleTimer, logind.idleTimer.descriptor)
+        loop.poll.watch(.loanNodes, loans.descriptor)
+        loop.poll.watch(.loanTimer, loans.timer.descriptor)
         return loop
     }
 
@@ -174,14 +181,21 @@ final class DaemonRuntime: @unchecked Sendable {
                     return false
                 }
                 // Behind the reloads already asked for: applied in the order they came.
-                reloads.submit(ReloadRequest(trigger: "SIGHUP"))
+                reloads.submit(MainLoopRequest(trigger: "SIGHUP"))
             }
         case .doorbell:
             if doorbell.isRaised { return false }
             doorbell.drain()
             notifier?.update()
         case .reloads:
-            for request in reloads.take() { request.fulfil(reloader.reload(trigger: request.trigger)) }
+            for request in reloads.take() {
+                switch request.work {
+                case .reload: request.fulfil(reloader.reload(trigger: request.trigger))
+                case .release(let release, let pid): request.fulfil(loans.release(release, pid: pid))
+                }
+            }
+        case .loanNodes, .loanTimer:
+            loans.process()
         case .watchdog:
             loop.watchdog.acknowledge()
             notifier?.pingWatchdog()
@@ -222,7 +236,7 @@ final class DaemonRuntime: @unchecked Sendable {
     /// Stops everything, the control socket first.
     private func stop() {
         // Before the control socket's thread is joined: a reload it waits for is answered now.
-        reloads.close(failing: ReloadQueue.stopping)
+        reloads.close(failing: MainLoopQueue.stopping)
         notifier?.stopping()
         control.stop()
         linger?.stop()

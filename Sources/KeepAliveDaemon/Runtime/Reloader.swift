@@ -5,7 +5,7 @@ import Logging
 /// Rereads the options and applies them to the running manager (SIGHUP, `systemctl reload`, the
 /// control socket's `reload`). Outputs whose device stays keep playing; a bad options file is
 /// refused and the running configuration kept. Called on the daemon's main loop only, which
-/// applies every reload and rescan in turn (``ReloadQueue``): its rollback restores the options
+/// applies every reload and rescan in turn (``MainLoopQueue``): its rollback restores the options
 /// it replaced, which no other reload can have changed meanwhile. Never on a cooperative pool:
 /// reconfiguring may join playback threads.
 struct Reloader: Sendable {

@@ -6,8 +6,12 @@ enum Wakeup: Int, CaseIterable, Sendable {
     case signals
     /// Rung by a playback thread's state change (systemd's STATUS), raised by a `stop` request.
     case doorbell
-    /// Reloads waiting in the ``ReloadQueue``.
+    /// Reloads and players' releases waiting in the ``MainLoopQueue``.
     case reloads
+    /// A lent card device's node opened or closed (``PlayerLoans``' inotify).
+    case loanNodes
+    /// The next look at the lent card devices (``PlayerLoans``' timer).
+    case loanTimer
     /// systemd's watchdog timer, when systemd asked for one.
     case watchdog
     /// The cards and ALSA's configuration (``HintWatcher``).

@@ -112,6 +112,25 @@ enum OutputPlanner {
         return Int(value) ?? offer.cardIndices[String(value)]
     }
 
+    /// The card and playback device a PCM name opens: `hw:`, `plughw:` and `dmix:` number the
+    /// kernel's device themselves (`DEV=3`, `hw:0,3`; 0 when left out); other names count their
+    /// own way (`hdmi:CARD=PCH,DEV=1` is the card's second HDMI device, not device 1), so only
+    /// their card is known (device nil: any). Nil for a name that names no card.
+    static func cardDevice(of pcm: String, in offer: OutputOffer) -> (card: Int, device: Int?)? {
+        guard let card = card(of: pcm, in: offer), let colon = pcm.firstIndex(of: ":") else { return nil }
+        guard ["hw", "plughw", "dmix"].contains(pcm[..<colon]) else { return (card, nil) }
+        let parts = pcm[pcm.index(after: colon)...].split(separator: ",")
+        if let named = parts.first(where: { $0.hasPrefix("DEV=") }) { return Int(named.dropFirst(4)).map { (card, $0) } ?? (card, nil) }
+        let positional = parts.filter { !$0.contains("=") }
+        return positional.count >= 2 ? (Int(positional[1]).map { (card, $0) } ?? (card, nil)) : (card, 0)
+    }
+
+    /// Whether the PCM `pcm` plays on `device` (or may: a name whose device is not known).
+    static func plays(_ pcm: String, on device: HardwareDevice, in offer: OutputOffer) -> Bool {
+        guard let opened = cardDevice(of: pcm, in: offer), opened.card == device.card else { return false }
+        return opened.device.map { $0 == device.device } ?? true
+    }
+
     /// Whether the choice picks `sink`, by which options, and why each other option does not.
     static func verdict(for sink: ServerSink, choice: OutputChoice) -> SinkVerdict {
         var verdict = SinkVerdict()

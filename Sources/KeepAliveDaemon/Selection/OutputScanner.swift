@@ -48,6 +48,10 @@ final class OutputScanner: Sendable {
         var changes = 0
         /// The count at which ALSA's configuration was last read again.
         var configurationReloadedAt = 0
+        /// Card devices lent to players (``PlayerLoans``): who has each.
+        var lent: [HardwareDevice: String] = [:]
+        /// The format each device's last player left it in: keepalived asks for it there.
+        var playerFormats: [HardwareDevice: DeviceFormat] = [:]
     }
 
     /// How long the first plan waits for the sound server's first answer: until it answers, no
@@ -143,6 +147,25 @@ final class OutputScanner: Sendable {
         return hints
     }
 
+    /// Leaves `device` to a player (`who`): no plan opens it until ``takeBack(_:format:)``.
+    func lend(_ device: HardwareDevice, to who: String) { state.withLock { $0.lent[device] = who } }
+
+    /// Takes `device` back from its player; its outputs play in `format` from now on (nil: as
+    /// they would).
+    func takeBack(_ device: HardwareDevice, format: DeviceFormat?) {
+        state.withLock { state in
+            state.lent[device] = nil
+            state.playerFormats[device] = format
+        }
+    }
+
+    /// The outputs playing on `device` now.
+    func outputs(on device: HardwareDevice) -> [String] {
+        guard let manager = manager.withLock({ $0 }) else { return [] }
+        let offer = OutputOffer(hints: [], server: .unknown, cardIndices: Self.cardIndices(manager.configuration.devices.map { ALSADevice(name: $0, description: "") }))
+        return manager.configuration.devices.filter { OutputPlanner.plays($0, on: device, in: offer) }
+    }
+
     /// Asks the sink watcher to try the server again now (a program just took a card: a server
     /// may have started).
     func retryServerNow() { state.withLock { $0.watcher }?.retryNow() }
@@ -173,6 +196,17 @@ final class OutputScanner: Sendable {
                 configuration.devices.append(pick.pcm)
             }
         }
+        let (lent, formats) = state.withLock { ($0.lent, $0.playerFormats) }
+        if !lent.isEmpty || !formats.isEmpty {
+            let offer = OutputOffer(hints: [], server: .unknown, cardIndices: Self.cardIndices(configuration.devices.map { ALSADevice(name: $0, description: "") }))
+            // A player has the device: its outputs wait until it closes it.
+            configuration.devices.removeAll { pcm in lent.keys.contains { OutputPlanner.plays(pcm, on: $0, in: offer) } }
+            for (device, format) in formats {
+                for pcm in configuration.devices where OutputPlanner.plays(pcm, on: device, in: offer) {
+                    configuration.outputSettings[pcm, default: OutputSettings()].deviceFormat = format
+                }
+            }
+        }
         if let view = server.view {
             var kept: Set<String> = []
             defer { state.withLock { $0.watcher }?.keep(kept) }
@@ -192,12 +226,20 @@ final class OutputScanner: Sendable {
     /// The outputs the choice's selection would pick from the cards but leaves alone now, with
     /// why (for `status`).
     func withheld() -> [String: String] {
-        let (base, choice) = state.withLock { ($0.base, $0.choice) }
+        let (base, choice, lent) = state.withLock { ($0.base, $0.choice, $0.lent) }
+        var withheld: [String: String] = [:]
+        if !lent.isEmpty {
+            let offer = OutputOffer(hints: [], server: .unknown, cardIndices: Self.cardIndices(base.devices.map { ALSADevice(name: $0, description: "") }))
+            for pcm in base.devices {
+                if let (device, who) = lent.first(where: { OutputPlanner.plays(pcm, on: $0.key, in: offer) }) {
+                    withheld[pcm] = "\(device) is lent to \(who) (keepalived:): taken back when it closes it"
+                }
+            }
+        }
         let reserved = reservations?.reservedByOthers ?? [:]
-        guard choice.selection != nil || !reserved.isEmpty else { return [:] }
+        guard choice.selection != nil || !reserved.isEmpty else { return withheld }
         let hints = currentHints()
         let offer = offer(hints)
-        var withheld: [String: String] = [:]
         for pcm in base.devices {
             if let why = OutputPlanner.reservation(pcm, in: offer) { withheld[pcm] = why }
         }

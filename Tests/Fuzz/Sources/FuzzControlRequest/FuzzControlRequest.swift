@@ -30,7 +30,13 @@ func fuzzControlRequest(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
                 lines += 1
                 switch next {
                 case .request(let command):
-                    precondition(ControlCommand.allCases.contains(command))
+                    if case .release(let release) = command {
+                        // Whatever arrived, a release names one card device in ALSA's range and
+                        // a short printable program name.
+                        precondition(ReleaseRequest.cardRange.contains(release.card) && ReleaseRequest.deviceRange.contains(release.device))
+                        precondition((release.program?.utf8.count ?? 0) <= ReleaseRequest.maximumProgramLength)
+                        precondition(release.program?.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F } ?? true)
+                    }
                 case .invalid(let error):
                     checkRefusal(error)
                 case .overLimit(let error):

@@ -3,22 +3,25 @@ import CSystem
 import KeepAlive
 import Glibc
 
-/// The reloads waiting for the main loop, oldest first. Every reload (SIGHUP, the control
-/// socket's `reload`) is applied on the main loop, one at a time and in the order asked, like
-/// the rescans: a reload on another thread could land between a rescan's plan and its
-/// `reconfigure` and be overwritten by a plan made from the old options, after it had reported
-/// success. Its descriptor (an eventfd) is readable while requests wait.
+/// The changes waiting for the main loop, oldest first. Every reload (SIGHUP, the control
+/// socket's `reload`) and every player's `release` is applied on the main loop, one at a time
+/// and in the order asked, like the rescans: a reload on another thread could land between a
+/// rescan's plan and its `reconfigure` and be overwritten by a plan made from the old options,
+/// after it had reported success. Its descriptor (an eventfd) is readable while requests wait.
 ///
 /// ```swift
 /// // The control socket's thread:
 /// let reply = queue.reload(trigger: "control socket")
 /// // The main loop, once `queue.descriptor` polled readable:
-/// for request in queue.take() { request.fulfil(reloader.reload(trigger: request.trigger)) }
+/// for request in queue.take() where request.work == .reload { request.fulfil(reloader.reload(trigger: request.trigger)) }
 /// ```
-final class ReloadQueue: Sendable {
+final class MainLoopQueue: Sendable {
     /// How long the control socket waits for its reload: a reload may wait for the sound
     /// server's first answer (2 s) and join playback threads, but a client is not held for ever.
     static let replyTimeout: Duration = .seconds(10)
+    /// How long it waits for a release: the player's open waits at most 200 ms for the answer
+    /// and then opens the card anyway, so a later answer helps nobody.
+    static let releaseTimeout: Duration = .seconds(1)
 
     let descriptor: Int32
     /// Taken in turn by the socket's thread and the main loop: a pthread mutex (``Locked``), whose
@@ -26,7 +29,7 @@ final class ReloadQueue: Sendable {
     private let state = Locked(State())
 
     private struct State: Sendable {
-        var pending: [ReloadRequest] = []
+        var pending: [MainLoopRequest] = []
         /// Set once the daemon stops: what every request left or to come is answered.
         var closed: ControlReply?
     }
@@ -41,7 +44,7 @@ final class ReloadQueue: Sendable {
 
     /// Queues `request` behind the others and wakes the main loop; once the queue is closed the
     /// request is failed at once instead.
-    func submit(_ request: ReloadRequest) {
+    func submit(_ request: MainLoopRequest) {
         let closed = state.withLock { state in
             if state.closed == nil { state.pending.append(request) }
             return state.closed
@@ -55,7 +58,7 @@ final class ReloadQueue: Sendable {
     }
 
     /// The requests queued since the last call, oldest first (main loop only).
-    func take() -> [ReloadRequest] {
+    func take() -> [MainLoopRequest] {
         var count: UInt64 = 0
         _ = read(descriptor, &count, 8)
         return state.withLock { state in
@@ -77,9 +80,9 @@ final class ReloadQueue: Sendable {
 
     /// Asks for a reload and waits up to `timeout` for its outcome (the control socket's
     /// `reload`): the reply the main loop's reload gave, or a failure saying why there is none.
-    func reload(trigger: String, timeout: Duration = ReloadQueue.replyTimeout) -> ControlReply {
-        let request: ReloadRequest
-        do { request = try ReloadRequest.awaited(trigger: trigger) } catch {
+    func reload(trigger: String, timeout: Duration = MainLoopQueue.replyTimeout) -> ControlReply {
+        let request: MainLoopRequest
+        do { request = try MainLoopRequest.awaited(.reload, trigger: trigger) } catch {
             return .failure("reload not queued: \(error)")
         }
         submit(request)
@@ -87,6 +90,18 @@ final class ReloadQueue: Sendable {
             ?? .failure("reload still waiting after \(timeout.components.seconds) s; it will be applied when the daemon gets to it")
     }
 
+    /// Asks for `release` on behalf of process `pid` and waits up to `timeout` for its outcome
+    /// (the control socket's `release`).
+    func release(_ release: ReleaseRequest, pid: Int32, timeout: Duration = MainLoopQueue.releaseTimeout) -> ControlReply {
+        let request: MainLoopRequest
+        do { request = try MainLoopRequest.awaited(.release(release, pid: pid), trigger: "release") } catch {
+            return .failure("release not queued: \(error)")
+        }
+        submit(request)
+        return request.wait(timeout: timeout)
+            ?? .failure("release still waiting after \(timeout.components.seconds) s; the outputs close when the daemon gets to it")
+    }
+
     /// What a request left waiting when the daemon stops is told.
-    static let stopping = ControlReply.failure("reload not applied: keepalived is stopping")
+    static let stopping = ControlReply.failure("not applied: keepalived is stopping")
 }

@@ -3,16 +3,25 @@ import CSystem
 import KeepAlive
 import Glibc
 
-/// One reload asked for, and the hand-over of its outcome to whoever asked: the main loop
-/// applies it and calls ``fulfil(_:)``; the control socket's thread blocks in
-/// ``wait(timeout:)``. A SIGHUP's request has nobody waiting for it.
+/// One change asked of the main loop (a reload, a player's release), and the hand-over of its
+/// outcome to whoever asked: the main loop applies it and calls ``fulfil(_:)``; the control
+/// socket's thread blocks in ``wait(timeout:)``. A SIGHUP's request has nobody waiting for it.
 ///
 /// ```swift
-/// let request = try ReloadRequest.awaited(trigger: "control socket")
+/// let request = try MainLoopRequest.awaited(.reload, trigger: "control socket")
 /// queue.submit(request)
 /// let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
 /// ```
-final class ReloadRequest: Sendable {
+final class MainLoopRequest: Sendable {
+    /// What the main loop is asked to do.
+    enum Work: Sendable, Equatable {
+        /// Read the options file again and apply it.
+        case reload
+        /// Close the outputs on a card device for the player process `pid` (the `keepalived:` PCM).
+        case release(ReleaseRequest, pid: Int32)
+    }
+
+    let work: Work
     /// What asked for it, for the log: `SIGHUP`, `control socket`.
     let trigger: String
     /// Taken in turn by the main loop and the asker: a pthread mutex (``Locked``), whose locking
@@ -22,21 +31,22 @@ final class ReloadRequest: Sendable {
     /// nobody waits.
     private let ready: Int32
 
-    /// A request nobody waits for (SIGHUP's).
+    /// A reload nobody waits for (SIGHUP's).
     convenience init(trigger: String) {
-        self.init(trigger: trigger, ready: -1)
+        self.init(.reload, trigger: trigger, ready: -1)
     }
 
     /// A request whose asker waits for it in ``wait(timeout:)``.
     /// - Throws: `Errno` when there is no eventfd to wait on (the process is out of
     ///   descriptors); nothing was queued then.
-    static func awaited(trigger: String) throws(Errno) -> ReloadRequest {
+    static func awaited(_ work: Work, trigger: String) throws(Errno) -> MainLoopRequest {
         let ready = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         guard ready >= 0 else { throw Errno(errno) }
-        return ReloadRequest(trigger: trigger, ready: ready)
+        return MainLoopRequest(work, trigger: trigger, ready: ready)
     }
 
-    private init(trigger: String, ready: Int32) {
+    private init(_ work: Work, trigger: String, ready: Int32) {
+        self.work = work
         self.trigger = trigger
         self.ready = ready
     }

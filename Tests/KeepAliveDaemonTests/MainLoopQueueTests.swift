@@ -7,15 +7,15 @@ import Testing
 @testable import KeepAliveDaemon
 
 @Suite("Reload queue: every reload applied on the main loop, in order, its outcome handed back")
-struct ReloadQueueTests {
+struct MainLoopQueueTests {
     /// Stands in for the main loop: applies what is queued, as `DaemonRuntime` does, until told
     /// to stop; records the order it applied the requests in.
     final class MainLoop: Sendable {
-        let queue: ReloadQueue
+        let queue: MainLoopQueue
         let applied = Locked<[String]>([])
         private let stopping = Atomic<Bool>(false)
 
-        init(_ queue: ReloadQueue) { self.queue = queue }
+        init(_ queue: MainLoopQueue) { self.queue = queue }
 
         func run() {
             while !stopping.load(ordering: .acquiring) {
@@ -33,13 +33,13 @@ struct ReloadQueueTests {
 
     @Test("requests come out oldest first, each once; the descriptor is readable only while some wait")
     func order() throws {
-        let queue = try ReloadQueue()
+        let queue = try MainLoopQueue()
         func readable() -> Bool {
             var descriptor = pollfd(fd: queue.descriptor, events: Int16(POLLIN), revents: 0)
             return poll(&descriptor, 1, 0) == 1
         }
         #expect(!readable())
-        for name in ["SIGHUP", "control socket", "SIGHUP again"] { queue.submit(ReloadRequest(trigger: name)) }
+        for name in ["SIGHUP", "control socket", "SIGHUP again"] { queue.submit(MainLoopRequest(trigger: name)) }
         #expect(readable())
         #expect(queue.take().map(\.trigger) == ["SIGHUP", "control socket", "SIGHUP again"])
         #expect(!readable())
@@ -48,7 +48,7 @@ struct ReloadQueueTests {
 
     @Test("the asker gets the main loop's own reply; from several threads at once, each its own, each thread's in its order")
     func handOver() throws {
-        let queue = try ReloadQueue()
+        let queue = try MainLoopQueue()
         let loop = MainLoop(queue)
         let main = try startThread(named: "test-main") { loop.run() }
         let replies = Locked<[String: ControlReply]>([:])
@@ -82,7 +82,7 @@ struct ReloadQueueTests {
 
     @Test("no main loop to apply it within the bound: the asker is told, the request stays queued")
     func timeout() throws {
-        let queue = try ReloadQueue()
+        let queue = try MainLoopQueue()
         let started = ContinuousClock.now
         let reply = queue.reload(trigger: "control socket", timeout: .milliseconds(50))
         #expect(started.duration(to: .now) >= .milliseconds(50))
@@ -93,7 +93,7 @@ struct ReloadQueueTests {
 
     @Test("stopping: a request waiting is failed at once, and every later one, never left hanging")
     func closing() throws {
-        let queue = try ReloadQueue()
+        let queue = try MainLoopQueue()
         let reply = Locked<ControlReply?>(nil)
         let asker = try startThread(named: "test-ask") {
             let answer = queue.reload(trigger: "control socket", timeout: .seconds(30))
@@ -102,7 +102,7 @@ struct ReloadQueueTests {
         // Once the request is in the queue, the daemon stops.
         while queue.descriptorReadable == false { usleep(1000) }
         let started = ContinuousClock.now
-        queue.close(failing: ReloadQueue.stopping)
+        queue.close(failing: MainLoopQueue.stopping)
         asker.join()
         #expect(started.duration(to: .now) < .seconds(5))
         let answer = reply.withLock { $0 }
@@ -114,16 +114,16 @@ struct ReloadQueueTests {
 
     @Test("a request's first outcome stands")
     func firstOutcome() throws {
-        let request = try ReloadRequest.awaited(trigger: "control socket")
+        let request = try MainLoopRequest.awaited(.reload, trigger: "control socket")
         #expect(request.reply == nil)
         request.fulfil(ControlReply(ok: true, changed: true))
-        request.fulfil(ReloadQueue.stopping)
+        request.fulfil(MainLoopQueue.stopping)
         #expect(request.wait(timeout: .zero)?.ok == true)
         #expect(request.reply?.changed == true)
     }
 }
 
-extension ReloadQueue {
+extension MainLoopQueue {
     /// Whether requests wait, without taking them.
     var descriptorReadable: Bool {
         var descriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)

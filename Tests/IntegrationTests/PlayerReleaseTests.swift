@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+
+extension Integration {
+    /// The control socket's `release` (what the `keepalived:` PCM sends from a player's open),
+    /// against the real daemon. This machine has no sound card: `hw:0,0` is an output that waits
+    /// for its card, which is enough for the daemon's side (which outputs close, who is named,
+    /// when they come back, who may ask); the kernel's side (a real player, a real card) is the
+    /// VM's `69-box-mpd` scenario.
+    @Suite("a player's release of a card device")
+    struct PlayerReleaseTests {
+        let directory: URL
+        let socketPath: String
+        let binary = TestPaths.keepalivedBinary.path
+
+        init() throws {
+            directory = try TestPaths.makeTemporaryDirectory("release")
+            chmod(directory.path, 0o755)
+            // Made here, open to others: --socket names it, so the daemon leaves its mode alone.
+            mkdir(directory.appendingPathComponent("rt").path, 0o755)
+            chmod(directory.appendingPathComponent("rt").path, 0o755)
+            socketPath = directory.appendingPathComponent("rt/control.sock").path
+        }
+
+        func launchDaemon(_ extra: [String] = []) async throws -> ChildProcess {
+            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "-d", "null", "--socket", socketPath] + extra,
+                                          directory: directory, label: "keepalived")
+            try await waitUntil("both outputs in the status", timeout: .seconds(5)) { (try? outputs())?.count == 2 }
+            return daemon
+        }
+
+        func status() throws -> [String: Any] {
+            let reply = try UnixClient(connectingTo: socketPath).request("status")
+            return try #require(reply["status"] as? [String: Any])
+        }
+
+        func outputs() throws -> [String] {
+            try (status()["outputs"] as? [[String: Any]] ?? []).compactMap { $0["device"] as? String }
+        }
+
+        func loans() throws -> [[String: Any]] { try status()["loans"] as? [[String: Any]] ?? [] }
+
+        func release(_ client: UnixClient, card: Int, device: Int, program: String = "test-player") throws -> [String: Any] {
+            client.send(#"{"request":"release","card":\#(card),"device":\#(device),"program":"\#(program)"}"# + "\n")
+            let line = try #require(client.readLine(), "no reply to the release")
+            return try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+        }
+
+        @Test("a release closes the outputs on that card device only, names the player in status, and they come back when it never opens it")
+        func releaseAndReturn() async throws {
+            let daemon = try await launchDaemon()
+            let client = try UnixClient(connectingTo: socketPath)
+            let reply = try release(client, card: 0, device: 0)
+            #expect(reply["ok"] as? Bool == true, "\(reply)")
+            #expect(reply["released"] as? [String] == ["hw:0,0"])
+            #expect(try outputs() == ["null"])
+            let loan = try #require(try loans().first)
+            #expect(loan["pid"] as? Int == Int(getpid()))
+            #expect(loan["program"] as? String == "test-player")
+            #expect(loan["state"] as? String == "lent")
+            #expect(loan["pcm"] as? String == "hw:CARD=0,DEV=0")
+            #expect(loan["outputs"] as? [String] == ["hw:0,0"])
+            let withheld = try status()["withheld"] as? [String: String]
+            #expect(withheld?["hw:0,0"]?.contains("lent to test-player (pid \(getpid()))") == true, "\(withheld ?? [:])")
+            let text = try await runCommand(binary, ["status", "--socket", socketPath])
+            #expect(text.stdout.contains("lent: hw:CARD=0,DEV=0 to test-player (pid \(getpid())), opening it"), "\(text.stdout)")
+
+            // Asked again, or for a device keepalived does not play on: nothing more closes.
+            #expect(try release(client, card: 0, device: 0)["released"] as? [String] == [])
+            #expect(try release(client, card: 0, device: 1)["released"] as? [String] == [])
+            #expect(try loans().count == 1)
+
+            // This "player" never opens the device: it comes back when its window ends (2 s).
+            try await waitUntil("the loan to end", timeout: .seconds(5)) { (try? loans())?.isEmpty == true }
+            try await waitUntil("hw:0,0 back among the outputs", timeout: .seconds(2)) { (try? outputs())?.sorted() == ["hw:0,0", "null"] }
+            #expect(daemon.stderr.contains("released a card device for a player"), "\(daemon.stderr)")
+            #expect(daemon.stderr.contains("took a card device back from its player"), "\(daemon.stderr)")
+            #expect(daemon.isRunning)
+        }
+
+        @Test("a player that dies gives the device back without waiting for its window")
+        func deadPlayer() async throws {
+            let daemon = try await launchDaemon()
+            let script = """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                s.sendall(b'{"request":"release","card":0,"device":0,"program":"short-lived"}\\n')
+                print(s.makefile().readline().strip())
+                """
+            let started = ContinuousClock.now
+            let result = try await runCommand("/usr/bin/python3", ["-c", script, socketPath])
+            #expect(result.stdout.contains(#""released":["hw:0,0"]"#), "\(result.stdout) \(result.stderr)")
+            let took = try await waitUntil("the dead player's loan to end", timeout: .seconds(5)) { (try? loans())?.isEmpty == true }
+            // Its window is 2 s; a dead player's loan ends at the next look (at most 1 s).
+            #expect(ContinuousClock.now - started < .seconds(2).underSanitizer, "took \(took)")
+            try await waitUntil("hw:0,0 back", timeout: .seconds(2)) { (try? outputs())?.contains("hw:0,0") == true }
+            #expect(daemon.isRunning)
+        }
+
+        @Test("partial and out-of-range releases: an error naming the field; the daemon goes on")
+        func badReleases() async throws {
+            let daemon = try await launchDaemon()
+            let client = try UnixClient(connectingTo: socketPath)
+            for (line, error) in [
+                (#"{"request":"release","card":0}"#, #"bad release request: no \"device\" number"#),
+                (#"{"request":"release","device":0}"#, #"bad release request: no \"card\" number"#),
+                (#"{"request":"release","card":300,"device":0}"#, "bad release request: card 300 is outside 0...255"),
+                (#"{"request":"release","card":0,"device":-2}"#, "bad release request: device -2 is outside 0...255"),
+                (#"{"request":"release","card":"0","device":0}"#, "malformed request"),
+            ] {
+                client.send(line + "\n")
+                let reply = try #require(client.readLine())
+                #expect(reply.contains(#""ok":false"#) && reply.contains(error), "\(line) → \(reply)")
+            }
+            #expect(try loans().isEmpty)
+            #expect(try outputs().sorted() == ["hw:0,0", "null"])
+            #expect(daemon.isRunning)
+        }
+
+        @Test("--player-group: its members may ask for a release and nothing else; others cannot connect",
+              .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") && getgrnam("audio") != nil))
+        func playerGroup() async throws {
+            let daemon = try await launchDaemon(["--player-group", "audio"])
+            var info = stat()
+            #expect(stat(socketPath, &info) == 0)
+            let audio = try #require(getgrnam("audio")).pointee.gr_gid
+            #expect(info.st_mode & 0o777 == 0o660)
+            #expect(info.st_gid == audio)
+            let script = """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                for line in sys.argv[2:]:
+                    s.sendall(line.encode() + b'\\n'); print(s.makefile().readline().strip())
+                """
+            let asPlayer = ["--reuid=65534", "--regid=65534", "--groups=\(audio)", "/usr/bin/python3", "-c", script, socketPath,
+                            #"{"request":"release","card":0,"device":0,"program":"mpd"}"#, #"{"request":"status"}"#, #"{"request":"stop"}"#]
+            let player = try await runCommand("/usr/bin/setpriv", asPlayer)
+            let lines = player.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.count == 3, "\(player.stdout) \(player.stderr)")
+            #expect(lines.first?.contains(#""released":["hw:0,0"]"#) == true, "\(lines)")
+            #expect(lines.dropFirst().allSatisfy { $0.contains("permission denied: members of group audio may only ask for a release") }, "\(lines)")
+            let stranger = try await runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script,
+                                                                      socketPath, #"{"request":"release","card":0,"device":0}"#])
+            #expect(stranger.status != 0)
+            #expect(stranger.stderr.contains("PermissionError"), "\(stranger.stderr)")
+            #expect(daemon.isRunning)
+        }
+
+        @Test("--player-group naming no group: exit 67, naming it")
+        func unknownGroup() async throws {
+            let result = try await runCommand(binary, ["run", "-d", "null", "--socket", socketPath, "--player-group", "no-such-group-here"])
+            #expect(result.status == 67)
+            #expect(result.stderr.contains("--player-group: no group named 'no-such-group-here'"), "\(result.stderr)")
+        }
+    }
+}
