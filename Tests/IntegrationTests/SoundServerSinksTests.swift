@@ -261,5 +261,37 @@ extension Integration {
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }
+
+        @Test("PipeWire without its pulse server: status, devices and the log say why nothing is kept awake and what to do; once it starts, the sink is",
+              .enabled(if: PipeWireServer.isInstalled && PipeWireServer.hasPulseModule && PulseAudioServer.isInstalled))
+        func pipeWireWithoutPulse() async throws {
+            let server = try PipeWireServer()
+            try await server.start()
+            defer { server.stop() }
+            try server.createSink("tv", properties: Self.tv.properties)
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            // The user's own environment: libpulse looks for $XDG_RUNTIME_DIR/pulse/native.
+            var environment = server.environment
+            environment["KEEPALIVED_SOCKET"] = socket
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--socket", socket],
+                                          environment: environment, directory: server.directory, label: "keepalived")
+            let advice = "pipewire-pulse is not running"
+            try await waitUntil("status to say why", timeout: .seconds(5)) {
+                (Self.status(socket, environment)["soundServer"] as? String)?.contains(advice) == true
+            }
+            let said = Self.status(socket, environment)["soundServer"] as? String ?? ""
+            #expect(said.contains("PipeWire runs (\(server.directory.path)/pipewire-0)") && said.contains("systemctl --user enable --now pipewire-pulse.socket"), "\(said)")
+            #expect(daemon.stderr.contains("warning: no sound server answers") && daemon.stderr.contains(advice), "\(daemon.stderr)")
+            let devices = commandOutput(TestPaths.keepalivedBinary.path, ["devices"], environment: environment) ?? ""
+            #expect(devices.contains(advice), "\(devices)")
+
+            // The user follows the advice: the sink is kept awake, without a restart.
+            try await server.startPulseServer()
+            try await waitUntil("keepalived's stream linked into the TV", timeout: .seconds(10)) {
+                server.streamPlaysIntoSink(application: "keepalived", sink: "tv")
+            }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
     }
 }

@@ -1,3 +1,4 @@
+import Glibc
 import KeepAlive
 import Testing
 
@@ -97,5 +98,41 @@ struct ServerSinkTests {
         #expect(SinkWatcher.selectionSees(one) != SinkWatcher.selectionSees(three))
         #expect(SinkWatcher.selectionSees(.unreachable("refused")) == SinkWatcher.selectionSees(.unreachable("timeout")))
         #expect(SinkWatcher.selectionSees(.unknown) != SinkWatcher.selectionSees(.unreachable("")))
+    }
+}
+
+@Suite("PipeWire without its pulse server: found by its socket, and said")
+struct PipeWireWithoutPulseTests {
+    @Test("its socket: PIPEWIRE_REMOTE, PIPEWIRE_RUNTIME_DIR or XDG_RUNTIME_DIR; only a socket counts")
+    func socket() throws {
+        let directory = "/tmp/keepalived-pw-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(directory, 0o700)
+        defer {
+            unlink(directory + "/pipewire-0")
+            unlink(directory + "/not-a-socket")
+            rmdir(directory)
+        }
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = directory + "/pipewire-0"
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        #expect(bound == 0)
+        close(open(directory + "/not-a-socket", O_CREAT | O_WRONLY, 0o600))
+        #expect(PipeWireWithoutPulse.socket(environment: { ["XDG_RUNTIME_DIR": directory][$0] }) == path)
+        #expect(PipeWireWithoutPulse.socket(environment: { ["PIPEWIRE_RUNTIME_DIR": directory, "XDG_RUNTIME_DIR": "/nonexistent"][$0] }) == path)
+        #expect(PipeWireWithoutPulse.socket(environment: { ["PIPEWIRE_REMOTE": path][$0] }) == path)
+        #expect(PipeWireWithoutPulse.socket(environment: { ["XDG_RUNTIME_DIR": directory, "PIPEWIRE_REMOTE": "not-a-socket"][$0] }) == nil)
+        #expect(PipeWireWithoutPulse.socket(environment: { _ in nil }) == nil)
+    }
+
+    @Test("the reason: libpulse's own without PipeWire; with it, what runs, what does not, and what to do")
+    func explain() {
+        #expect(PipeWireWithoutPulse.explain("Connection refused", socket: nil) == "Connection refused")
+        let said = PipeWireWithoutPulse.explain("Connection refused", socket: "/run/user/1000/pipewire-0")
+        #expect(said.hasPrefix("PipeWire runs (/run/user/1000/pipewire-0) but no PulseAudio server answers (Connection refused): pipewire-pulse is not running"))
+        #expect(said.contains("systemctl --user enable --now pipewire-pulse.socket") && said.hasSuffix("or name an output with -d"))
     }
 }

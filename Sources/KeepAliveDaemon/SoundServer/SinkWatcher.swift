@@ -124,12 +124,20 @@ final class SinkWatcher: @unchecked Sendable {
 
     // MARK: - The connection
 
-    private func connectionLost(_ error: String) {
+    private func connectionLost(_ lost: String) {
+        let pipewire = PipeWireWithoutPulse.socket()
+        let error = PipeWireWithoutPulse.explain(lost, socket: pipewire)
         if case .connected(let view) = reachability {
             logger.notice("the sound server went away; its cards are left to it until it answers again",
                           metadata: ["server": "\(view.server)", "error": "\(error)"])
         } else if !warnedUnreachable {
-            logger.debug("no sound server answers", metadata: ["error": "\(error)"])
+            // Without a server a box's cards are keepalived's: nothing to say. PipeWire without
+            // its pulse server owns them all, and keepalived keeps nothing awake: say why.
+            if pipewire != nil {
+                logger.warning("no sound server answers", metadata: ["error": "\(error)"])
+            } else {
+                logger.debug("no sound server answers", metadata: ["error": "\(error)"])
+            }
         }
         warnedUnreachable = true
         publish(.unreachable(error))

@@ -13,7 +13,9 @@
 #   68-desktop-pipewire.host.py);
 # - drop the USB sink when the device is unplugged and keep it awake again within 2 s of the
 #   server's new sink after a replug;
-# - bring both sinks back after PipeWire, WirePlumber and the pulse server restart.
+# - bring both sinks back after PipeWire, WirePlumber and the pulse server restart;
+# - before all that, with PipeWire and WirePlumber alone (no pulse server), say in status, devices
+#   and its log that PipeWire runs without pipewire-pulse and what to do, opening no card.
 . "$VM_GUEST/desktoplib.sh"
 desk_login
 
@@ -24,9 +26,29 @@ as_user systemctl --user mask pulseaudio.service pulseaudio.socket >/dev/null 2>
 desk_pipewire_pulse_unit
 DESK_SERVER=pipewire
 play_tone() { as_user_within 15 pw-play --target "$hda_sink" /tmp/tone.wav; }
+pw_reserved() { [ "$(reservations)" = "Audio0=wireplumber Audio1=wireplumber " ]; }
+
+# First PipeWire without its pulse server (a system that runs pipewire and wireplumber only):
+# WirePlumber owns both cards, keepalived --all can keep nothing awake, and status, devices and
+# its log must say why and what to do, while it opens no card.
+as_user systemctl --user start pipewire.socket pipewire.service wireplumber.service
+vm_wait 30 pw_reserved
+vm_check pipewire-alone-reserves "reservations without pipewire-pulse after $VM_WAITED s: $(reservations)" pw_reserved
+_out=$(as_user "$KEEPALIVED" start --all 2>&1); _rc=$?
+vm_note "keepalived start --all without pipewire-pulse: exit $_rc: $_out"
+_no_pulse_said() { as_user "$KEEPALIVED" status 2>&1 | grep -q "pipewire-pulse is not running"; }
+vm_wait 10 _no_pulse_said
+vm_check no-pulse-status-says-why "after $VM_WAITED s: $(as_user "$KEEPALIVED" status 2>&1 | grep -i -E 'sound server|left alone' | tr '\n' ' ')" _no_pulse_said
+vm_check no-pulse-devices-say-why "$(as_user "$KEEPALIVED" devices 2>&1 | grep -i 'sound server')" \
+    sh -c "runuser -u $DESK_USER -- env XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR '$KEEPALIVED' devices 2>&1 | grep -q 'pipewire-pulse is not running'"
+vm_check no-pulse-log-says-why "$(grep -m1 'no sound server answers' $XDG_RUNTIME_DIR/keepalived/keepalived.log)" \
+    grep -q "warning: no sound server answers.*systemctl --user enable --now pipewire-pulse.socket" $XDG_RUNTIME_DIR/keepalived/keepalived.log
+_no_card_of_ours() { ! owners | grep -q ':keepalived$'; }
+vm_check no-pulse-cards-left "open substreams: $(owners | tr '\n' ' ')" _no_card_of_ours
+as_user "$KEEPALIVED" stop >/dev/null 2>&1
+
 as_user systemctl --user start pipewire.socket pipewire.service wireplumber.service pipewire-pulse.service
 desk_server_owns_both
-pw_reserved() { [ "$(reservations)" = "Audio0=wireplumber Audio1=wireplumber " ]; }
 vm_check server-holds-reservations "reservations: $(reservations)" pw_reserved
 desk_keep_all_awake
 desk_usb_replug
