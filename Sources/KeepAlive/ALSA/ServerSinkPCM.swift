@@ -49,6 +49,8 @@ final class ServerSinkPCM {
 
     /// The PCM's name in alsa-lib's dumps and errors.
     static let pluginName = "keepalived sound server stream"
+    /// PulseAudio's name for the default sink: a stream for it follows the default.
+    static let defaultSink = "@DEFAULT_SINK@"
 
     /// Opens a PCM that plays into `sink` on the sound server this process reaches (libpulse's
     /// default: `PULSE_SERVER`, the user's runtime directory), never starting a server. Returns
@@ -268,7 +270,12 @@ final class ServerSinkPCM {
                 { ServerSinkPCM.from($0).underflowed() }, userdata)
             else { return -ENOMEM }
             self.stream = stream
-            guard cpulse_stream_connect(stream, sink, target, prebuffer ?? target, request) >= 0 else {
+            // No sink named: the server routes the stream to its default sink, and moves it
+            // when the default changes, as it does the pulse plug-in's stream.
+            let connected = sink == Self.defaultSink
+                ? cpulse_stream_connect(stream, nil, target, prebuffer ?? target, request)
+                : cpulse_stream_connect(stream, sink, target, prebuffer ?? target, request)
+            guard connected >= 0 else {
                 releaseStream()
                 return -EIO
             }

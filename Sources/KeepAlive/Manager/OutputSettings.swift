@@ -29,8 +29,9 @@ public struct OutputSettings: Sendable, Equatable {
     /// The format this output's device is asked for (``OutputConfiguration/deviceFormat``).
     package var deviceFormat: DeviceFormat?
     /// The sound server's sink this output keeps awake through a stream of its own, by the
-    /// sink's name (`pactl list short sinks`); nil plays to the output's ALSA device. See
-    /// <doc:SoundServerSinks>.
+    /// sink's name (`pactl list short sinks`), or `@DEFAULT_SINK@` for the server's default
+    /// sink, followed when the default changes (as the pulse plug-in's stream follows it); nil
+    /// plays to the output's ALSA device. See <doc:SoundServerSinks>.
     ///
     /// The stream goes to the PulseAudio server, or PipeWire's pipewire-pulse, that libpulse
     /// finds for this process (`PULSE_SERVER`, else the user's runtime directory); no server is

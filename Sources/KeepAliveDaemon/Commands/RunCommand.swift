@@ -198,6 +198,12 @@ extension DaemonStatus {
                     report.server = view.server
                     report.sink = sink.name
                     report.sinkKind = sink.kind.rawValue
+                } else if let view = server.view, own.serverSink == ServerDefaultOutput.defaultSink {
+                    // The default sink, whichever it is now.
+                    let sink = view.sinks.first { $0.name == view.defaultSink }
+                    report.server = view.server
+                    report.sink = view.defaultSink.map { "\($0) (the default sink)" }
+                    report.sinkKind = sink?.kind.rawValue
                 }
                 return report
             },

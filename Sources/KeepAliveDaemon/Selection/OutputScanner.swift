@@ -116,7 +116,9 @@ final class OutputScanner: Sendable {
             state.changes += 1
             state.base = base
             state.choice = choice
-            guard !choice.isEmpty, state.watcher == nil else { return nil }
+            // A selection follows the server; so does a named output that plays to it, which
+            // then gets a stream of keepalived's own instead of ALSA's plug-in.
+            guard !choice.isEmpty || base.devices.contains(where: Self.playsToServer), state.watcher == nil else { return nil }
             guard SinkWatcher.mayReachServer() else {
                 state.unwatched = "no sound server for this user (no XDG_RUNTIME_DIR or PULSE_SERVER)"
                 return nil
@@ -166,6 +168,12 @@ final class OutputScanner: Sendable {
         return manager.configuration.devices.filter { OutputPlanner.plays($0, on: device, in: offer) }
     }
 
+    /// Whether a named output plays to a sound server's sink: `pulse:DEVICE=…`, or the
+    /// server's default sink (`pulse`, `pipewire`, a desktop's `default`).
+    static func playsToServer(_ pcm: String) -> Bool {
+        ServerSink.sinkName(fromPCM: pcm) != nil || ServerDefaultOutput.followsDefaultSink(pcm)
+    }
+
     /// Asks the sink watcher to try the server again now (a program just took a card: a server
     /// may have started).
     func retryServerNow() { state.withLock { $0.watcher }?.retryNow() }
@@ -210,7 +218,17 @@ final class OutputScanner: Sendable {
         if let view = server.view {
             var kept: Set<String> = []
             defer { state.withLock { $0.watcher }?.keep(kept) }
-            for device in configuration.devices {
+            for device in configuration.devices where configuration.outputSettings[device]?.serverSink == nil {
+                if ServerDefaultOutput.followsDefaultSink(device) {
+                    // The default sink, followed by the server itself: nothing to move back.
+                    let sink = view.sinks.first { $0.name == view.defaultSink }
+                    var settings = SinkDefaults.settings(
+                        for: sink?.kind ?? .analog, rate: sink?.sampleRate, under: configuration.outputSettings[device], buffer: choice.sinkBuffer,
+                        ceiling: configuration.defaults.ceiling)
+                    settings.serverSink = ServerDefaultOutput.defaultSink
+                    configuration.outputSettings[device] = settings
+                    continue
+                }
                 guard let sink = view.sink(forPCM: device) else { continue }
                 kept.insert(sink.name)
                 var settings = SinkDefaults.settings(
