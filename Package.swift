@@ -34,6 +34,17 @@ let package = Package(
             ]
         ),
         .target(name: "_KeepalivedControlProtocol"),
+        // The `keepalived` ALSA PCM plug-in (libasound_module_pcm_keepalived.so), which asks
+        // keepalived to release a card before a player opens it. A target so that the tests
+        // call its pure helpers; the shipped .so is not a product of this package but built by
+        // scripts/build-alsa-plugin (cc -shared, -lasound): a SwiftPM dynamic library of this C
+        // target still links through swiftc, which adds swiftrt.o, libswiftCore.so and a
+        // RUNPATH into the toolchain, and alsa-lib would load the Swift runtime into every
+        // player that opens the PCM.
+        .target(
+            name: "CKeepalivedPCM",
+            linkerSettings: [.linkedLibrary("asound")]
+        ),
         // The Linux calls Swift's Glibc module hides behind _GNU_SOURCE (the engine names its
         // threads through it), and the one posix_spawn setup shared by `keepalived start` and the
         // tests' child processes.
@@ -97,6 +108,12 @@ let package = Package(
         .testTarget(
             name: "KeepAliveDaemonTests",
             dependencies: ["KeepAliveDaemon", "KeepAlive", "TestSupport"]
+        ),
+        // The ALSA plug-in's pure helpers (its request line, its hw name, its reading of a
+        // reply); the plug-in itself, loaded by alsa-lib, is IntegrationTests' ALSAPluginTests.
+        .testTarget(
+            name: "KeepalivedPCMTests",
+            dependencies: ["CKeepalivedPCM"]
         ),
         .testTarget(
             name: "IntegrationTests",

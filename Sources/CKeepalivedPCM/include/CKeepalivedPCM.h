@@ -1,0 +1,59 @@
+// CKeepalivedPCM: alsa-lib's external PCM plug-in `keepalived`, built as
+// libasound_module_pcm_keepalived.so (scripts/build-alsa-plugin, packaging/alsa/50-keepalived.conf).
+//
+// A music player opens `keepalived:CARD=Intel,DEV=0` (or `keepalived:0,0`) where it would open
+// `hw:…`. For a playback stream the plug-in first asks keepalived, on its control socket(s), to
+// release that card's device, waits at most 200 ms for the answers, and then opens
+// `hw:CARD=<index>,DEV=<d>,SUBDEV=<s>` for the player with the player's own mode: the player
+// then has the hardware itself, with nothing in between. A capture stream only opens the hardware.
+//
+// What this header declares are the plug-in's pure pieces (no I/O), so that the tests call the
+// very code the plug-in runs. The plug-in's entry point, _snd_pcm_keepalived_open, is alsa-lib's
+// (SND_PCM_PLUGIN_DEFINE_FUNC) and not declared here.
+#ifndef CKEEPALIVED_PCM_H
+#define CKEEPALIVED_PCM_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// How many bytes of the program's name a request carries (whole UTF-8 characters only).
+#define CKEEPALIVED_PCM_PROGRAM_MAX 64
+
+/// Room for any request line ckeepalived_pcm_request_line writes, its NUL included: the name's
+/// 64 bytes escaped (at most 6 bytes each) and the rest of the line.
+#define CKEEPALIVED_PCM_REQUEST_MAX 512
+
+/// Room for any name ckeepalived_pcm_hw_name writes, its NUL included.
+#define CKEEPALIVED_PCM_HW_NAME_MAX 64
+
+/// Writes the release request, one JSON line ending in '\n' and NUL-terminated, into `buffer`:
+///
+///     {"request":"release","card":0,"device":0,"program":"mpd"}
+///
+/// `program` (NULL is taken as "") is cut to its first CKEEPALIVED_PCM_PROGRAM_MAX bytes,
+/// never inside a UTF-8 character; a byte that is not part of valid UTF-8 becomes '?', and
+/// '"', '\\' and control characters are escaped, so the line is always valid JSON. Returns the
+/// line's length without the NUL, or -1 when `size` is too small (CKEEPALIVED_PCM_REQUEST_MAX
+/// always suffices); then `buffer` holds "" if `size` > 0.
+int ckeepalived_pcm_request_line(char *buffer, size_t size, int card, int device, const char *program);
+
+/// Writes `hw:CARD=<card>,DEV=<device>,SUBDEV=<subdevice>` into `buffer`. Returns its length, or
+/// -1 when `size` is too small (CKEEPALIVED_PCM_HW_NAME_MAX always suffices); then `buffer` holds
+/// "" if `size` > 0.
+int ckeepalived_pcm_hw_name(char *buffer, size_t size, int card, int device, int subdevice);
+
+/// Reads one reply line of keepalived's (`length` bytes, a trailing newline allowed):
+/// `{"ok":true,…}` or `{"ok":false,"error":"…",…}`. Returns 1 for ok, 0 for not ok, with the
+/// error's text (unescaped, control characters as spaces, cut to whole UTF-8 characters) in
+/// `error` (NUL-terminated; "" when the reply has none; `error` may be NULL), and -1 when the
+/// line is not a JSON object with a boolean "ok".
+int ckeepalived_pcm_parse_reply(const char *reply, size_t length, char *error, size_t error_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,474 @@
+import Foundation
+import TestSupport
+import Testing
+
+extension Integration {
+    /// The `keepalived` ALSA PCM plug-in (Sources/CKeepalivedPCM, built by scripts/build-alsa-plugin)
+    /// loaded by the real alsa-lib from packaging/alsa/50-keepalived.conf, in a small C program
+    /// that opens one PCM as a player does (non-blocking) and times only that open. A socket of
+    /// the test's own stands in for keepalived's control socket.
+    ///
+    /// This machine has no sound card, so every open ends as hw's does: without the card. The
+    /// PCMs with an integer card (`card 0`, as in a user's `pcm.dac { type keepalived card 0 }`)
+    /// ask keepalived before that, since an integer is taken as it is; `keepalived:CARD=0` passes
+    /// the card as a string, which is looked up (snd_card_get_index), exactly as for `hw:CARD=0`,
+    /// and fails here before there is anything to release.
+    @Suite("the keepalived ALSA plug-in")
+    struct ALSAPluginTests {
+        static let released = #"{"ok":true,"released":["hw:CARD=0,DEV=0"]}"#
+
+        /// The line the opener (`alsa-open`) sends for `card` and `device`.
+        static func line(card: Int, device: Int) -> String {
+            #"{"request":"release","card":\#(card),"device":\#(device),"program":"alsa-open"}"# + "\n"
+        }
+
+        static var noCardZero: Bool { !FileManager.default.fileExists(atPath: "/dev/snd/controlC0") }
+
+        @Test("keepalived:… fails as hw:… does (an unknown card's id too); a card that is not there is not asked for")
+        func failsAsHardwareDoes() async throws {
+            let setup = try PluginSetup("errors")
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            var results: [String: Int32] = [:]
+            for (ours, hardware) in [("keepalived:CARD=0,DEV=0", "hw:CARD=0,DEV=0"), ("keepalived:0,0", "hw:0,0"),
+                                     ("keepalived", "hw"), ("keepalived-plug:0,0", "plughw:0,0"),
+                                     ("keepalived:CARD=nosuch", "hw:CARD=nosuch"),
+                                     ("keepalived-plug:CARD=nosuch,DEV=1", "plughw:CARD=nosuch,DEV=1")] {
+                let opened = try await setup.open(ours, socket: listener.path)
+                let expected = try await setup.open(hardware, socket: listener.path)
+                #expect(opened.result == expected.result, "\(ours): \(opened), \(hardware): \(expected)")
+                #expect(opened.leakedDescriptors == 0, "\(ours): \(opened)")
+                results[ours] = opened.result
+            }
+            listener.stop()
+            #expect(results["keepalived:CARD=nosuch"] == -ENODEV)
+            if Self.noCardZero {
+                #expect(results["keepalived:CARD=0,DEV=0"] == -ENOENT)
+                #expect(listener.received == [], "no card 0: its lookup fails before keepalived is asked")
+            }
+        }
+
+        @Test("a playback open sends one release line for its card and device, waits for the answer, then opens hw")
+        func asksForTheDevice() async throws {
+            let setup = try PluginSetup("release")
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            let opened = try await setup.open("keepalived-card0", socket: listener.path)
+            let expected = try await setup.open("hw:0,0", socket: listener.path)
+            let other = try await setup.open("keepalived-card3", socket: listener.path)
+            let otherExpected = try await setup.open("hw:CARD=3,DEV=7,SUBDEV=1", socket: listener.path)
+            listener.stop()
+
+            #expect(listener.received == [Self.line(card: 0, device: 0), Self.line(card: 3, device: 7)])
+            #expect(opened.result == expected.result, "\(opened) \(expected)")
+            #expect(other.result == otherExpected.result, "\(other) \(otherExpected)")
+            for result in [opened, other] {
+                #expect(!result.stderr.contains("keepalived"), "an answered request is silent: \(result.stderr)")
+                #expect(result.elapsed < .milliseconds(200), "answered at once: no wait for the deadline (\(result))")
+                #expect(result.leakedDescriptors == 0, "\(result)")
+            }
+        }
+
+        @Test("a refusal is reported with keepalived's reason; the open goes on to the hardware")
+        func refusal() async throws {
+            let setup = try PluginSetup("refusal")
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(#"{"ok":false,"error":"card 0 is not \"kept\" awake"}"#))
+            defer { listener.stop() }
+            let opened = try await setup.open("keepalived-card0", socket: listener.path)
+            let expected = try await setup.open("hw:0,0", socket: listener.path)
+            listener.stop()
+            #expect(listener.received == [Self.line(card: 0, device: 0)])
+            #expect(opened.stderr.contains(#"keepalived did not release the device: card 0 is not "kept" awake"#), "\(opened.stderr)")
+            #expect(opened.result == expected.result, "\(opened) \(expected)")
+            #expect(opened.leakedDescriptors == 0)
+        }
+
+        @Test("keepalived that never answers: the open goes on after 200 ms and says so once")
+        func silence() async throws {
+            let setup = try PluginSetup("silence")
+            let listener = try ReleaseListener(path: setup.socket, answer: .silence)
+            defer { listener.stop() }
+            let opened = try await setup.open("keepalived-card0", socket: listener.path)
+            let expected = try await setup.open("hw:0,0", socket: listener.path)
+            listener.stop()
+            #expect(listener.received == [Self.line(card: 0, device: 0)])
+            #expect(opened.elapsed >= .milliseconds(190), "it waits for the answer until the deadline: \(opened)")
+            #expect(opened.elapsed < Duration.seconds(1).underSanitizer, "and not longer: \(opened)")
+            #expect(opened.stderr.components(separatedBy: "keepalived did not answer within 200 ms").count == 2, "\(opened.stderr)")
+            #expect(opened.result == expected.result, "\(opened) \(expected)")
+            #expect(opened.leakedDescriptors == 0)
+        }
+
+        @Test("no keepalived (no socket, a stale one, not a socket): no wait and no message")
+        func nobodyListening() async throws {
+            let setup = try PluginSetup("nobody")
+            // A socket bound but never listened on refuses connections, as one a daemon left behind.
+            let stale = setup.directory.appendingPathComponent("stale.sock").path
+            let bound = try ReleaseListener.boundSocket(stale)
+            close(bound)
+            let plainFile = setup.directory.appendingPathComponent("plain-file").path
+            #expect(FileManager.default.createFile(atPath: plainFile, contents: Data()))
+            let expected = try await setup.open("hw:0,0", socket: nil)
+            for socket in [setup.directory.appendingPathComponent("absent.sock").path, stale, plainFile] {
+                let opened = try await setup.open("keepalived-card0", socket: socket)
+                #expect(opened.result == expected.result, "\(socket): \(opened) \(expected)")
+                #expect(opened.elapsed < .milliseconds(200), "\(socket): nobody to wait for (\(opened))")
+                #expect(!opened.stderr.contains("keepalived"), "\(socket): \(opened.stderr)")
+                #expect(opened.leakedDescriptors == 0, "\(socket): \(opened)")
+            }
+        }
+
+        @Test("a capture open asks nothing")
+        func captureAsksNothing() async throws {
+            let setup = try PluginSetup("capture")
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            let opened = try await setup.open("keepalived-card0", stream: "capture", socket: listener.path)
+            let expected = try await setup.open("hw:0,0", stream: "capture", socket: listener.path)
+            let named = try await setup.open("keepalived:0,0", stream: "capture", socket: listener.path)
+            listener.stop()
+            #expect(listener.received == [], "no connection at all")
+            #expect(opened.result == expected.result && named.result == expected.result, "\(opened) \(named) \(expected)")
+            #expect(!opened.stderr.contains("keepalived"), "\(opened.stderr)")
+        }
+
+        @Test("without KEEPALIVED_SOCKET: the user's daemon at $XDG_RUNTIME_DIR/keepalived/control.sock is asked",
+              .enabled(if: !FileManager.default.fileExists(atPath: "/run/keepalived-audio/control.sock"),
+                       "a system keepalived runs on this machine: the test would ask it"))
+        func defaultSockets() async throws {
+            let setup = try PluginSetup("default")
+            let directory = setup.runtimeDirectory.appendingPathComponent("keepalived")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let listener = try ReleaseListener(path: directory.appendingPathComponent("control.sock").path, answer: .reply(Self.released))
+            defer { listener.stop() }
+            let opened = try await setup.open("keepalived-card0", socket: "")
+            listener.stop()
+            #expect(listener.received == [Self.line(card: 0, device: 0)])
+            #expect(!opened.stderr.contains("keepalived"), "the system service's socket is absent: silently skipped (\(opened.stderr))")
+            #expect(opened.elapsed < .milliseconds(200), "\(opened)")
+        }
+
+        @Test("the shipped names are no outputs of their own: not among the device hints, not in keepalived devices")
+        func notListed() async throws {
+            let setup = try PluginSetup("hints")
+            let names = try await setup.hintNames()
+            #expect(names.contains("null"), "the hints are read: \(names)")
+            // With cards, alsa-lib lists keepalived:CARD=…,DEV=… beside hw:CARD=…,DEV=… (a card's
+            // device, which keepalived's selections skip); never the bare names.
+            #expect(!names.contains { $0 == "keepalived" || $0 == "keepalived-plug" }, "\(names)")
+            let devices = try await runCommand(TestPaths.keepalivedBinary.path, ["devices", "--json", "--verbose"],
+                                               environment: setup.environment, timeout: .seconds(20))
+            #expect(devices.status == 0, "\(devices.stderr)")
+            #expect(devices.stdout.contains(#""null""#), "\(devices.stdout)")
+            // (The test's own PCMs, without hints, are there: alsa.conf's namehint.showall lists those.)
+            #expect(!devices.stdout.contains(#""name":"keepalived""#) && !devices.stdout.contains(#""name":"keepalived-plug""#),
+                    "\(devices.stdout)")
+        }
+
+        @Test("the configuration: card, device, subdevice, comment, type and hint; anything else fails the open")
+        func configurationKeys() async throws {
+            let setup = try PluginSetup("keys")
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            let commented = try await setup.open("keepalived-commented", socket: listener.path)
+            let expected = try await setup.open("hw:0,0", socket: listener.path)
+            let unknown = try await setup.open("keepalived-unknown", socket: listener.path)
+            let noCard = try await setup.open("keepalived-nocard", socket: listener.path)
+            let badDevice = try await setup.open("keepalived-baddevice", socket: listener.path)
+            listener.stop()
+            #expect(commented.result == expected.result, "\(commented) \(expected)")
+            #expect(unknown.result == -EINVAL && unknown.stderr.contains("Unknown field colour"), "\(unknown)")
+            #expect(noCard.result == -EINVAL && noCard.stderr.contains("card is not defined"), "\(noCard)")
+            #expect(badDevice.result == -EINVAL && badDevice.stderr.contains("Invalid type for device"), "\(badDevice)")
+            #expect(listener.received == [Self.line(card: 0, device: 0)], "only the valid definition asks")
+        }
+    }
+}
+
+// MARK: - Support
+
+/// A private ALSA configuration for one test: alsa-lib's own, the plug-in built from this
+/// checkout as `pcm_type.keepalived`, the shipped 50-keepalived.conf and a few test PCMs; its
+/// directory goes with it.
+final class PluginSetup {
+    let directory: URL
+    let config: URL
+    let runtimeDirectory: URL
+    /// Where the test's stand-in for keepalived listens.
+    var socket: String { directory.appendingPathComponent("control.sock").path }
+
+    init(_ label: String) throws {
+        let built = try ALSAPluginBuild.get()
+        directory = try TestPaths.makeTemporaryDirectory("alsa-plugin-\(label)")
+        config = directory.appendingPathComponent("asound.conf")
+        runtimeDirectory = directory.appendingPathComponent("runtime")
+        try FileManager.default.createDirectory(at: runtimeDirectory, withIntermediateDirectories: true)
+        let shipped = try FileContents.text(TestPaths.repositoryRoot.appendingPathComponent("packaging/alsa/50-keepalived.conf"))
+        let text = """
+            </usr/share/alsa/alsa.conf>
+            pcm_type.keepalived { lib "\(built.library.path)" }
+            \(shipped)
+            pcm.keepalived-card0 { type keepalived card 0 device 0 }
+            pcm.keepalived-card3 { type keepalived card 3 device 7 subdevice 1 }
+            pcm.keepalived-commented { type keepalived card 0 comment "accepted" hint { description "accepted too" } }
+            pcm.keepalived-unknown { type keepalived card 0 colour blue }
+            pcm.keepalived-nocard { type keepalived device 0 }
+            pcm.keepalived-baddevice { type keepalived card 0 device "zero" }
+
+            """
+        try text.write(to: config, atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The environment of a process that reads this configuration.
+    var environment: [String: String] {
+        ["ALSA_CONFIG_PATH": config.path, "HOME": directory.path, "XDG_RUNTIME_DIR": runtimeDirectory.path]
+    }
+
+    /// The names alsa-lib's device hints give (what `aplay -L` and keepalived's selections read).
+    func hintNames() async throws -> [String] {
+        let run = try await runCommand(ALSAPluginBuild.get().opener.path, ["--hints"], environment: environment, timeout: .seconds(10))
+        guard run.status == 0 else { throw Failed(what: "alsa-open --hints", log: run.stdout + run.stderr) }
+        return run.stdout.split(separator: "\n").map(String.init)
+    }
+
+    /// What one open came to.
+    struct Opened: CustomStringConvertible {
+        let result: Int32
+        let elapsed: Duration
+        let leakedDescriptors: Int
+        let stderr: String
+        var description: String { "result=\(result) elapsed=\(elapsed) leaked=\(leakedDescriptors) stderr=\(stderr.debugDescription)" }
+    }
+
+    /// Opens `name` for `stream` (playback or capture) in the opener, with KEEPALIVED_SOCKET set to
+    /// `socket` (nil: a path where nothing is; "": unset, so the default sockets are asked).
+    func open(_ name: String, stream: String = "playback", socket: String?) async throws -> Opened {
+        var environment = environment
+        environment["KEEPALIVED_SOCKET"] = socket ?? directory.appendingPathComponent("nothing-here.sock").path
+        let run = try await runCommand(ALSAPluginBuild.get().opener.path, [name, stream], environment: environment, timeout: .seconds(10))
+        var fields: [String: Int64] = [:]
+        for word in run.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
+            let parts = word.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, let value = Int64(parts[1]) { fields[String(parts[0])] = value }
+        }
+        guard run.status == 0, let result = fields["result"], let nanoseconds = fields["elapsed_ns"], let leaked = fields["leaked_fds"] else {
+            throw Failed(what: "alsa-open \(name) \(stream)", log: run.stdout + run.stderr)
+        }
+        return Opened(result: Int32(result), elapsed: .nanoseconds(nanoseconds), leakedDescriptors: Int(leaked), stderr: run.stderr)
+    }
+}
+
+/// The plug-in (scripts/build-alsa-plugin, as scripts/package builds it) and the opener, built
+/// once per test process into a directory of its own.
+enum ALSAPluginBuild {
+    struct Built {
+        let library: URL
+        let opener: URL
+    }
+
+    private static let built = TestLock<Result<Built, Failed>?>(nil)
+    private static let prefix = "keepalived-alsa-plugin-build-"
+
+    static func get() throws -> Built {
+        try built.withLock { cached in
+            if let cached { return try cached.get() }
+            let result: Result<Built, Failed>
+            do {
+                result = .success(try build())
+            } catch {
+                result = .failure(error as? Failed ?? Failed(what: "building the plug-in", log: "\(error)"))
+            }
+            cached = result
+            return try result.get()
+        }
+    }
+
+    private static func build() throws -> Built {
+        let temporary = FileManager.default.temporaryDirectory
+        // Each test process builds its own; those of processes that have exited go.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] where name.hasPrefix(prefix) {
+            if let pid = pid_t(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH {
+                try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))
+            }
+        }
+        let output = temporary.appendingPathComponent("\(prefix)\(getpid())")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        let source = output.appendingPathComponent("alsa-open.c")
+        try openerSource.write(to: source, atomically: true, encoding: .utf8)
+        let opener = output.appendingPathComponent("alsa-open")
+        try run("/bin/sh", [TestPaths.repositoryRoot.appendingPathComponent("scripts/build-alsa-plugin").path, output.path], in: output)
+        try run(ChildProcess.which(ProcessInfo.processInfo.environment["CC"] ?? "cc"),
+                ["-O2", "-Wall", "-Wextra", "-Werror", "-o", opener.path, source.path, "-lasound"], in: output)
+        return Built(library: output.appendingPathComponent("libasound_module_pcm_keepalived.so"), opener: opener)
+    }
+
+    private static func run(_ executable: String, _ arguments: [String], in directory: URL) throws {
+        let child = try ChildProcess(executable, arguments, directory: directory, label: "build")
+        let status = child.waitForExitBlocking(timeout: .seconds(60))
+        defer {
+            try? FileManager.default.removeItem(at: child.stdoutURL)
+            try? FileManager.default.removeItem(at: child.stderrURL)
+        }
+        guard status == 0 else { throw Failed(what: ([executable] + arguments).joined(separator: " "), log: child.stdout + child.stderr) }
+    }
+
+    /// Opens one PCM as a player does (SND_PCM_NONBLOCK) and prints what came of it; only the
+    /// open is timed (the configuration is read before), and the descriptors it left open counted.
+    /// `--hints`: the PCM names of alsa-lib's device hints (`aplay -L`), one a line.
+    static let openerSource = """
+        #include <alsa/asoundlib.h>
+        #include <dirent.h>
+        #include <stdio.h>
+        #include <string.h>
+        #include <time.h>
+
+        static int open_descriptors(void) {
+            int count = 0;
+            DIR *directory = opendir("/proc/self/fd");
+            if (!directory) return -1000;
+            while (readdir(directory)) count++;
+            closedir(directory);
+            return count;
+        }
+
+        int main(int argc, char **argv) {
+            if (argc == 2 && strcmp(argv[1], "--hints") == 0) {
+                void **hints;
+                if (snd_device_name_hint(-1, "pcm", &hints) < 0) return 1;
+                for (void **hint = hints; *hint; hint++) {
+                    char *name = snd_device_name_get_hint(*hint, "NAME");
+                    if (name) printf("%s\\n", name);
+                    free(name);
+                }
+                snd_device_name_free_hint(hints);
+                return 0;
+            }
+            if (argc != 3) {
+                fprintf(stderr, "usage: alsa-open PCM playback|capture, or alsa-open --hints\\n");
+                return 2;
+            }
+            snd_pcm_stream_t stream = strcmp(argv[2], "capture") == 0 ? SND_PCM_STREAM_CAPTURE : SND_PCM_STREAM_PLAYBACK;
+            snd_config_update();
+            int before = open_descriptors();
+            snd_pcm_t *pcm = NULL;
+            struct timespec start, end;
+            clock_gettime(CLOCK_MONOTONIC, &start);
+            int result = snd_pcm_open(&pcm, argv[1], stream, SND_PCM_NONBLOCK);
+            clock_gettime(CLOCK_MONOTONIC, &end);
+            if (result >= 0) snd_pcm_close(pcm);
+            long long elapsed = (end.tv_sec - start.tv_sec) * 1000000000LL + (end.tv_nsec - start.tv_nsec);
+            printf("result=%d elapsed_ns=%lld leaked_fds=%d\\n", result, elapsed, open_descriptors() - before);
+            return 0;
+        }
+
+        """
+}
+
+/// A stand-in for keepalived's control socket: takes each connection's bytes (the request line
+/// and anything after it until the client closes) and answers with `reply`, or holds the
+/// connection and never answers.
+final class ReleaseListener: @unchecked Sendable {
+    enum Answer: Sendable {
+        case reply(String)
+        case silence
+    }
+
+    let path: String
+    private let listener: Int32
+    private let answer: Answer
+    private let lock = NSLock()
+    private var connections: [String] = []
+    private var stopping = false
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(path: String, answer: Answer) throws {
+        self.path = path
+        self.answer = answer
+        listener = try Self.boundSocket(path)
+        guard listen(listener, 8) == 0 else {
+            let code = errno
+            close(listener)
+            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+        }
+        Thread.detachNewThread { [self] in serve() }
+    }
+
+    /// What each connection sent, in order; read after `stop`.
+    var received: [String] {
+        lock.withLock { connections }
+    }
+
+    /// Stops taking connections, closes the held ones and removes the socket; once is enough, more
+    /// do nothing. (The thread holds the listener until then: every test stops its own.)
+    func stop() {
+        let first = lock.withLock {
+            defer { stopping = true }
+            return !stopping
+        }
+        guard first else { return }
+        finished.wait()
+        close(listener)
+        unlink(path)
+    }
+
+    /// A Unix stream socket bound to `path`.
+    static func boundSocket(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard fd >= 0, result == 0 else {
+            let code = errno
+            if fd >= 0 { close(fd) }
+            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+        }
+        return fd
+    }
+
+    private func serve() {
+        var held: [Int32] = []
+        defer {
+            held.forEach { close($0) }
+            finished.signal()
+        }
+        while !lock.withLock({ stopping }) {
+            var entry = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 20) == 1 else { continue }
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { continue }
+            var timeout = timeval(tv_sec: 2, tv_usec: 0)
+            setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var bytes = Self.readLine(client)
+            switch answer {
+            case .reply(let reply):
+                let line = Array((reply + "\n").utf8)
+                _ = line.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                // Anything more than its one line, until the plug-in closes its end.
+                var byte: UInt8 = 0
+                while recv(client, &byte, 1, 0) == 1 { bytes.append(byte) }
+                close(client)
+            case .silence:
+                held.append(client)
+            }
+            lock.withLock { connections.append(String(decoding: bytes, as: UTF8.self)) }
+        }
+    }
+
+    /// The bytes up to and including the first newline, or all until the end or the timeout.
+    private static func readLine(_ fd: Int32) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while recv(fd, &byte, 1, 0) == 1 {
+            bytes.append(byte)
+            if byte == UInt8(ascii: "\n") { break }
+        }
+        return bytes
+    }
+}
