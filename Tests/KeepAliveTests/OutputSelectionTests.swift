@@ -40,6 +40,18 @@ struct OutputSelectionTests {
                 == ["dmix:CARD=PCH,DEV=0", "dmix:CARD=PCH,DEV=3", "plughw:CARD=DAC,DEV=0", "my-receiver"])
     }
 
+    @Test("the keepalived: PCM for players is never picked: it is the hardware itself, for a player")
+    func playersPCM() {
+        let hints = Self.hints + [
+            ALSADevice(name: "keepalived:CARD=PCH,DEV=0", description: "HDA Intel PCH, ALC3246 Analog, Direct hardware device, released by keepalived"),
+            ALSADevice(name: "keepalived-plug:CARD=PCH,DEV=3", description: "HDA Intel PCH, HDMI 0, Hardware device with all software conversions, released by keepalived"),
+            ALSADevice(name: "keepalived", description: "Direct hardware device, released by keepalived"),
+        ]
+        for selection in OutputSelection.allCases {
+            #expect(!selection.pick(from: hints, allowExclusive: true).contains { $0.hasPrefix("keepalived") }, "\(selection)")
+        }
+    }
+
     @Test("--exclude: a card device by any description or hw/plughw/dmix name, a configured PCM by its own")
     func exclusions() throws {
         let usb = try OutputExclusion("USB*")

@@ -28,6 +28,8 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
     package static let exclusivePrefixes: Set<String> = [
         "hw", "plughw", "front", "rear", "center_lfe", "side", "surround21", "surround40", "surround41",
         "surround50", "surround51", "surround71", "hdmi", "iec958", "spdif", "dsnoop", "sysdefault",
+        // The package's PCM for players: the hardware itself, handed over by keepalived.
+        "keepalived", "keepalived-plug",
     ]
 
     /// The PCM names to open for this selection, in hint order.

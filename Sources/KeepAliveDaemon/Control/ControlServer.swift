@@ -248,6 +248,9 @@ final class ControlServer: @unchecked Sendable {
         }
         switch command {
         case .release(let request):
+            // keepalived itself opening a keepalived: PCM (named as an output): its playback
+            // thread waits in that open, which the main loop would join to release it.
+            guard client.pid != getpid() else { return ControlReply(ok: true, released: []) }
             return handlers.release(request, client.pid)
         case .status:
             return ControlReply(ok: true, pid: getpid(), status: handlers.status())
