@@ -262,6 +262,64 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }
 
+        @Test("PipeWire with allowed-rates: keepalived plays at the sink's rate of the moment and never moves it, before or after the user's track",
+              .enabled(if: PipeWireServer.isInstalled && PipeWireServer.hasPulseModule && PulseAudioServer.isInstalled
+                       && FileManager.default.isExecutableFile(atPath: ChildProcess.which("sox"))))
+        func pipeWireRateNotMoved() async throws {
+            let server = try PipeWireServer(allowedRates: [44100, 48000])
+            try await server.start()
+            try await server.startPulseServer()
+            defer { server.stop() }
+            try server.createSink("tv", properties: Self.tv.properties)
+            let environment = server.pulseEnvironment
+            /// The TV's fields in `pactl list short sinks`: index, name, driver, spec, state.
+            func fields() -> [Substring] {
+                let text = commandOutput("pactl", ["list", "short", "sinks"], environment: environment) ?? ""
+                for line in text.split(separator: "\n") {
+                    let fields = line.split(separator: "\t")
+                    if fields.count >= 5, fields[1] == "tv" { return fields }
+                }
+                return []
+            }
+            func state() -> String? { fields().count >= 5 ? String(fields()[4]) : nil }
+            /// "float32le 2ch 48000Hz" → 48000.
+            func rate() -> Int? {
+                let spec = fields().count >= 5 ? fields()[3] : ""
+                guard let last = spec.split(separator: " ").last, last.hasSuffix("Hz") else { return nil }
+                return Int(last.dropLast(2))
+            }
+            try await waitUntil("pipewire-pulse to list the TV", timeout: .seconds(5)) { rate() != nil }
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            func keepalived() throws -> ChildProcess {
+                try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--socket", socket],
+                                 environment: environment.merging(["KEEPALIVED_SOCKET": socket]) { $1 }, directory: server.directory, label: "keepalived")
+            }
+            // The idle graph's rate (48 kHz) stays: the embedded clip is 44.1 kHz, and played at
+            // its own rate it moved the idle sink to 44.1 kHz.
+            let idle = rate()
+            var daemon = try keepalived()
+            try await waitUntil("keepalived's stream in the TV", timeout: .seconds(5)) { server.streamPlaysIntoSink(application: "keepalived", sink: "tv") }
+            try await waitUntil("the TV running", timeout: .seconds(5)) { state() == "RUNNING" }
+            #expect(rate() == idle, "the sink ran at \(rate() ?? 0) Hz with keepalived, \(idle ?? 0) Hz before")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0)
+
+            // The user's 44.1 kHz track with keepalived stopped moves the sink to 44.1 kHz;
+            // keepalived started afterwards keeps it there.
+            let track = server.directory.appendingPathComponent("track44.wav").path
+            #expect(commandOutput("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", track, "synth", "1", "sine", "440", "vol", "0.1"]) != nil)
+            #expect(commandOutput("paplay", ["--device=tv", track], environment: environment, timeout: .seconds(10)) != nil)
+            try await waitUntil("the TV at 44.1 kHz after the track", timeout: .seconds(5)) { rate() == 44100 }
+            daemon = try keepalived()
+            try await waitUntil("keepalived's stream in the TV", timeout: .seconds(5)) { server.streamPlaysIntoSink(application: "keepalived", sink: "tv") }
+            try await waitUntil("the TV running", timeout: .seconds(5)) { state() == "RUNNING" }
+            #expect(rate() == 44100, "keepalived moved the sink to \(rate() ?? 0) Hz")
+            let outputs = Self.outputs(Self.status(socket, environment))
+            #expect(outputs["pulse:DEVICE=tv"]?["rate"] as? Int == 44100, "\(outputs)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
         @Test("PipeWire without its pulse server: status, devices and the log say why nothing is kept awake and what to do; once it starts, the sink is",
               .enabled(if: PipeWireServer.isInstalled && PipeWireServer.hasPulseModule && PulseAudioServer.isInstalled))
         func pipeWireWithoutPulse() async throws {

@@ -219,22 +219,25 @@ final class OutputScanner: Sendable {
             var kept: Set<String> = []
             defer { state.withLock { $0.watcher }?.keep(kept) }
             for device in configuration.devices where configuration.outputSettings[device]?.serverSink == nil {
-                if ServerDefaultOutput.followsDefaultSink(device) {
-                    // The default sink, followed by the server itself: nothing to move back.
-                    let sink = view.sinks.first { $0.name == view.defaultSink }
-                    var settings = SinkDefaults.settings(
-                        for: sink?.kind ?? .analog, rate: sink?.sampleRate, under: configuration.outputSettings[device], buffer: choice.sinkBuffer,
-                        ceiling: configuration.defaults.ceiling)
-                    settings.serverSink = ServerDefaultOutput.defaultSink
-                    configuration.outputSettings[device] = settings
+                let follows = ServerDefaultOutput.followsDefaultSink(device)
+                // The default sink is followed by the server itself: nothing to move back.
+                guard let sink = follows ? view.sinks.first(where: { $0.name == view.defaultSink }) : view.sink(forPCM: device) else {
+                    if follows {
+                        var settings = configuration.outputSettings[device] ?? OutputSettings()
+                        settings.serverSink = ServerDefaultOutput.defaultSink
+                        if settings.bufferDuration == nil { settings.bufferDuration = choice.sinkBuffer }
+                        configuration.outputSettings[device] = settings
+                    }
                     continue
                 }
-                guard let sink = view.sink(forPCM: device) else { continue }
-                kept.insert(sink.name)
+                if !follows { kept.insert(sink.name) }
                 var settings = SinkDefaults.settings(
                     for: sink.kind, rate: sink.sampleRate, under: configuration.outputSettings[device], buffer: choice.sinkBuffer, ceiling: configuration.defaults.ceiling)
-                // Played through a stream of keepalived's own, not the plug-in `device` names.
-                settings.serverSink = sink.name
+                // Played through a stream of keepalived's own, not the plug-in `device` names,
+                // at the sink's rate: coming back after another program's track, it then moves
+                // the sink to no rate of its own.
+                settings.serverSink = follows ? ServerDefaultOutput.defaultSink : sink.name
+                if settings.deviceFormat == nil { settings.deviceFormat = sink.sampleRate.map { DeviceFormat(rate: $0) } }
                 configuration.outputSettings[device] = settings
             }
         }

@@ -22,9 +22,18 @@ final class PipeWireServer: @unchecked Sendable {
         }
     }
 
-    init() throws {
+    /// `allowedRates`: PipeWire's `default.clock.allowed-rates` (a drop-in in this HOME's
+    /// `.config/pipewire/pipewire.conf.d`), so the graph runs at the streams' own rates.
+    init(allowedRates: [Int]? = nil) throws {
         directory = try TestPaths.makeTemporaryDirectory("pipewire")
         chmod(directory.path, 0o700)
+        if let allowedRates {
+            let dropIns = directory.appendingPathComponent(".config/pipewire/pipewire.conf.d")
+            try FileManager.default.createDirectory(at: dropIns, withIntermediateDirectories: true)
+            let rates = allowedRates.map(String.init).joined(separator: " ")
+            try "context.properties = { default.clock.allowed-rates = [ \(rates) ] }\n"
+                .write(to: dropIns.appendingPathComponent("rates.conf"), atomically: true, encoding: .utf8)
+        }
         let plugin = try Self.alsaPlugin()
         // Modeled on the package's /usr/share/alsa/alsa.conf.d/50-pipewire.conf, with its
         // defaults written out.
