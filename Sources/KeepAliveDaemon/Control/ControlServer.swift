@@ -70,7 +70,11 @@ final class ControlServer: @unchecked Sendable {
         if bound != 0 {
             opened = false
         } else if let playerGroup {
-            opened = chown(paths.socket, uid_t.max, playerGroup.id) == 0 && chmod(paths.socket, 0o660) == 0
+            // Made with the group already when it is the process's own (the system unit's
+            // Group=audio): a sandbox without chown (SystemCallFilter=~@privileged) needs none.
+            var info = stat()
+            let grouped = stat(paths.socket, &info) == 0 && info.st_gid == playerGroup.id
+            opened = (grouped || chown(paths.socket, uid_t.max, playerGroup.id) == 0) && chmod(paths.socket, 0o660) == 0
         } else {
             opened = chmod(paths.socket, 0o600) == 0
         }

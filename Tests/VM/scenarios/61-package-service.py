@@ -120,7 +120,7 @@ uid = int(uids[0]) if uids else 0
 # The package's sysusers.d entry made keepalived-audio a system user (below 1000), not root.
 entry = vt.run(["getent", "passwd", "keepalived-audio"]).stdout.split(":")
 expected = int(entry[2]) if len(entry) > 2 else -1
-vt.check("system-user", len(set(uids)) == 1 and uid == expected and 0 < uid < 1000 and "29" in groups,
+vt.check("system-user", len(set(uids)) == 1 and uid == expected and 0 < uid < 1000 and ("29" in groups or "29" in gids[:1]),
          f"Uid {uids}, Gid {gids}, Groups {groups} (audio is 29); getent: {':'.join(entry).strip()}")
 held = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
 vt.check("holds-the-pcm", PCM_NODE in held, f"open /dev nodes: {sorted(p for p in held if p.startswith('/dev/'))}")
