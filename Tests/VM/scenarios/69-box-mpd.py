@@ -1,0 +1,413 @@
+#!/usr/bin/python3
+# vm: devices=hda power_save=1 hda_wav=yes mode=systemd timeout=360
+"""A headless music box: Debian's own MPD (the host's mpd package, run by its packaged
+mpd.service as its system user `mpd`, group audio) plays bit-perfect through the package's ALSA
+plugin (`keepalived:CARD=Intel,DEV=0`) on the kernel's HDA driver (snd-hda-intel power_save=1),
+while the package's system service (keepalived-audio, installed with dpkg and enabled with
+`-d hw:CARD=Intel,DEV=0`) keeps the card awake between tracks. MPD's output asks for the file's
+own format (auto_resample, auto_format and auto_channels off, no mixer). Its music: a 44.1 kHz
+WAV and a 48 kHz FLAC, 16-bit stereo sweeps made by sox. One boot:
+
+- while each track plays: the card's hw_params are the file's rate in S16_LE, the substream's
+  owner is MPD, `mpc status` says playing, `keepalived status --json` lists MPD (pid, program)
+  in `loans`;
+- the 44.1 kHz track reached the codec sample for sample (the host finds the whole file as one
+  run in QEMU's WAV: 69-box-mpd.host.py);
+- after the 44.1 kHz track ends and after `mpc stop` in the 48 kHz one, keepalived holds the card
+  again within 1 s of MPD's close (takeback_ms=), in the last track's rate, with no loan left;
+  keepalived's close to MPD's open is release_ms=;
+- while MPD plays, `aplay -D keepalived:…` fails with "busy" as `aplay -D hw:…` does, MPD keeps
+  the card and its loan stays the only one;
+- MPD killed with SIGKILL mid-track: keepalived holds the card again within 1 s;
+- the codec never powered down while keepalived was running (power_off_acct unchanged);
+- keepalived stopped: MPD plays through `keepalived:` as through `hw:` (the file's rate, MPD the
+  owner);
+- every open MPD logged got `type=HW`: the plugin hands the player the card's own PCM; MPD's log
+  has no "busy".
+
+The hand-overs are timed by a thread that polls /proc/asound/…/sub0/status every 10 ms (the
+owner's thread → its process), each from the last poll that saw one holder to the first that saw
+the next (at most a poll longer than the real gap), and printed as `release_ms=` and
+`takeback_ms=` lines.
+
+The drivers are loaded by the rig's stage 2 before systemd starts and MPD is the host's (installed
+by `scripts/setup --test`); the boot order of a box (udev loading the driver while units start) is
+package-boot's and package-late-card's.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import threading
+import time
+
+import vmtest as vt
+
+card = int(os.environ.get("VM_CARD_HDA", "0"))
+UNIT = "keepalived-audio"
+K = "/usr/bin/keepalived"
+CONF = "/etc/keepalived-audio/keepalived-audio.conf"
+STATUS = f"/proc/asound/card{card}/pcm0p/sub0/status"
+MUSIC = "/var/lib/mpd/music"
+MPD_LOG = "/var/log/mpd/mpd.log"
+ROOT_ENV = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "KEEPALIVED_SOCKET")}
+# name -> (file, rate, seconds, sox's synth for the two channels: sweeps, so no run of frames
+# repeats, at -9 dBFS: far above keepalived's -1 LSB, far below clipping)
+TRACKS = {
+    "a44": ("box/a44.wav", 44100, 4, ["sine", "220-1760", "sine", "330-2640"]),
+    "b48": ("box/b48.flac", 48000, 5, ["sine", "440-3520", "sine", "550-110"]),
+}
+BOUND = 1.0  # s from MPD's close to keepalived's open
+
+
+def sh(*argv, timeout=60):
+    return vt.run(list(argv), timeout=timeout)
+
+
+def show(unit, prop):
+    return sh("systemctl", "show", "-p", prop, "--value", unit).stdout.strip()
+
+
+# -- who holds the card ----------------------------------------------------------------------------
+_tgids = {}
+
+
+def tgid(tid):
+    if tid not in _tgids:
+        m = re.search(r"^Tgid:\s*(\d+)", vt.read(f"/proc/{tid}/status", ""), re.M)
+        if not m:
+            return tid
+        _tgids[tid] = int(m.group(1))
+    return _tgids[tid]
+
+
+def holder():
+    """None when the substream is closed, "open" while it has no hw_params yet, else the process
+    (thread group) of the thread that opened it."""
+    text = vt.read(STATUS, "closed")
+    if text.strip() == "closed":
+        return None
+    m = re.search(r"owner_pid\s*:\s*(\d+)", text)
+    return tgid(int(m.group(1))) if m else "open"
+
+
+def rate():
+    return vt.hw_params(card).get("rate", "").split(" ")[0]
+
+
+def params():
+    hp = vt.hw_params(card)
+    return f"{hp.get('format')} {hp.get('rate', '').split(' ')[0]} Hz {hp.get('channels')} ch" if hp else "closed"
+
+
+class Timeline(threading.Thread):
+    """Who held the card when: [holder, first seen, last seen] spans, polled every 10 ms."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.spans = []
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            h, t = holder(), time.monotonic()
+            with self.lock:
+                if self.spans and self.spans[-1][0] == h:
+                    self.spans[-1][2] = t
+                else:
+                    self.spans.append([h, t, t])
+            time.sleep(0.01)
+
+    def handover(self, frm, to, after):
+        """(seconds, path) from the last poll that saw `frm` to the first that saw `to`, for the
+        first span of `to` that starts after `after` and follows a span of `frm`; None if none."""
+        with self.lock:
+            spans = [list(s) for s in self.spans]
+        for i, (h, t1, _) in enumerate(spans):
+            if h != to or t1 <= after:
+                continue
+            prev = [j for j in range(i) if spans[j][0] == frm]
+            if prev:
+                j = prev[-1]
+                path = " → ".join(f"{name(s[0])} {1000 * (s[2] - s[1]):.0f} ms" for s in spans[j + 1:i])
+                return t1 - spans[j][2], path or "directly"
+        return None
+
+
+names = {}
+
+
+def name(h):
+    return {None: "closed", "open": "opened"}.get(h) or names.get(h, f"pid {h}")
+
+
+# -- keepalived --------------------------------------------------------------------------------
+def status_json():
+    r = vt.run([K, "status", "--json"], timeout=15, env=ROOT_ENV)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return None
+
+
+def loans():
+    """The daemon's loans ([] when it lists none), or None when it does not answer."""
+    s = status_json()
+    return None if s is None else s.get("loans") or []
+
+
+# -- MPD -----------------------------------------------------------------------------------------
+def mpc(*args):
+    return sh("mpc", *args, timeout=30)
+
+
+def mpc_state():
+    r = mpc("status")
+    m = re.search(r"^\[(\w+)\]", r.stdout, re.M)
+    return m.group(1) if m else "stopped" if r.returncode == 0 else f"unknown (mpc status: exit {r.returncode}: {vt.one_line(r.stdout, 100)})"
+
+
+def mpd_pid():
+    p = show("mpd.service", "MainPID")
+    return int(p) if p.isdigit() and int(p) else None
+
+
+def busy_lines():
+    return [l for l in vt.read(MPD_LOG, "").splitlines() if "busy" in l.lower()]
+
+
+def start_mpd():
+    sh("systemctl", "reset-failed", "mpd.service")
+    r = sh("systemctl", "start", "mpd.service", timeout=120)
+    pid = mpd_pid()
+    if pid:
+        names[pid] = f"mpd {pid}"
+    w = vt.wait_until(lambda: mpc("status").returncode == 0, 30, 0.2)
+    return pid, r, w
+
+
+def play(track, repeat=False):
+    """Queues `track` alone and plays it (over and over with `repeat`); returns the time just
+    before `mpc play`. MPD answers no command while it drains its outputs at the end of the queue
+    (here most of a short track: `mpc status` took 3.5 s), so a track that must still be playing
+    when the scenario acts on it repeats."""
+    mpc("-q", "clear")
+    mpc("-q", "repeat", "on" if repeat else "off")
+    mpc("-q", "add", TRACKS[track][0])
+    t = time.monotonic()
+    mpc("-q", "play")
+    return t
+
+
+# ==== the box ========================================================================================
+card_id = vt.read(f"/proc/asound/card{card}/id", "").strip()
+vt.note(f"cards: {vt.one_line(vt.read('/proc/asound/cards', ''))}")
+HW = f"hw:CARD={card_id},DEV=0"
+PLUGIN_DEV = f"keepalived:CARD={card_id},DEV=0"
+p = vt.codec_power(card)
+if not vt.check("codec-power-counters", p is not None, f"/sys/class/sound/hwC{card}D0/power_*_acct: {p}"):
+    vt.finish()
+
+# -- the package: the daemon, its unit, the plugin and its configuration --------------------------
+vt.install_package(timeout=180)
+plugin = sh("sh", "-c", "dpkg -L keepalived-audio | grep -E 'libasound_module_pcm_keepalived.so$|alsa.conf.d/.*keepalived'").stdout.split()
+if not vt.check("plugin-installed", len(plugin) == 3 and all(os.path.exists(x) for x in plugin), " ".join(plugin) or "no plugin in the package"):
+    vt.finish()
+
+# -- the music: sweeps, so every run of frames is the file's alone ---------------------------------
+os.makedirs(f"{MUSIC}/box", exist_ok=True)
+for track, (path, r, secs, synth) in TRACKS.items():
+    res = sh("sox", "-R", "-D", "-n", "-r", str(r), "-b", "16", "-c", "2", "-e", "signed-integer",
+             f"{MUSIC}/{path}", "synth", str(secs), *synth, "gain", "-9")
+    if res.returncode != 0:
+        vt.fail("music", f"sox {path}: {vt.one_line(res.stdout)}")
+        vt.finish()
+sh("chown", "-R", "mpd:audio", MUSIC)
+vt.ok("music", ", ".join(f"{p} {r} Hz {s} s" for p, r, s, _ in TRACKS.values()))
+
+# -- MPD, configured as on a box ----------------------------------------------------------------
+with open("/etc/mpd.conf", "w") as f:
+    f.write(f'''music_directory "{MUSIC}"
+playlist_directory "/var/lib/mpd/playlists"
+db_file "/var/lib/mpd/tag_cache"
+log_file "{MPD_LOG}"
+log_level "verbose"
+user "mpd"
+bind_to_address "localhost"
+port "6600"
+audio_output {{
+    type "alsa"
+    name "box"
+    device "{PLUGIN_DEV}"
+    auto_resample "no"
+    auto_format "no"
+    auto_channels "no"
+    mixer_type "none"
+    buffer_time "2000000"
+}}
+''')
+# Installed, never enabled (Debian enables neither unit); masked for the rest of this boot so that
+# nothing but this scenario starts an MPD.
+sh("systemctl", "mask", "--runtime", "mpd.socket")
+sh("systemctl", "stop", "mpd.socket", "mpd.service")
+
+# -- keepalived's service, ring-looping on the card ---------------------------------------------------
+with open(CONF, "w") as f:
+    f.write(f'KEEPALIVED_OPTIONS="-d {HW}"\n')
+r = sh("systemctl", "enable", "--now", UNIT, timeout=90)
+w = vt.wait_until(lambda: show(UNIT, "StatusText") == f"playing on {HW}" and vt.pcm_state(card) == "RUNNING", 30)
+kpid = int(show(UNIT, "MainPID") or 0)
+names[kpid] = f"keepalived {kpid}"
+errors = [l for l in sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat").stdout.splitlines() if "error" in l]
+if not vt.check("keepalived-playing", w and holder() == kpid,
+                f"systemctl enable --now: exit {r.returncode}; {show(UNIT, 'StatusText')!r} after {w.seconds:.1f} s, "
+                f"card held by {name(holder())} in {params()}" + (f"; the journal: {errors[-1]}" if errors else "")):
+    vt.note(vt.one_line(sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat").stdout[-600:], 600))
+    vt.finish()
+time.sleep(0.3)  # the power-up accounting settles once the stream runs
+power0 = vt.codec_power(card)
+timeline = Timeline()
+timeline.start()
+
+pid, r, w = start_mpd()
+if not vt.check("mpd-running", pid and w, f"systemctl start mpd: exit {r.returncode}, MainPID {pid}, mpc answers after {w.seconds:.1f} s"):
+    vt.note(vt.one_line(sh("journalctl", "-u", "mpd", "--no-pager", "-o", "cat").stdout[-600:], 600))
+    vt.finish()
+proc = dict(l.split(":", 1) for l in vt.read(f"/proc/{pid}/status", "").splitlines() if ":" in l)
+uid = sh("id", "-u", "mpd").stdout.strip()
+vt.check("mpd-user", proc.get("Uid", "").split()[:1] == [uid] and "29" in proc.get("Groups", "").split() + proc.get("Gid", "").split()[:1],
+         f"Uid {proc.get('Uid', '').split()}, Gid {proc.get('Gid', '').split()}, Groups {proc.get('Groups', '').split()} (mpd is {uid}, audio 29)")
+r = mpc("-q", "update", "--wait")
+listed = mpc("listall").stdout.split()
+vt.check("mpd-database", sorted(listed) == sorted(t[0] for t in TRACKS.values()), f"mpc update: exit {r.returncode}; listall {listed}")
+
+
+def mpd_plays(track, pid, started, label):
+    """MPD holds the card in the track's own format, says it plays, got it from keepalived, and
+    keepalived lists the loan; returns the Wait for MPD's stream."""
+    want = str(TRACKS[track][1])
+    w = vt.wait_until(lambda: holder() == pid and rate() == want and vt.pcm_state(card) == "RUNNING", 15, 0.02)
+    seen = time.monotonic() - started
+    hp = vt.hw_params(card)
+    st = mpc_state()
+    vt.check(f"{label}-plays", w and st == "playing",
+             f"mpc {st}; card held by {name(holder())} {seen:.2f} s after `mpc play`: {params()} "
+             f"(buffer {hp.get('buffer_size')}, period {hp.get('period_size')})")
+    vt.check(f"{label}-own-format", hp.get("format") == "S16_LE" and rate() == want and hp.get("channels") == "2",
+             f"hw_params {params()}, the file {want} Hz S16_LE 2 ch")
+    h = timeline.handover(kpid, pid, started)
+    if h:
+        vt.note(f"release_ms={1000 * h[0]:.0f} {label}: keepalived's last poll to MPD's first ({h[1]})")
+    vt.check(f"{label}-released", h is not None and h[0] <= BOUND,
+             f"keepalived's close to MPD's open: {1000 * h[0]:.0f} ms ({h[1]})" if h else "no hand-over from keepalived to MPD seen")
+    # The loan's format comes from the card's hw_params once the player set them.
+    ls = vt.wait_until(lambda: (x := loans()) and x[0].get("state") == "playing" and x[0].get("rate") and x, 5).value or loans()
+    mine = [l for l in ls or [] if l.get("pid") == pid]
+    vt.check(f"{label}-loan", ls is not None and len(ls) == 1 and len(mine) == 1 and mine[0].get("program") == "mpd"
+             and mine[0].get("state") == "playing" and mine[0].get("card") == card and mine[0].get("device") == 0
+             and mine[0].get("rate") == int(want) and mine[0].get("format") == "S16_LE" and mine[0].get("channels") == 2,
+             f"loans {json.dumps(ls)}")
+    return w
+
+
+def taken_back(pid, label, rate_want, mpd_closed_after):
+    """After MPD closed the card: keepalived holds it again within BOUND, in rate_want, no loan."""
+    w = vt.wait_until(lambda: holder() == kpid and rate() != "", 15, 0.02)
+    h = timeline.handover(pid, kpid, mpd_closed_after)
+    if h:
+        vt.note(f"takeback_ms={1000 * h[0]:.0f} {label}: MPD's last poll to keepalived's first ({h[1]})")
+    vt.check(f"{label}-taken-back", w and h is not None and h[0] <= BOUND,
+             f"card held by {name(holder())}: MPD's close to keepalived's open {1000 * h[0]:.0f} ms ({h[1]})" if h
+             else f"card held by {name(holder())} after {w.seconds:.2f} s; no hand-over from MPD to keepalived seen")
+    vt.check(f"{label}-last-format", rate() == str(rate_want) and vt.hw_params(card).get("format") == "S16_LE",
+             f"keepalived plays {params()}; the last track was {rate_want} Hz S16_LE")
+    ls = loans()
+    vt.check(f"{label}-no-loan", ls == [], f"loans {json.dumps(ls)}")
+
+
+# -- 1. the 44.1 kHz track, to its end -----------------------------------------------------------------
+t = play("a44")
+mpd_plays("a44", pid, t, "a44")
+w = vt.wait_until(lambda: holder() != pid, TRACKS["a44"][2] + 15, 0.02)
+closed = time.monotonic() - t
+st = mpc_state()
+vt.check("a44-ends", w and st == "stopped", f"MPD closed the card {closed:.1f} s after `mpc play` (the file is {TRACKS['a44'][2]} s); mpc {st}")
+taken_back(pid, "a44-end", 44100, t)
+# For the host (69-box-mpd.host.py): the file whose samples the codec must have received.
+shutil.copy(f"{MUSIC}/{TRACKS['a44'][0]}", os.path.join(vt.IO, "box-a44.wav"))
+
+# -- 2. the 48 kHz track, stopped midway -----------------------------------------------------------------
+t = play("b48", repeat=True)
+mpd_plays("b48", pid, t, "b48")
+before_stop = mpc_state()
+t_stop = time.monotonic()
+mpc("-q", "stop")
+vt.check("b48-stopped-midway", before_stop == "playing", f"mpc {before_stop} when `mpc stop` ran {t_stop - t:.1f} s after `mpc play` (the track repeats)")
+taken_back(pid, "b48-stop", 48000, t_stop - 0.001)
+
+# -- 3. a second player while MPD plays, then MPD killed --------------------------------------------------
+t = play("a44", repeat=True)
+if mpd_plays("a44", pid, t, "again"):
+    aplays = {}
+    for dev in (HW, PLUGIN_DEV):
+        t0 = time.monotonic()
+        r = sh("aplay", "-q", "-D", dev, f"{MUSIC}/{TRACKS['a44'][0]}", timeout=30)
+        aplays[dev] = (r.returncode, vt.one_line(r.stdout, 160), time.monotonic() - t0)
+    still = holder() == pid
+    for dev, (rc, out, secs) in aplays.items():
+        vt.check(f"second-player-busy-{dev.split(':')[0]}", rc != 0 and "busy" in out.lower() and still,
+                 f"aplay -D {dev}: exit {rc} after {secs:.2f} s: {out}; card still MPD's: {still}")
+    ls = loans()
+    vt.check("second-player-no-loan", ls is not None and [l.get("pid") for l in ls] == [pid],
+             f"after the second player's release request: loans {json.dumps(ls)}")
+    if holder() == pid and vt.pcm_state(card) == "RUNNING":
+        t_kill = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        vt.note(f"killed MPD {pid} with SIGKILL {t_kill - t:.1f} s into the track")
+        taken_back(pid, "kill", 44100, t_kill - 0.001)
+    else:
+        vt.fail("kill", f"the track ended before MPD could be killed mid-track ({time.monotonic() - t:.1f} s after `mpc play`; "
+                f"mpc {mpc_state()}, card {name(holder())})")
+vt.wait_until(lambda: mpd_pid() is None, 10)
+
+# -- the codec over all of it ---------------------------------------------------------------------------
+power1 = vt.codec_power(card)
+vt.check("codec-never-slept", power1[1] == power0[1],
+         f"power_off_acct {power0[1]} -> {power1[1]} ms, power_on_acct {power0[0]} -> {power1[0]} ms over "
+         f"{(power1[0] - power0[0]) / 1000:.0f} s of MPD and keepalived")
+
+# -- 4. no keepalived: the plugin is only a hw: ------------------------------------------------------------
+sh("systemctl", "stop", UNIT, timeout=60)
+w = vt.wait_until(lambda: holder() is None, 15)
+vt.check("keepalived-stopped", w and show(UNIT, "ActiveState") == "inactive",
+         f"{UNIT} {show(UNIT, 'ActiveState')}, card {name(holder())} {w.seconds:.2f} s after stop")
+kpid = None
+pid, r, w = start_mpd()
+vt.check("mpd-restarted", pid and w, f"MainPID {pid}, mpc answers after {w.seconds:.1f} s")
+t = play("b48", repeat=True)
+w = vt.wait_until(lambda: holder() == pid and rate() == "48000" and vt.pcm_state(card) == "RUNNING", 15, 0.02)
+seen = time.monotonic() - t
+st = mpc_state()
+vt.check("without-keepalived-plays", w and st == "playing" and vt.hw_params(card).get("format") == "S16_LE",
+         f"through {PLUGIN_DEV} with no daemon: card held by {name(holder())} {seen:.2f} s after `mpc play`, {params()}, mpc {st}")
+mpc("-q", "stop")
+w = vt.wait_until(lambda: holder() is None, 10, 0.02)
+vt.check("without-keepalived-closes", w, f"card {name(holder())} {w.seconds:.2f} s after `mpc stop`")
+sh("systemctl", "stop", "mpd.service", timeout=60)
+
+# -- MPD's own view ------------------------------------------------------------------------------------------
+# What MPD got from the plugin is the card's own PCM (snd_pcm_type HW), as from `hw:`: nothing in between.
+opened = [l.split("alsa_output: ", 1)[1].strip() for l in vt.read(MPD_LOG, "").splitlines() if "alsa_output: opened" in l]
+vt.check("mpd-got-hw", len(opened) >= 4 and all(l.endswith("type=HW") for l in opened),
+         f"{len(opened)} opens of {PLUGIN_DEV} in {MPD_LOG}: {sorted(set(opened))}")
+busy = busy_lines()
+vt.check("mpd-log-no-busy", not busy, f"{MPD_LOG}: {len(vt.read(MPD_LOG, '').splitlines())} lines, "
+         + (vt.one_line(' | '.join(busy), 300) if busy else "none says busy"))
+vt.note("mpd.log: " + vt.one_line(" | ".join(l for l in vt.read(MPD_LOG, "").splitlines() if "alsa" in l.lower() or "output" in l.lower())[-1200:], 1200))
+timeline.done.set()
+with timeline.lock:
+    vt.note("card: " + ", ".join(f"{name(s[0])} {s[2] - s[1]:.2f} s" for s in timeline.spans)[-1500:])
+vt.finish()
