@@ -62,6 +62,8 @@ static struct {
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static int loaded;
+/// libpulse 5.0 and later; optional: without it the loop's thread keeps libpulse's name.
+static void (*set_mainloop_name)(pa_threaded_mainloop *, const char *);
 
 const char *cpulse_load(void) {
     const char *failure = NULL;
@@ -77,6 +79,7 @@ const char *cpulse_load(void) {
             CPULSE_FUNCTIONS(CPULSE_RESOLVE)
 #undef CPULSE_RESOLVE
             loaded = failure == NULL;
+            if (loaded) set_mainloop_name = (void (*)(pa_threaded_mainloop *, const char *))dlsym(library, "pa_threaded_mainloop_set_name");
         }
     }
     pthread_mutex_unlock(&load_lock);
@@ -98,6 +101,10 @@ cpulse_mainloop *cpulse_mainloop_new(void) {
     }
     result->api = fn.pa_threaded_mainloop_get_api(result->loop);
     return result;
+}
+
+void cpulse_mainloop_set_name(cpulse_mainloop *loop, const char *name) {
+    if (set_mainloop_name) set_mainloop_name(loop->loop, name);
 }
 
 int cpulse_mainloop_start(cpulse_mainloop *loop) { return fn.pa_threaded_mainloop_start(loop->loop); }
@@ -159,7 +166,7 @@ typedef struct query query;
 struct cpulse_context {
     pa_context *context;
     void (*state)(void *);
-    void (*changed)(void *);
+    void (*changed)(void *, unsigned);
     void *userdata;
     /// Queries not answered yet: a connection that fails cancels them without a callback, so
     /// they are freed with the context.
@@ -173,13 +180,21 @@ static void context_state(pa_context *context, void *userdata) {
 }
 
 static void context_event(pa_context *context, pa_subscription_event_type_t type, uint32_t index, void *userdata) {
-    (void)context, (void)type, (void)index;
+    (void)context, (void)index;
     cpulse_context *wrapper = userdata;
-    wrapper->changed(wrapper->userdata);
+    unsigned facility = 0;
+    switch (type & PA_SUBSCRIPTION_EVENT_FACILITY_MASK) {
+    case PA_SUBSCRIPTION_EVENT_SINK: facility = CPULSE_WATCH_SINKS; break;
+    case PA_SUBSCRIPTION_EVENT_SINK_INPUT: facility = CPULSE_WATCH_SINK_INPUTS; break;
+    case PA_SUBSCRIPTION_EVENT_SERVER: facility = CPULSE_WATCH_SERVER; break;
+    case PA_SUBSCRIPTION_EVENT_CARD: facility = CPULSE_WATCH_CARDS; break;
+    default: break;
+    }
+    wrapper->changed(wrapper->userdata, facility);
 }
 
-cpulse_context *cpulse_context_new(cpulse_mainloop *loop, const char *name, void (*state)(void *), void (*changed)(void *),
-                                   void *userdata) {
+cpulse_context *cpulse_context_new(cpulse_mainloop *loop, const char *name, void (*state)(void *),
+                                   void (*changed)(void *, unsigned), void *userdata) {
     cpulse_context *wrapper = calloc(1, sizeof *wrapper);
     if (!wrapper) return NULL;
     wrapper->context = fn.pa_context_new(loop->api, name);
@@ -269,12 +284,18 @@ static void query_free(query *q) {
 }
 
 /// Ends a query: frees it, then tells the caller (with NULL), who may send its next query from
-/// there.
+/// there; a forgotten query's caller hears nothing.
 static void query_end(query *q) {
     void (*each)(void *, const void *) = q->each;
     void *data = q->userdata;
     query_free(q);
-    each(data, NULL);
+    if (each) each(data, NULL);
+}
+
+void cpulse_context_forget(cpulse_context *context, void *userdata) {
+    for (query *q = context->pending; q; q = q->next) {
+        if (q->userdata == userdata) q->each = NULL;
+    }
 }
 
 static cpulse_sink_input sink_input_entry(const pa_sink_input_info *info) {
@@ -333,6 +354,7 @@ static cpulse_card card_entry(const pa_card_info *info) {
             query_end(q);                                                                       \
             return;                                                                             \
         }                                                                                       \
+        if (!q->each) return;                                                                   \
         entry_type entry = convert(info);                                                       \
         q->each(q->userdata, &entry);                                                           \
     }
@@ -349,7 +371,7 @@ static void server_listed(pa_context *context, const pa_server_info *info, void 
     // One entry, also when the server did not answer: the caller starts its listing afresh there.
     cpulse_server server = {0};
     if (info) server = (cpulse_server){.name = info->server_name, .version = info->server_version, .default_sink = info->default_sink_name};
-    q->each(q->userdata, &server);
+    if (q->each) q->each(q->userdata, &server);
     query_end(q);
 }
 

@@ -4,10 +4,12 @@
 // libpulse: a headless box needs no libpulse0 (the package's dependencies come from what the
 // binary links), and a daemon that talks to no sound server does not map it (its private memory
 // is a measured feature). The .c file holds the dlsym table and thin wrappers with plain types;
-// every decision is made in Swift (ServerSinkPCM, PulseConnection, SinkWatcher, LingerWatcher).
+// every decision is made in Swift (SoundServerConnection, ServerSinkPCM, PulseConnection,
+// SinkWatcher, LingerWatcher). A process makes one main loop and one context at a time
+// (SoundServerConnection), shared by every sink's stream and every watcher.
 //
-// Every function but cpulse_load and cpulse_mainloop_new/start/stop/free/lock/unlock must run
-// with the main loop locked, or on its own thread (inside a callback).
+// Every function but cpulse_load and cpulse_mainloop_new/set_name/start/stop/free/lock/unlock
+// must run with the main loop locked, or on its own thread (inside a callback).
 #ifndef CPULSE_H
 #define CPULSE_H
 
@@ -28,6 +30,9 @@ typedef struct cpulse_timer cpulse_timer;
 
 /// A pa_threaded_mainloop: one thread, blocked in poll while nothing happens.
 cpulse_mainloop *cpulse_mainloop_new(void);
+/// Names its thread (15 bytes kept); call before cpulse_mainloop_start. A libpulse older than 5.0
+/// keeps its own name, "threaded-ml".
+void cpulse_mainloop_set_name(cpulse_mainloop *loop, const char *name);
 /// Starts its thread. Returns 0, or a negative value.
 int cpulse_mainloop_start(cpulse_mainloop *loop);
 /// Stops and joins its thread; call unlocked, never from the thread itself.
@@ -53,9 +58,10 @@ enum {
 };
 
 /// A client connection, with its callbacks set: `state` on every state change, `changed` on every
-/// subscribed event. NULL if libpulse refuses.
-cpulse_context *cpulse_context_new(cpulse_mainloop *loop, const char *name,
-                                   void (*state)(void *userdata), void (*changed)(void *userdata), void *userdata);
+/// subscribed event, with the facility it is about (one CPULSE_WATCH_* bit, 0 for another
+/// facility). NULL if libpulse refuses.
+cpulse_context *cpulse_context_new(cpulse_mainloop *loop, const char *name, void (*state)(void *userdata),
+                                   void (*changed)(void *userdata, unsigned facility), void *userdata);
 /// Connects to the default server (PULSE_SERVER, the user's runtime directory), never spawning
 /// one. Returns 0, or a negative value (then cpulse_context_error tells why).
 int cpulse_context_connect(cpulse_context *context);
@@ -70,8 +76,12 @@ enum {
     CPULSE_WATCH_CARDS = 8,
 };
 
-/// Subscribes to the events of `facilities` (CPULSE_WATCH_* or'ed), delivered through `changed`.
+/// Subscribes to the events of `facilities` (CPULSE_WATCH_* or'ed), delivered through `changed`;
+/// replaces the previous subscription.
 void cpulse_context_subscribe(cpulse_context *context, unsigned facilities);
+/// The queries sent with `userdata` (cpulse_list) that are not answered yet end without calling
+/// back: for a user of a shared context that goes away while the context stays.
+void cpulse_context_forget(cpulse_context *context, void *userdata);
 /// Disconnects and frees; no callback runs afterwards.
 void cpulse_context_release(cpulse_context *context);
 

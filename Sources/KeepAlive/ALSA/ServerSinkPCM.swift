@@ -24,15 +24,17 @@ import Glibc
 /// }
 /// ```
 ///
+/// Every such PCM in the process plays on the one ``SoundServerConnection``: its stream is all a
+/// sink adds, not a libpulse thread or a connection of its own.
+///
 /// Concurrency: ALSA calls the callbacks on the thread that uses the PCM; each takes the main
 /// loop's lock. libpulse calls its own on the main loop's thread, with the lock held.
 final class ServerSinkPCM {
-    private let loop: OpaquePointer
+    private let connection: SoundServerConnection
     private let sink: String
     /// Readable while the stream can take a period, or has failed: what a poll on the PCM sees.
     private let wakeup: Int32
     private var readable = false
-    private var context: OpaquePointer?
     private var stream: OpaquePointer?
     private var io: UnsafeMutablePointer<snd_pcm_ioplug_t>?
     private var position = ServerStreamPosition(bufferFrames: 2)
@@ -58,17 +60,21 @@ final class ServerSinkPCM {
     ///
     /// - Throws: ``ALSAError`` `ECONNREFUSED` when no server answers.
     static func open(sink: String) throws(ALSAError) -> OpaquePointer? {
-        guard cpulse_load() == nil, let loop = cpulse_mainloop_new() else { return nil }
-        let wakeup = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard wakeup >= 0 else {
-            cpulse_mainloop_free(loop)
-            throw ALSAError(code: -errno, operation: "open")
-        }
-        let pcm = ServerSinkPCM(loop: loop, sink: sink, wakeup: wakeup)
-        guard cpulse_mainloop_start(loop) >= 0 else {
-            pcm.shutDown()
+        let connection: SoundServerConnection
+        do {
+            connection = try SoundServerConnection.acquire()
+        } catch .libraryMissing {
+            return nil
+        } catch {
             throw ALSAError(code: -EAGAIN, operation: "open")
         }
+        let wakeup = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wakeup >= 0 else {
+            let code = -errno
+            connection.release()
+            throw ALSAError(code: code, operation: "open")
+        }
+        let pcm = ServerSinkPCM(connection: connection, sink: sink, wakeup: wakeup)
         do {
             try pcm.connect()
             return try pcm.makePCM()
@@ -78,8 +84,8 @@ final class ServerSinkPCM {
         }
     }
 
-    private init(loop: OpaquePointer, sink: String, wakeup: Int32) {
-        self.loop = loop
+    private init(connection: SoundServerConnection, sink: String, wakeup: Int32) {
+        self.connection = connection
         self.sink = sink
         self.wakeup = wakeup
     }
@@ -94,13 +100,14 @@ final class ServerSinkPCM {
         from(io!.pointee.private_data)
     }
 
+    /// The process's connection, ready: made now if it is not there or was lost, without
+    /// waiting for a watcher's backoff.
     private func connect() throws(ALSAError) {
-        cpulse_mainloop_lock(loop)
-        defer { cpulse_mainloop_unlock(loop) }
-        context = cpulse_context_new(loop, "keepalived", { ServerSinkPCM.from($0).changed() }, { _ in }, userdata)
-        guard let context, cpulse_context_connect(context) >= 0 else { throw ALSAError(code: -ECONNREFUSED, operation: "open") }
-        while Int(cpulse_context_state(context)) == Int(CPULSE_CONNECTING) { cpulse_mainloop_wait(loop) }
-        guard Int(cpulse_context_state(context)) == Int(CPULSE_READY) else { throw ALSAError(code: -ECONNREFUSED, operation: "open") }
+        connection.lock()
+        defer { connection.unlock() }
+        connection.connectIfNeeded()
+        while connection.isConnecting { connection.wait() }
+        guard connection.isReady else { throw ALSAError(code: -ECONNREFUSED, operation: "open") }
     }
 
     private func makePCM() throws(ALSAError) -> OpaquePointer {
@@ -148,29 +155,26 @@ final class ServerSinkPCM {
 
     private var isShutDown = false
 
-    /// Lets go of the server and the main loop; the last thing the PCM does. Once only: a PCM
-    /// closed while it was being made comes here from its close callback first.
+    /// Lets go of its stream and of the connection (the last PCM or watcher to let go of it
+    /// stops its thread); the last thing the PCM does. Once only: a PCM closed while it was
+    /// being made comes here from its close callback first.
     private func shutDown() {
         guard !isShutDown else { return }
         isShutDown = true
-        cpulse_mainloop_lock(loop)
+        connection.lock()
         releaseStream()
-        cpulse_mainloop_unlock(loop)
-        cpulse_mainloop_stop(loop)
-        if let context { cpulse_context_release(context) }
-        context = nil
-        cpulse_mainloop_free(loop)
+        connection.unlock()
+        connection.release()
         Glibc.close(wakeup)
     }
 
     // MARK: - On the main loop's thread
 
-    /// The connection or the stream changed state: a waiting open or prepare looks again, and a
-    /// failure wakes whoever polls the PCM.
+    /// The stream changed state: a waiting prepare looks again, and a failure wakes whoever
+    /// polls the PCM. A lost connection fails its streams, so it comes here too.
     private func changed() {
-        if let context, Int(cpulse_context_state(context)) >= Int(CPULSE_FAILED) { setReadable(true) }
         if let stream, Int(cpulse_stream_state(stream)) >= Int(CPULSE_FAILED) { setReadable(true) }
-        cpulse_mainloop_signal(loop)
+        connection.signal()
     }
 
     private func requested() {
@@ -196,7 +200,7 @@ final class ServerSinkPCM {
 
     /// 0 while the connection and the stream are ready, else the error the plug-in reports.
     private func check() -> Int32 {
-        guard let context, Int(cpulse_context_state(context)) == Int(CPULSE_READY) else { return -EIO }
+        guard connection.isReady else { return -EIO }
         guard let stream else { return -EBADFD }
         return Int(cpulse_stream_state(stream)) == Int(CPULSE_READY) ? 0 : -EIO
     }
@@ -230,8 +234,8 @@ final class ServerSinkPCM {
     // MARK: - ALSA's callbacks, on the thread that uses the PCM
 
     private func locked<T>(_ body: () -> T) -> T {
-        cpulse_mainloop_lock(loop)
-        defer { cpulse_mainloop_unlock(loop) }
+        connection.lock()
+        defer { connection.unlock() }
         return body()
     }
 
@@ -263,7 +267,7 @@ final class ServerSinkPCM {
             releaseStream()
             underrun = false
             written = 0
-            guard let context, Int(cpulse_context_state(context)) == Int(CPULSE_READY) else { return -EIO }
+            guard connection.isReady, let context = connection.context else { return -EIO }
             guard let stream = cpulse_stream_new(
                 context, "keep-alive", format, io.rate, UInt8(io.channels),
                 { ServerSinkPCM.from($0).changed() }, { ServerSinkPCM.from($0).requested() },
@@ -279,8 +283,8 @@ final class ServerSinkPCM {
                 releaseStream()
                 return -EIO
             }
-            while Int(cpulse_stream_state(stream)) == Int(CPULSE_CONNECTING), Int(cpulse_context_state(context)) == Int(CPULSE_READY) {
-                cpulse_mainloop_wait(loop)
+            while Int(cpulse_stream_state(stream)) == Int(CPULSE_CONNECTING), connection.isReady {
+                connection.wait()
             }
             guard check() == 0 else {
                 releaseStream()

@@ -13,10 +13,12 @@ import Glibc
 /// streams and carries the actions out. Outputs a selection adds or drops while running are
 /// followed with ``follow(_:)``, each new one with a whole window.
 ///
-/// Everything runs on libpulse's threaded main loop: one thread blocked in poll while nothing
-/// changes, so an idle daemon gets no wakeup from it. It calls the manager directly: its pause
-/// and resume are thread-safe and return once the output is closed or reopening. When the server
-/// goes away the outputs play (fail safe) and the watcher reconnects with backoff.
+/// Everything runs on the process's one libpulse connection and main loop
+/// (``SoundServerConnection``, shared with the sinks' streams and the sink watcher): one thread
+/// blocked in poll while nothing changes, so an idle daemon gets no wakeup from it. The
+/// manager's pause and resume are carried out in order off that thread (``SerialCalls``): they
+/// join the output's playback thread, whose sink stream needs the loop's lock to close. When the
+/// server goes away the outputs play (fail safe) and the watcher reconnects with backoff.
 ///
 /// ```swift
 /// let watcher = try LingerWatcher(duration: .seconds(600), outputs: ["pulse"], manager: manager, logger: logger)
@@ -32,7 +34,6 @@ final class LingerWatcher: @unchecked Sendable {
     // Touched only on the main loop's thread, or with its lock held.
     private let connection: PulseConnection
     private var loop: OpaquePointer { connection.loop }
-    private var context: OpaquePointer? { connection.context }
     private var lingerTimer: OpaquePointer?
     /// One per output, by PCM name, and the deadline each asked for.
     private var machines: [String: LingerStateMachine] = [:]
@@ -47,14 +48,19 @@ final class LingerWatcher: @unchecked Sendable {
 
     /// The outputs followed and what `status` shows of each, updated after every decision.
     private let published: Mutex<(outputs: [String], status: [String: LingerStatus])>
+    /// The manager's pauses and resumes, in the order decided, off the main loop's thread.
+    private let managerCalls: SerialCalls
 
     /// Loads libpulse. Throws its loader's message when it cannot.
     init(duration: Duration, outputs: [String], manager: KeepAliveManager, logger: Logger) throws(PulseConnection.LibraryMissing) {
-        connection = try PulseConnection(name: "keepalived --linger", facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_SINK_INPUTS | CPULSE_WATCH_SERVER,
+        connection = try PulseConnection(facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_SINK_INPUTS | CPULSE_WATCH_SERVER,
                                          firstRetry: .milliseconds(500))
         self.duration = duration
         self.manager = manager
         self.logger = logger
+        managerCalls = SerialCalls(threadName: "keepalive-lngr") { error in
+            logger.error("--linger: \(error); pausing and resuming outputs waits for the next decision")
+        }
         for output in outputs { machines[output] = LingerStateMachine(duration: duration) }
         published = Mutex((outputs, Dictionary(uniqueKeysWithValues: outputs.map { ($0, LingerStatus(seconds: duration.seconds)) })))
         connection.onReady = { [unowned self] in
@@ -66,7 +72,8 @@ final class LingerWatcher: @unchecked Sendable {
         connection.onLost = { [unowned self] error in connectionLost(error) }
     }
 
-    /// Starts the window (the outputs play for DURATION from now) and the main loop's thread.
+    /// Starts the window (the outputs play for DURATION from now) and joins the process's
+    /// connection to the server.
     func start() {
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         let running = connection.start {
@@ -81,13 +88,15 @@ final class LingerWatcher: @unchecked Sendable {
         }
     }
 
-    /// Stops the thread and lets go of the server; the outputs stay as they are (the manager
-    /// stops them next).
+    /// Leaves the connection to the server once every pause and resume decided was carried
+    /// out; the outputs stay as they are (the manager stops them next).
     func stop() {
         connection.stop {
             if let lingerTimer { cpulse_timer_free(loop, lingerTimer) }
             lingerTimer = nil
         }
+        // Unlocked: a pause under way waits for a sink stream's close, which takes the lock.
+        managerCalls.waitUntilDone()
     }
 
     /// The outputs it lingers now.
@@ -99,13 +108,15 @@ final class LingerWatcher: @unchecked Sendable {
     /// Lingers exactly `outputs` from now on: a new one starts with a whole window (as at
     /// start), one no longer named is let go of (resumed, should linger have paused it).
     func follow(_ outputs: [String]) {
-        connection.lock()
-        defer { connection.unlock() }
+        connection.withLock { follow(locked: outputs) }
+    }
+
+    private func follow(locked outputs: [String]) {
         let now = ContinuousClock.now
         for output in machines.keys where !outputs.contains(output) {
             machines.removeValue(forKey: output)
             deadlines.removeValue(forKey: output)
-            manager.resume(.linger, output: output)
+            managerCalls.enqueue { [manager] in manager.resume(.linger, output: output) }
         }
         published.withLock { published in
             published.outputs = outputs
@@ -233,20 +244,20 @@ final class LingerWatcher: @unchecked Sendable {
             break
         case .pause:
             logger.notice("nothing else played on sink \(sink) for \(Self.describe(duration)): letting it sleep (--linger)", metadata: ["device": "\(output)"])
-            manager.pause(.linger, output: output)
+            managerCalls.enqueue { [manager] in manager.pause(.linger, output: output) }
         case .resume:
             if reason.isEmpty {
                 logger.notice("another stream plays on sink \(sink): keeping it awake (--linger)", metadata: ["device": "\(output)"])
             } else {
                 logger.notice("\(reason): keeping \(output) awake (--linger)")
             }
-            manager.resume(.linger, output: output)
+            managerCalls.enqueue { [manager] in manager.resume(.linger, output: output) }
         case .armTimer(let deadline):
             deadlines[output] = deadline
         case .cancelTimer:
             deadlines.removeValue(forKey: output)
         }
-        let connected = context != nil && machine.isConnected
+        let connected = connection.isStarted && machine.isConnected
         let status = LingerStatus(seconds: duration.seconds, sink: machine.sink.flatMap { sinkNames[$0] }, othersPlaying: machine.othersPlaying,
                                   connected: connected, paused: machine.isPaused, deadline: machine.deadline)
         published.withLock { if $0.outputs.contains(output) { $0.status[output] = status } }
@@ -271,11 +282,4 @@ struct LingerStatus: Sendable {
     var connected = false
     var paused = false
     var deadline: ContinuousClock.Instant?
-}
-
-extension Duration {
-    var microseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        return UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds / 1_000_000_000_000))
-    }
 }

@@ -1,31 +1,29 @@
 import CPulse
+import KeepAlive
 import Logging
 
-/// One connection to the sound server through libpulse, on its own threaded main loop, that
-/// comes back by itself: a lost or refused connection is retried with backoff (250 ms doubling
-/// to 10 s), and the owner's ``queries`` are listed once the server answers and again after
-/// every event of the watched facilities. What to list and what to make of it is the owner's
-/// (``SinkWatcher``, ``LingerWatcher``).
+/// A watcher's use of the process's one connection to the sound server
+/// (``SoundServerConnection``, shared with the sinks' streams and the other watcher): its
+/// subscription, its listings and what it hears of losses. A lost or refused connection is
+/// retried with backoff (``firstRetry`` doubling to 10 s, the shortest of the watchers'), and the
+/// owner's ``queries`` are listed once the server answers and again after every event of the
+/// watched facilities. What to list and what to make of it is the owner's (``SinkWatcher``,
+/// ``LingerWatcher``).
 ///
-/// Everything but ``start()`` and ``stop()`` runs on the main loop's thread (inside a callback)
-/// or with ``lock()`` held.
+/// Everything but ``start(before:)`` and ``stop(after:)`` runs on the main loop's thread (inside
+/// a callback) or with the main loop locked (``withLock(_:)``).
 ///
 /// ```swift
-/// let connection = try PulseConnection(name: "keepalived", facilities: CPULSE_WATCH_SINKS, firstRetry: .milliseconds(250))
+/// let connection = try PulseConnection(facilities: CPULSE_WATCH_SINKS, firstRetry: .milliseconds(250))
 /// var names: [String] = []
 /// connection.queries = [.server { _ in names = [] }, .sinks { sink in names.append(String(cString: sink.name)) }]
 /// connection.onListed = { print(names) }
 /// connection.onLost = { error in print("lost: \(error)") }
-/// connection.start()
+/// _ = connection.start()
 /// ```
-final class PulseConnection {
-    let loop: OpaquePointer
-    /// The connection now; nil between a loss and the next attempt.
-    private(set) var context: OpaquePointer?
-    let name: String
+final class PulseConnection: SoundServerUser {
     let facilities: UInt32
     let firstRetry: Duration
-    static let longestRetry: Duration = .seconds(10)
 
     /// Runs once the server answers (after every reconnection), subscribed already; the first
     /// listing follows.
@@ -38,27 +36,19 @@ final class PulseConnection {
     /// Runs once per loss, with libpulse's words; a retry is scheduled after it.
     var onLost: ((String) -> Void)?
 
-    private var reconnectTimer: OpaquePointer?
-    private var retryDelay: Duration
-    /// The context whose loss was handled: libpulse may report a failed connect both ways.
-    private var lostContext: OpaquePointer?
+    /// The process's connection, between ``start(before:)`` and ``stop(after:)``.
+    private var shared: SoundServerConnection?
     private var listing = false
     private var listAgain = false
     /// The query of ``queries`` the running listing waits for.
     private var step = 0
 
-    /// Loads libpulse and makes the main loop. Throws its loader's message when it cannot.
-    init(name: String, facilities: Int, firstRetry: Duration) throws(LibraryMissing) {
+    /// Loads libpulse. Throws its loader's message when it cannot.
+    init(facilities: Int, firstRetry: Duration) throws(LibraryMissing) {
         if let failure = cpulse_load() { throw LibraryMissing(message: String(cString: failure)) }
-        guard let loop = cpulse_mainloop_new() else { throw LibraryMissing(message: "pa_threaded_mainloop_new failed") }
-        self.loop = loop
-        self.name = name
         self.facilities = UInt32(facilities)
         self.firstRetry = firstRetry
-        retryDelay = firstRetry
     }
-
-    deinit { cpulse_mainloop_free(loop) }
 
     /// libpulse is not there (a headless box needs no libpulse0).
     struct LibraryMissing: Error, CustomStringConvertible {
@@ -66,51 +56,71 @@ final class PulseConnection {
         var description: String { "cannot load libpulse.so.0 (\(message))" }
     }
 
-    func lock() { cpulse_mainloop_lock(loop) }
-    func unlock() { cpulse_mainloop_unlock(loop) }
-
-    /// Connects and starts the main loop's thread; false when the thread cannot start. `before`
-    /// runs first on the locked loop (a timer of the owner's).
-    func start(before: () -> Void = {}) -> Bool {
-        let userdata = Unmanaged.passUnretained(self).toOpaque()
-        lock()
-        reconnectTimer = cpulse_timer_new(loop, { PulseConnection.from($0).connect() }, userdata)
-        before()
-        connect()
-        unlock()
-        return cpulse_mainloop_start(loop) >= 0
+    /// The shared main loop, for the owner's timers: between ``start(before:)`` and
+    /// ``stop(after:)`` only.
+    var loop: OpaquePointer {
+        guard let shared else { preconditionFailure("PulseConnection.loop used outside start and stop") }
+        return shared.loop
     }
 
-    /// Stops the thread and lets go of the server; no callback runs afterwards. `after` runs
-    /// once the thread is gone (to free the owner's timers).
+    /// Runs `body` with the main loop locked; without a lock before ``start(before:)`` and after
+    /// ``stop(after:)``, when nothing else runs the owner's code (its calls to start, stop and
+    /// this come one at a time).
+    func withLock<T>(_ body: () -> T) -> T {
+        guard let shared else { return body() }
+        shared.lock()
+        defer { shared.unlock() }
+        return body()
+    }
+
+    /// Joins the process's connection (starting its thread, and connecting, if it is the first
+    /// to need it); false when the thread cannot start. `before` runs first on the locked loop
+    /// (a timer of the owner's).
+    func start(before: () -> Void = {}) -> Bool {
+        guard shared == nil else { return true }
+        guard let connection = try? SoundServerConnection.acquire() else { return false }
+        shared = connection
+        connection.lock()
+        before()
+        connection.add(self)
+        connection.unlock()
+        return true
+    }
+
+    /// Leaves the connection: no callback runs afterwards (its queries under way are
+    /// forgotten). `after` runs on the locked loop once it left (to free the owner's timers).
+    /// The last to leave, stream or watcher, stops the thread and lets go of the server.
     func stop(after: () -> Void = {}) {
-        cpulse_mainloop_stop(loop)
-        if let context { cpulse_context_release(context) }
-        context = nil
-        if let reconnectTimer { cpulse_timer_free(loop, reconnectTimer) }
-        reconnectTimer = nil
+        guard let connection = shared else { return }
+        connection.lock()
+        connection.remove(self)
         after()
+        connection.unlock()
+        shared = nil
+        connection.release()
     }
 
     /// Tries again at once, with the first delay, when the server does not answer now (a sign
     /// that it just started came from elsewhere); nothing while connected or connecting.
     func retryNow() {
-        lock()
-        defer { unlock() }
-        guard context == nil || lostContext == context, let reconnectTimer else { return }
-        retryDelay = firstRetry
-        cpulse_timer_arm(loop, reconnectTimer, 0)
+        guard let shared else { return }
+        shared.lock()
+        defer { shared.unlock() }
+        shared.retryNow()
     }
 
     /// Asks the server to move sink input `index` to the sink called `sink`; false when the
-    /// request cannot be sent. On the main loop's thread or with ``lock()`` held.
+    /// request cannot be sent. On the main loop's thread or with the loop locked.
     func moveSinkInput(_ index: UInt32, to sink: String) -> Bool {
-        guard let context else { return false }
+        guard let context = shared?.context else { return false }
         return cpulse_move_sink_input(context, index, sink) == 0
     }
 
     /// Whether the connection is ready now.
-    var isReady: Bool { context.map { Int(cpulse_context_state($0)) == Int(CPULSE_READY) } ?? false }
+    var isReady: Bool { shared?.isReady ?? false }
+
+    /// Whether it follows the server now (between ``start(before:)`` and ``stop(after:)``).
+    var isStarted: Bool { shared != nil }
 
     /// One list the server is asked for, and what the owner makes of each entry (whose strings
     /// live only as long as the call).
@@ -133,10 +143,26 @@ final class PulseConnection {
         }
     }
 
+    // MARK: - SoundServerUser, with the loop locked
+
+    func connectionReady() {
+        // A new connection: what the last one had under way was dropped with it.
+        listing = false
+        listAgain = false
+        onReady?()
+        list()
+    }
+
+    func serverChanged() { list() }
+
+    func connectionLost(_ error: String) { onLost?(error) }
+
+    // MARK: - Listing
+
     /// Lists ``queries`` unless a listing runs; then it runs once more after that one, which may
     /// have missed the change.
     private func list() {
-        guard context != nil else { return }
+        guard isReady else { return }
         guard !listing else {
             listAgain = true
             return
@@ -147,8 +173,9 @@ final class PulseConnection {
     }
 
     private func send() {
-        guard let context else { return }
+        guard let context = shared?.context else { return }
         guard step < queries.count else { return listed() }
+        // The connection forgets the queries sent with this userdata when this leaves it.
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         let sent = cpulse_list(context, queries[step].list, { PulseConnection.from($0).received($1) }, userdata)
         // Not sent: the connection is failing, and its state callback reports the loss.
@@ -176,44 +203,5 @@ final class PulseConnection {
 
     private static func from(_ userdata: UnsafeMutableRawPointer?) -> PulseConnection {
         Unmanaged<PulseConnection>.fromOpaque(userdata!).takeUnretainedValue()
-    }
-
-    private func connect() {
-        if let context { cpulse_context_release(context) }
-        // A new context may get the freed one's address.
-        lostContext = nil
-        listing = false
-        listAgain = false
-        let userdata = Unmanaged.passUnretained(self).toOpaque()
-        context = cpulse_context_new(loop, name,
-                                     { PulseConnection.from($0).stateChanged() },
-                                     { PulseConnection.from($0).list() }, userdata)
-        guard let context else { return lost("cannot create a libpulse context") }
-        if cpulse_context_connect(context) < 0 { lost(String(cString: cpulse_context_error(context))) }
-    }
-
-    private func stateChanged() {
-        guard let context else { return }
-        switch Int(cpulse_context_state(context)) {
-        case Int(CPULSE_READY):
-            retryDelay = firstRetry
-            cpulse_context_subscribe(context, facilities)
-            onReady?()
-            list()
-        case Int(CPULSE_FAILED), Int(CPULSE_TERMINATED):
-            lost(String(cString: cpulse_context_error(context)))
-        default:
-            break
-        }
-    }
-
-    private func lost(_ error: String) {
-        guard context == nil || lostContext != context else { return }
-        lostContext = context
-        let delay = retryDelay
-        retryDelay = min(retryDelay * 2, Self.longestRetry)
-        onLost?(error)
-        // The context is released by the next attempt, outside its own callback.
-        if let reconnectTimer { cpulse_timer_arm(loop, reconnectTimer, delay.microseconds) }
     }
 }

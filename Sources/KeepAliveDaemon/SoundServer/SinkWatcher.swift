@@ -11,7 +11,8 @@ import Glibc
 /// rescans. A stream of keepalived's that the server moved off the sink its output keeps awake
 /// is moved back (``StreamHomes``).
 ///
-/// Runs on libpulse's threaded main loop: one thread blocked in poll while nothing changes. When
+/// Runs on the process's one libpulse connection (``SoundServerConnection``, shared with the
+/// sinks' streams and `--linger`): one thread blocked in poll while nothing changes. When
 /// the server goes away it reports ``SoundServerReachability/unreachable(_:)`` and reconnects
 /// with backoff, so a restarted server's sinks come back.
 ///
@@ -48,7 +49,7 @@ final class SinkWatcher: @unchecked Sendable {
 
     /// Loads libpulse. Throws its loader's message when it cannot.
     init(logger: Logger) throws(PulseConnection.LibraryMissing) {
-        connection = try PulseConnection(name: "keepalived", facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER | CPULSE_WATCH_SINK_INPUTS,
+        connection = try PulseConnection(facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER | CPULSE_WATCH_SINK_INPUTS,
                                          firstRetry: .milliseconds(250))
         self.logger = logger
         connection.queries = queries()
@@ -75,12 +76,12 @@ final class SinkWatcher: @unchecked Sendable {
     /// Every card a server owned since the watcher started: left to it while it is gone.
     var formerServerCards: Set<Int> { everOwned.withLock { $0 } }
 
-    /// Connects and starts the main loop's thread.
+    /// Joins the process's connection (connecting, and starting its thread, if nothing else did).
     func start() {
         if !connection.start() { publish(.unreachable("cannot start libpulse's main loop")) }
     }
 
-    /// Stops the thread and lets go of the server.
+    /// Leaves the connection (the last to leave stops its thread and lets go of the server).
     func stop() { connection.stop() }
 
     /// Tries the server again now when it does not answer (``PulseConnection/retryNow()``).
