@@ -20,10 +20,10 @@ struct SubstreamState: Equatable, Sendable {
         let directory = proc + device.procDirectory
         var state = SubstreamState()
         for sub in 0..<32 {
-            guard let status = readFile("\(directory)/sub\(sub)/status") else { break }
+            guard let status = CardHolders.readFile("\(directory)/sub\(sub)/status") else { break }
             guard let owner = CardHolders.ownerPID(status: status) else { continue }
             state.openBy = owner
-            state.format = format(hwParams: readFile("\(directory)/sub\(sub)/hw_params") ?? "")
+            state.format = format(hwParams: CardHolders.readFile("\(directory)/sub\(sub)/hw_params") ?? "")
             break
         }
         return state
@@ -48,16 +48,6 @@ struct SubstreamState: Equatable, Sendable {
         }
         guard let name, let rate, let channels, rate > 0, channels > 0 else { return nil }
         return PlayerFormat(name: name, rate: rate, channels: channels)
-    }
-
-    private static func readFile(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        guard count >= 0 else { return nil }
-        return String(decoding: bytes.prefix(count), as: UTF8.self)
     }
 }
 

@@ -82,7 +82,7 @@ enum CardHolders {
     }
 
     /// A small /proc file; nil when it cannot be read.
-    private static func readFile(_ path: String) -> String? {
+    static func readFile(_ path: String) -> String? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
