@@ -29,6 +29,7 @@ let package = Package(
                 "CALSA",
                 "CSystem",
                 "CPulse",
+                "CPipeWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -59,6 +60,13 @@ let package = Package(
         // dlopen only when asked for (never linked: a headless box needs no libpulse0). Its
         // headers come from libpulse-dev at build time.
         .target(name: "CPulse"),
+        // One question to PipeWire in its own protocol (its clock's settings, which its pulse
+        // server does not tell), libpipewire-0.3 loaded with dlopen when asked, never linked.
+        // Its headers come from libpipewire-0.3-dev, through the links in CPipeWire/system to
+        // their versioned directories: a pkg-config system library would link libpipewire into
+        // every binary (an embedder's too), and an -I flag is an unsafe flag, which a package
+        // used by URL may not have.
+        .target(name: "CPipeWire", cSettings: [.headerSearchPath("system")]),
         // Everything the daemon decides and runs: its options and options file, the runtime loop,
         // the control socket, logind, --linger, the output scanner and the status reports. A
         // library of the package's own (not a product), so that its decisions are tested

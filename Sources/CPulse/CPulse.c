@@ -52,7 +52,13 @@
     X(pa_operation *, pa_stream_cork, (pa_stream *, int, pa_stream_success_cb_t, void *))                \
     X(pa_operation *, pa_stream_trigger, (pa_stream *, pa_stream_success_cb_t, void *))                  \
     X(pa_operation *, pa_stream_flush, (pa_stream *, pa_stream_success_cb_t, void *))                    \
-    X(int64_t, pa_stream_get_underflow_index, (const pa_stream *))
+    X(int64_t, pa_stream_get_underflow_index, (const pa_stream *))                                      \
+    X(uint32_t, pa_stream_get_index, (const pa_stream *))                                                \
+    X(uint32_t, pa_stream_get_device_index, (const pa_stream *))                                         \
+    X(pa_operation *, pa_stream_proplist_update, (pa_stream *, pa_update_mode_t, pa_proplist *, pa_stream_success_cb_t, void *)) \
+    X(pa_proplist *, pa_proplist_from_string, (const char *))                                            \
+    X(void, pa_proplist_free, (pa_proplist *))                                                           \
+    X(void, pa_operation_cancel, (pa_operation *))
 
 static struct {
 #define CPULSE_FIELD(type, name, parameters) type(*name) parameters;
@@ -304,6 +310,7 @@ static cpulse_sink_input sink_input_entry(const pa_sink_input_info *info) {
         .sink = info->sink,
         .client = info->client,
         .corked = info->corked,
+        .rate = info->sample_spec.rate,
         .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID),
         .application = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_NAME),
     };
@@ -424,6 +431,10 @@ struct cpulse_stream {
     void (*request)(void *);
     void (*underflow)(void *);
     void *userdata;
+    /// The property update not answered yet, cancelled by the release.
+    pa_operation *update;
+    void (*updated)(void *, int);
+    void *update_userdata;
 };
 
 static void stream_state(pa_stream *stream, void *userdata) {
@@ -512,7 +523,33 @@ int cpulse_stream_stop(cpulse_stream *stream) {
 
 int64_t cpulse_stream_underflow_index(cpulse_stream *stream) { return fn.pa_stream_get_underflow_index(stream->stream); }
 
+uint32_t cpulse_stream_index(cpulse_stream *stream) { return fn.pa_stream_get_index(stream->stream); }
+uint32_t cpulse_stream_sink(cpulse_stream *stream) { return fn.pa_stream_get_device_index(stream->stream); }
+
+static void stream_updated(pa_stream *s, int success, void *userdata) {
+    (void)s;
+    cpulse_stream *wrapper = userdata;
+    fn.pa_operation_unref(wrapper->update);
+    wrapper->update = NULL;
+    wrapper->updated(wrapper->update_userdata, success);
+}
+
+int cpulse_stream_update_properties(cpulse_stream *stream, const char *properties, void (*done)(void *, int), void *userdata) {
+    if (stream->update) return -1;
+    pa_proplist *list = fn.pa_proplist_from_string(properties);
+    if (!list) return -1;
+    stream->updated = done;
+    stream->update_userdata = userdata;
+    stream->update = fn.pa_stream_proplist_update(stream->stream, PA_UPDATE_REPLACE, list, stream_updated, stream);
+    fn.pa_proplist_free(list);
+    return stream->update ? 0 : -1;
+}
+
 void cpulse_stream_release(cpulse_stream *stream) {
+    if (stream->update) {
+        fn.pa_operation_cancel(stream->update);
+        fn.pa_operation_unref(stream->update);
+    }
     fn.pa_stream_set_state_callback(stream->stream, NULL, NULL);
     fn.pa_stream_set_write_callback(stream->stream, NULL, NULL);
     fn.pa_stream_set_underflow_callback(stream->stream, NULL, NULL);

@@ -320,6 +320,93 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }
 
+        /// A private PipeWire with its pulse server and the TV, the TV's fields in `pactl list
+        /// short sinks`, and keepalived keeping it awake.
+        struct RatedDesktop {
+            let server: PipeWireServer
+            let daemon: ChildProcess
+
+            init(allowedRates: [Int]?) async throws {
+                server = try PipeWireServer(allowedRates: allowedRates)
+                try await server.start()
+                try await server.startPulseServer()
+                try server.createSink("tv", properties: SoundServerSinksTests.tv.properties)
+                try await waitUntil("pipewire-pulse to list the TV", timeout: .seconds(5)) { [server] in Self.rate(server) != nil }
+                let socket = server.directory.appendingPathComponent("k.sock").path
+                daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "--all", "--socket", socket],
+                                          environment: server.pulseEnvironment.merging(["KEEPALIVED_SOCKET": socket]) { $1 },
+                                          directory: server.directory, label: "keepalived")
+                try await waitUntil("keepalived's stream in the TV", timeout: .seconds(5)) { [server] in
+                    server.streamPlaysIntoSink(application: "keepalived", sink: "tv")
+                }
+            }
+
+            /// The TV's rate ("float32le 2ch 48000Hz" → 48000).
+            static func rate(_ server: PipeWireServer) -> Int? {
+                let text = commandOutput("pactl", ["list", "short", "sinks"], environment: server.pulseEnvironment) ?? ""
+                for line in text.split(separator: "\n") {
+                    let fields = line.split(separator: "\t")
+                    guard fields.count >= 5, fields[1] == "tv", let last = fields[3].split(separator: " ").last, last.hasSuffix("Hz") else { continue }
+                    return Int(last.dropLast(2))
+                }
+                return nil
+            }
+
+            var rate: Int? { Self.rate(server) }
+
+            /// A 3 s track at `rate` played into the TV by paplay, the user's player.
+            func play(at rate: Int) throws -> ChildProcess {
+                let track = server.directory.appendingPathComponent("track\(rate).wav").path
+                if !FileManager.default.fileExists(atPath: track) {
+                    guard commandOutput("sox", ["-n", "-r", "\(rate)", "-c", "2", "-b", "16", track, "synth", "3", "sine", "440", "vol", "0.1"]) != nil
+                    else { throw Failed(what: "sox", log: "") }
+                }
+                return try ChildProcess("paplay", ["--device=tv", track], environment: server.pulseEnvironment,
+                                        directory: server.directory, label: "paplay \(rate)")
+            }
+
+            func stop() async throws {
+                daemon.signal(SIGTERM)
+                #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+                server.stop()
+            }
+        }
+
+        @Test("PipeWire with allowed-rates: while keepalived keeps the sink running, each of the user's tracks runs it at the track's own rate, and keepalived leaves nothing forced",
+              .enabled(if: PipeWireServer.isInstalled && PipeWireServer.hasPulseModule && PulseAudioServer.isInstalled))
+        func pipeWireTrackTakesItsRate() async throws {
+            let desktop = try await RatedDesktop(allowedRates: [44100, 48000])
+            #expect(desktop.rate == 48000, "the idle TV at \(desktop.rate ?? 0) Hz")
+            for rate in [44100, 48000, 44100] {
+                let player = try desktop.play(at: rate)
+                // Bounded well inside the 3 s track: the rate is the track's while it plays.
+                try await waitUntil("the TV at \(rate) Hz while the \(rate) Hz track plays", timeout: .seconds(2)) { desktop.rate == rate }
+                #expect(player.isRunning, "the track ended before the TV took its rate")
+                #expect(try await player.waitForExit(timeout: .seconds(10)) == 0, "\(player.stderr)")
+                // After the track keepalived plays on at that rate: no change of its own.
+                try await waitUntil("keepalived's stream alone in the TV", timeout: .seconds(5)) {
+                    desktop.server.streamPlaysIntoSink(application: "keepalived", sink: "tv")
+                }
+                #expect(desktop.rate == rate, "the TV moved to \(desktop.rate ?? 0) Hz after the \(rate) Hz track")
+                #expect(desktop.server.streamProperty(application: "keepalived", "node.force-rate") == "0",
+                        "keepalived's stream still forces a rate after the \(rate) Hz track")
+            }
+            try await desktop.stop()
+        }
+
+        @Test("PipeWire without allowed-rates: the user's 44.1 kHz track runs at the graph's 48 kHz beside keepalived, as without it; nothing is asked of the graph",
+              .enabled(if: PipeWireServer.isInstalled && PipeWireServer.hasPulseModule && PulseAudioServer.isInstalled))
+        func pipeWireFixedRate() async throws {
+            let desktop = try await RatedDesktop(allowedRates: nil)
+            let player = try desktop.play(at: 44100)
+            try await waitUntil("the track in the TV", timeout: .seconds(2)) { desktop.server.streamPlaysIntoSink(application: "paplay", sink: "tv") }
+            #expect(desktop.rate == 48000)
+            #expect(try await player.waitForExit(timeout: .seconds(10)) == 0, "\(player.stderr)")
+            #expect(desktop.rate == 48000)
+            #expect(desktop.server.streamProperty(application: "keepalived", "node.force-rate") == nil)
+            try await desktop.stop()
+        }
+
         @Test("PipeWire without its pulse server: status, devices and the log say why nothing is kept awake and what to do; once it starts, the sink is",
               .enabled(if: PipeWireServer.isInstalled && PipeWireServer.hasPulseModule && PulseAudioServer.isInstalled))
         func pipeWireWithoutPulse() async throws {

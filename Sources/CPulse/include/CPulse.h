@@ -92,6 +92,8 @@ typedef struct cpulse_sink_input {
     /// The client that owns it (PA_INVALID_INDEX if none).
     uint32_t client;
     int corked;
+    /// The stream's sample rate.
+    uint32_t rate;
     /// application.process.id, or NULL.
     const char *process_id;
     /// application.name, or NULL.
@@ -233,6 +235,16 @@ int cpulse_stream_start(cpulse_stream *stream);
 int cpulse_stream_stop(cpulse_stream *stream);
 /// The write index at which the server last ran dry, or -1 if it never did.
 int64_t cpulse_stream_underflow_index(cpulse_stream *stream);
+/// The stream's index among the server's sink inputs; valid once it is ready.
+uint32_t cpulse_stream_index(cpulse_stream *stream);
+/// The index of the sink it plays into; valid once it is ready.
+uint32_t cpulse_stream_sink(cpulse_stream *stream);
+/// Sets properties of the stream on the server, replacing those of the same key: `properties`
+/// in pa_proplist_from_string's form (`node.force-rate="48000" node.rate="1/48000"`). `done` runs
+/// on the loop's thread with the server's answer (1: applied), unless the stream is released
+/// first. One update at a time: returns -1 while one is not answered, or when it cannot be sent.
+int cpulse_stream_update_properties(cpulse_stream *stream, const char *properties, void (*done)(void *userdata, int success),
+                                    void *userdata);
 /// Disconnects and frees; no callback runs afterwards.
 void cpulse_stream_release(cpulse_stream *stream);
 

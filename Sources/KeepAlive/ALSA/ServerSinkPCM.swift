@@ -36,6 +36,8 @@ final class ServerSinkPCM {
     private let wakeup: Int32
     private var readable = false
     private var stream: OpaquePointer?
+    /// Lets a user's stream on the sink have its own rate (PipeWire), while the stream is ready.
+    private var rateFollower: SinkRateFollower?
     private var io: UnsafeMutablePointer<snd_pcm_ioplug_t>?
     private var position = ServerStreamPosition(bufferFrames: 2)
     private var frameBytes = 1
@@ -227,6 +229,8 @@ final class ServerSinkPCM {
 
     private func releaseStream() {
         guard let stream else { return }
+        if let rateFollower { connection.remove(rateFollower) }
+        rateFollower = nil
         cpulse_stream_release(stream)
         self.stream = nil
     }
@@ -290,6 +294,9 @@ final class ServerSinkPCM {
                 releaseStream()
                 return -EIO
             }
+            let follower = SinkRateFollower(connection: connection, stream: stream)
+            rateFollower = follower
+            connection.add(follower)
             position = ServerStreamPosition(bufferFrames: max(Int(io.buffer_size), 2))
             _ = updatePosition()
             _ = updateReadable()

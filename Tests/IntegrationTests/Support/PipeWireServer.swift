@@ -204,6 +204,20 @@ final class PipeWireServer: @unchecked Sendable {
     }
 
     /// Whether a playback stream of `application` runs into the sink through an active link.
+    /// A property of the first stream node of `application` (`node.force-rate`), as `pw-dump`
+    /// shows it; nil when there is no such node or it has no such property.
+    func streamProperty(application: String, _ key: String) -> String? {
+        guard let text = commandOutput("pw-dump", [], environment: environment, timeout: .seconds(3)),
+              let objects = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] else { return nil }
+        for object in objects where (object["type"] as? String ?? "").hasSuffix("Interface:Node") {
+            let props = (object["info"] as? [String: Any])?["props"] as? [String: Any] ?? [:]
+            guard props["media.class"] as? String == "Stream/Output/Audio",
+                  (props["application.name"] as? String ?? "").contains(application) else { continue }
+            return props[key].map { "\($0)" }
+        }
+        return nil
+    }
+
     func streamPlaysIntoSink(application: String, sink name: String? = nil) -> Bool {
         let name = name ?? sinkName
         guard let graph = dump(), let sink = graph.nodes.first(where: { $0.name == name }) else { return false }

@@ -1,0 +1,124 @@
+import CPulse
+
+/// Lets a user's stream have its own rate on a PipeWire sink that keepalived's stream keeps
+/// running: follows the sink's other streams on the process's ``SoundServerConnection`` and
+/// carries out what ``SinkRateStateMachine`` decides. One per sink stream of keepalived's
+/// (``ServerSinkPCM``), from the moment the stream is ready until it is released; on a server
+/// that is not PipeWire (PulseAudio) it does nothing after its first question.
+///
+/// ```swift
+/// let follower = SinkRateFollower(connection: connection, stream: stream)   // lock held
+/// connection.add(follower)
+/// // …
+/// connection.remove(follower)   // before the stream is released
+/// ```
+///
+/// Concurrency: everything with the connection's lock held or on its loop's thread.
+final class SinkRateFollower: SoundServerUser {
+    private let connection: SoundServerConnection
+    private let stream: OpaquePointer
+    private var machine = SinkRateStateMachine()
+    /// nil until the server said who it is.
+    private var isPipeWire: Bool?
+    /// A sink input listing is under way; `stale`: an event came during it.
+    private var listing = false
+    private var stale = false
+    /// What the listing under way collected.
+    private var othersPlaying = false
+    private var otherRates: [UInt32] = []
+
+    /// How long a question to PipeWire may hold the loop (and with it the sink streams' calls).
+    static let clockTimeout: Duration = .milliseconds(250)
+
+    init(connection: SoundServerConnection, stream: OpaquePointer) {
+        self.connection = connection
+        self.stream = stream
+    }
+
+    var facilities: UInt32 { UInt32(CPULSE_WATCH_SINK_INPUTS) }
+    /// A stream's own reopening brings the connection back; a follower never hurries it.
+    var firstRetry: Duration { SoundServerConnection.longestRetry }
+
+    private var userdata: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    private static func from(_ userdata: UnsafeMutableRawPointer?) -> SinkRateFollower {
+        Unmanaged<SinkRateFollower>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    func connectionReady() {
+        guard isPipeWire == nil, let context = connection.context else { return list() }
+        _ = cpulse_list(context, Int32(CPULSE_LIST_SERVER), { userdata, entry in
+            SinkRateFollower.from(userdata).serverListed(entry?.assumingMemoryBound(to: cpulse_server.self).pointee)
+        }, userdata)
+    }
+
+    func serverChanged() { list() }
+
+    func connectionLost(_ error: String) {
+        listing = false
+    }
+
+    private func serverListed(_ server: cpulse_server?) {
+        // The server's entry comes once, then the end of the list (nil).
+        guard let server else { return }
+        let name = server.name.map { String(cString: $0) } ?? ""
+        isPipeWire = name.contains("PipeWire")
+        list()
+    }
+
+    /// Lists the sink inputs, once at a time: an event during a listing lists again after it.
+    private func list() {
+        guard isPipeWire == true, let context = connection.context else { return }
+        guard !listing else {
+            stale = true
+            return
+        }
+        listing = true
+        stale = false
+        othersPlaying = false
+        otherRates = []
+        let listed = cpulse_list(context, Int32(CPULSE_LIST_SINK_INPUTS), { userdata, entry in
+            SinkRateFollower.from(userdata).sinkInputListed(entry?.assumingMemoryBound(to: cpulse_sink_input.self).pointee)
+        }, userdata)
+        if listed < 0 { listing = false }
+    }
+
+    private func sinkInputListed(_ input: cpulse_sink_input?) {
+        guard let input else { return listed() }
+        guard input.sink == cpulse_stream_sink(stream), input.index != cpulse_stream_index(stream) else { return }
+        if input.corked == 0 { othersPlaying = true }
+        otherRates.append(input.rate)
+    }
+
+    private func listed() {
+        listing = false
+        if stale { return list() }
+        perform(machine.streamsChanged(othersPlaying: othersPlaying, otherRates: otherRates))
+    }
+
+    private func perform(_ action: SinkRateStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .readClock(let rates):
+            let clock = try? PipeWireClock.read(timeout: Self.clockTimeout).get()
+            perform(machine.clockRead(clock, otherRates: rates))
+        case .force(let rate):
+            update("node.force-rate=\"\(rate)\" node.rate=\"1/\(rate)\"")
+        case .release:
+            update("node.force-rate=\"0\"")
+        }
+    }
+
+    /// Not sent (the stream is failing): the stream is made again, with a new follower.
+    private func update(_ properties: String) {
+        _ = cpulse_stream_update_properties(stream, properties, { userdata, _ in
+            SinkRateFollower.from(userdata).answered()
+        }, userdata)
+    }
+
+    private func answered() {
+        guard machine.isChoosing else { return }
+        perform(machine.forceAnswered())
+    }
+}
