@@ -106,6 +106,10 @@ final class SinkRateFollower: SoundServerUser {
         case .force(let rate):
             update("node.force-rate=\"\(rate)\" node.rate=\"1/\(rate)\"")
         case .release:
+            // "0" ends the request on PipeWire 0.3. 1.0 and later read it as "this node's own
+            // rate", node.rate, which the request set to the same rate: the graph stays there,
+            // and the next first stream's request replaces it. (Removing the key does not reach
+            // the server's node: pipewire-pulse only adds and changes a stream's properties.)
             update("node.force-rate=\"0\"")
         }
     }

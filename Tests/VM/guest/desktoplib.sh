@@ -179,6 +179,7 @@ desk_server_restart() {
     as_user "$@"
     vm_wait 15 both_running
     vm_check server-restart "both sinks RUNNING $VM_WAITED s after '$*': $(sinks | cut -f2,5 | tr '\n\t' '; ')" both_running
+    both_running || { vm_note "the user's journal:"; journalctl --no-pager _UID=$DESK_UID -n 40 2>&1 | sed 's/^/#   /'; }
     vm_check cards-left-after-restart "open substreams: $(owners | tr '\n' ' ')" only_owner "$DESK_SERVER"
 }
 

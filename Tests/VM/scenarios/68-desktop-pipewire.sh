@@ -14,6 +14,11 @@
 # - drop the USB sink when the device is unplugged and keep it awake again within 2 s of the
 #   server's new sink after a replug;
 # - bring both sinks back after PipeWire, WirePlumber and the pulse server restart;
+# - then, with `default.clock.allowed-rates = [ 44100 48000 ]` (the restart loads it), let each of
+#   the user's tracks run the card at the track's own rate while keepalived keeps the sink
+#   running: a 44.1 kHz track (paplay), a 48 kHz one (pw-play, PipeWire's own client), a 44.1 kHz
+#   one again; the card's hw_params show the track's rate while it plays and keep it after, and
+#   the codec never powers off across the tracks;
 # - before all that, with PipeWire and WirePlumber alone (no pulse server), say in status, devices
 #   and its log that PipeWire runs without pipewire-pulse and what to do, opening no card.
 . "$VM_GUEST/desktoplib.sh"
@@ -52,6 +57,38 @@ desk_server_owns_both
 vm_check server-holds-reservations "reservations: $(reservations)" pw_reserved
 desk_keep_all_awake
 desk_usb_replug
+# A user who plays each file at its own rate (the drop-in Debian's PipeWire documents).
+mkdir -p /home/$DESK_USER/.config/pipewire/pipewire.conf.d
+echo 'context.properties = { default.clock.allowed-rates = [ 44100 48000 ] }' >/home/$DESK_USER/.config/pipewire/pipewire.conf.d/rates.conf
+chown -R $DESK_USER /home/$DESK_USER/.config
 desk_server_restart systemctl --user restart pipewire.service wireplumber.service pipewire-pulse.service
+
+hw_rate() { awk '/^rate:/ {print $2}' /proc/asound/card0/pcm0p/sub0/hw_params 2>/dev/null; }
+hw_rate_is() { [ "$(hw_rate)" = "$1" ]; }
+for _r in 44100 48000; do
+    sox -n -r $_r -c 2 -b 16 /tmp/track$_r.wav synth 4 sine 440 vol 0.05 && chmod 644 /tmp/track$_r.wav
+done
+set -- $(vm_codec_power); _off0=$2
+vm_note "before the tracks: the card at $(hw_rate) Hz, keepalived's stream alone"
+_i=0
+for _track in 44100:paplay 48000:pw-play 44100:paplay; do
+    _r=${_track%%:*}; _player=${_track#*:}; _i=$((_i + 1))
+    if [ "$_player" = paplay ]; then
+        as_user_within 20 paplay --device="$hda_sink" /tmp/track$_r.wav & _pid=$!
+    else
+        as_user_within 20 pw-play --target "$hda_sink" /tmp/track$_r.wav & _pid=$!
+    fi
+    vm_wait 3 hw_rate_is $_r
+    vm_check track$_i-at-$_r "the card at $(hw_rate) Hz $VM_WAITED s after $_player started the $_r Hz track" hw_rate_is $_r
+    vm_check track$_i-still-playing "the $_r Hz track still playing when the card took its rate" kill -0 $_pid
+    wait $_pid; _rc=$?
+    vm_check track$_i-played "$_player of the $_r Hz track: exit $_rc" [ "$_rc" -eq 0 ]
+    _kept() { both_running && hw_rate_is $_r; }
+    vm_wait 2 both_running
+    vm_check track$_i-after "after the $_r Hz track: the card at $(hw_rate) Hz, sinks $(sinks | cut -f2,5 | tr '\n\t' '; ')" _kept
+done
+set -- $(vm_codec_power); _off1=$2
+vm_check codec-awake-across-tracks "power_off_acct +$((_off1 - _off0)) ms across the three tracks" [ "$_off1" -eq "$_off0" ]
+vm_check cards-left-after-tracks "open substreams: $(owners | tr '\n' ' ')" only_owner "$DESK_SERVER"
 as_user "$KEEPALIVED" stop >/dev/null 2>&1
 vm_finish
