@@ -66,4 +66,19 @@ struct OutputSettingsTests {
         louder.defaults.volume = try Level(parsing: "0.02")
         #expect(try manager.reconfigure(louder).updatedInPlace == ["tv"])
     }
+
+    @Test("an output plays the same frames when only what its device is asked for at the next open changed (a sink's new rate); a level or signal change is another sound")
+    func playsTheSame() throws {
+        let base = OutputConfiguration(volume: try Level(parsing: "0.01"))
+        var moved = base
+        moved.deviceFormat = DeviceFormat(sampleFormat: .s16, rate: 44100, channels: 2)
+        moved.generatedSignalRate = 44100
+        #expect(moved.playsTheSame(as: base) && base.playsTheSame(as: moved))
+        var louder = moved
+        louder.volume = try Level(parsing: "0.02")
+        #expect(!louder.playsTheSame(as: base))
+        var sine = base
+        sine.signal = .sine(frequency: 30)
+        #expect(!sine.playsTheSame(as: base))
+    }
 }

@@ -114,4 +114,15 @@ public struct OutputConfiguration: Sendable, Equatable {
         let (seconds, attoseconds) = bufferDuration.components
         return Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000)
     }
+
+    /// Whether an open device plays the same frames under `other`: they differ at most in what
+    /// the device is asked for at its next open (``deviceFormat``, ``generatedSignalRate``), as
+    /// when a sound server's sink moved to a user's track's rate while this output played into it.
+    func playsTheSame(as other: OutputConfiguration) -> Bool {
+        var mine = self
+        var theirs = other
+        (mine.deviceFormat, theirs.deviceFormat) = (nil, nil)
+        (mine.generatedSignalRate, theirs.generatedSignalRate) = (nil, nil)
+        return mine == theirs
+    }
 }

@@ -228,7 +228,13 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             pcm.drop()
             return .stop
         }
+        let previous = configuration
         guard hasPendingConfiguration, takePendingConfiguration() else { return nil }
+        // Nothing the open device plays changed: what it is asked for is for the next open.
+        if configuration.playsTheSame(as: previous) {
+            rendered = true
+            return nil
+        }
         // The same length of loop as the one it replaces (a stream's, one write long).
         do { try render(for: format, minimumLoopFrames: max(renderedLoopFrames, format.periodFrames)) } catch {
             return .end(lose(.unknown, "\(error)"))
