@@ -997,6 +997,20 @@ def write_benchmarks(section):
         handle.write(text)
 
 
+def replace_section(begin, end, heading, section):
+    """Puts `section` between BENCHMARKS.md's `begin` and `end` markers (an extra run's own
+    section: --sinks, --rates), or appends it under `heading` when the markers are not there."""
+    with open(BENCHMARKS) as handle:
+        text = handle.read()
+    block = f"{begin}\n{section}{end}"
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + f"\n\n## {heading}\n\n" + block + "\n"
+    with open(BENCHMARKS, "w") as handle:
+        handle.write(text)
+
+
 # ---------------------------------------------------------------------------------------------
 
 

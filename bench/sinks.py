@@ -224,16 +224,7 @@ def render(results, info):
 
 
 def write_section(section):
-    text = open(bench.BENCHMARKS).read()
-    block = f"{BEGIN_MARK}\n{section}{END_MARK}"
-    if BEGIN_MARK in text and END_MARK in text:
-        start = text.index(BEGIN_MARK)
-        end = text.index(END_MARK) + len(END_MARK)
-        text = text[:start] + block + text[end:]
-    else:
-        text = text.rstrip("\n") + "\n\n## Sink outputs (`bench/run --sinks`)\n\n" + block + "\n"
-    with open(bench.BENCHMARKS, "w") as handle:
-        handle.write(text)
+    bench.replace_section(BEGIN_MARK, END_MARK, "Sink outputs (`bench/run --sinks`)", section)
 
 
 def main():
