@@ -374,6 +374,21 @@ def start_pipewire_session(server):
     server.spawn("wireplumber", ["wireplumber"])
 
 
+def start_pipewire_pulse(server):
+    """`start_pipewire_session`, then PipeWire's pulse server (Tests/Fixtures/pipewire-pulse: Debian
+    12's pipewire-pulse package conflicts with pulseaudio), with `server`'s environment a libpulse
+    client's of it; returns once it answers."""
+    server.env = clean_env(XDG_RUNTIME_DIR=server.dir, HOME=server.dir, PIPEWIRE_RUNTIME_DIR=server.dir,
+                           PULSE_SERVER=f"unix:{server.dir}/pulse/native", PULSE_RUNTIME_PATH=f"{server.dir}/pulse")
+    start_pipewire_session(server)
+    server.spawn("pipewire-pulse", ["pipewire", "-c", os.path.join(ROOT, "Tests", "Fixtures", "pipewire-pulse", "pipewire-pulse.conf")])
+    deadline = time.monotonic() + 10
+    while output(["pactl", "info"], env=server.env, timeout=2) is None:
+        if not server.alive()[0] or time.monotonic() > deadline:
+            raise RuntimeError(f"PipeWire's pulse server did not answer; logs in {server.dir}")
+        time.sleep(0.1)
+
+
 class PipeWireServer(Server):
     key = "pipewire"
     title = "PipeWire"

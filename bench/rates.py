@@ -28,7 +28,6 @@ import bench  # noqa: E402
 
 BEGIN_MARK = "<!-- bench/run --rates results: begin (generated, do not edit by hand) -->"
 END_MARK = "<!-- bench/run --rates results: end -->"
-PULSE_CONF = os.path.join(bench.ROOT, "Tests", "Fixtures", "pipewire-pulse", "pipewire-pulse.conf")
 SINK = "tv"
 RATES = (44100, 48000)
 
@@ -42,15 +41,7 @@ class RatedPipeWire(bench.Server):
         os.makedirs(drop_ins)
         with open(os.path.join(drop_ins, "rates.conf"), "w") as handle:
             handle.write("context.properties = { default.clock.allowed-rates = [ 44100 48000 ] }\n")
-        self.env = bench.clean_env(XDG_RUNTIME_DIR=self.dir, HOME=self.dir, PIPEWIRE_RUNTIME_DIR=self.dir,
-                                   PULSE_SERVER=f"unix:{self.dir}/pulse/native", PULSE_RUNTIME_PATH=f"{self.dir}/pulse")
-        bench.start_pipewire_session(self)
-        self.spawn("pipewire-pulse", ["pipewire", "-c", PULSE_CONF])
-        deadline = time.monotonic() + 10
-        while bench.output(["pactl", "info"], env=self.env, timeout=2) is None:
-            if not self.alive()[0] or time.monotonic() > deadline:
-                raise RuntimeError(f"PipeWire's pulse server did not answer; logs in {self.dir}")
-            time.sleep(0.1)
+        bench.start_pipewire_pulse(self)
         # Suspended 1 s after its last stream, as bench/run's sinks are.
         props = (f"{{ factory.name=support.null-audio-sink node.name={SINK} media.class=Audio/Sink object.linger=true "
                  "audio.position=[FL FR] session.suspend-timeout-seconds=1 }")

@@ -26,7 +26,6 @@ import bench  # noqa: E402
 
 BEGIN_MARK = "<!-- bench/run --sinks results: begin (generated, do not edit by hand) -->"
 END_MARK = "<!-- bench/run --sinks results: end -->"
-PULSE_CONF = os.path.join(bench.ROOT, "Tests", "Fixtures", "pipewire-pulse", "pipewire-pulse.conf")
 
 # name, profile, card: the properties a card's sink has (Tests/IntegrationTests/SoundServerSinksTests).
 SINKS = [("tv", "hdmi-stereo", 5), ("speakers", "analog-stereo", 6), ("dac", "analog-stereo", 7)]
@@ -112,15 +111,7 @@ class SinksPipeWirePulse(SinksPulse):
         self.key = f"pipewire-{count}"
 
     def start(self):
-        self.env = bench.clean_env(XDG_RUNTIME_DIR=self.dir, HOME=self.dir, PIPEWIRE_RUNTIME_DIR=self.dir,
-                                   PULSE_SERVER=f"unix:{self.dir}/pulse/native", PULSE_RUNTIME_PATH=f"{self.dir}/pulse")
-        bench.start_pipewire_session(self)
-        self.spawn("pipewire-pulse", ["pipewire", "-c", PULSE_CONF])
-        deadline = time.monotonic() + 10
-        while bench.output(["pactl", "info"], env=self.env, timeout=2) is None:
-            if not self.alive()[0] or time.monotonic() > deadline:
-                raise RuntimeError(f"PipeWire's pulse server did not answer; logs in {self.dir}")
-            time.sleep(0.1)
+        bench.start_pipewire_pulse(self)
         for sink in SINKS[:len(self.names)]:
             words = shlex.split(sink_module(*sink))
             # pipewire-pulse may refuse a connection right after its first answer (seen once
