@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-# vm: devices=hda power_save=1 hda_wav=yes mode=systemd timeout=360
+# vm: devices=hda,usb power_save=1 hda_wav=yes mode=systemd timeout=420
 """A headless music box: Debian's own MPD (the host's mpd package, run by its packaged
 mpd.service as its system user `mpd`, group audio) plays bit-perfect through the package's ALSA
 plugin (`keepalived:CARD=Intel,DEV=0`) on the kernel's HDA driver (snd-hda-intel power_save=1),
 while the package's system service (keepalived-audio, installed with dpkg and enabled with
-`-d hw:CARD=Intel,DEV=0`) keeps the card awake between tracks. MPD's output asks for the file's
+`-d hw:CARD=Intel,DEV=0 -d hw:CARD=Audio,DEV=0`, the HDA card and the USB audio device) keeps
+the cards awake between tracks. MPD's output asks for the file's
 own format (auto_resample, auto_format and auto_channels off, no mixer). Its music: a 44.1 kHz
 WAV and a 48 kHz FLAC, 16-bit stereo sweeps made by sox. One boot:
 
@@ -19,6 +20,9 @@ WAV and a 48 kHz FLAC, 16-bit stereo sweeps made by sox. One boot:
 - while MPD plays, `aplay -D keepalived:…` fails with "busy" as `aplay -D hw:…` does, MPD keeps
   the card and its loan stays the only one;
 - MPD killed with SIGKILL mid-track: keepalived holds the card again within 1 s;
+- the USB audio device (snd-usb-audio, 48 kHz only in QEMU): `aplay -D keepalived:CARD=Audio,DEV=0`
+  of a 48 kHz file holds it in the file's format (aplay the owner, no "busy"), and keepalived has
+  it back within 1 s of aplay's exit, in that format; the HDA card stays MPD's or keepalived's;
 - the codec never powered down while keepalived was running (power_off_acct unchanged);
 - keepalived stopped: MPD plays through `keepalived:` as through `hw:` (the file's rate, MPD the
   owner);
@@ -40,12 +44,14 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import threading
 import time
 
 import vmtest as vt
 
 card = int(os.environ.get("VM_CARD_HDA", "0"))
+usb = int(os.environ.get("VM_CARD_USB", "1"))
 UNIT = "keepalived-audio"
 K = "/usr/bin/keepalived"
 CONF = "/etc/keepalived-audio/keepalived-audio.conf"
@@ -83,10 +89,10 @@ def tgid(tid):
     return _tgids[tid]
 
 
-def holder():
+def holder(status=STATUS):
     """None when the substream is closed, "open" while it has no hw_params yet, else the process
     (thread group) of the thread that opened it."""
-    text = vt.read(STATUS, "closed")
+    text = vt.read(status, "closed")
     if text.strip() == "closed":
         return None
     m = re.search(r"owner_pid\s*:\s*(\d+)", text)
@@ -207,6 +213,9 @@ card_id = vt.read(f"/proc/asound/card{card}/id", "").strip()
 vt.note(f"cards: {vt.one_line(vt.read('/proc/asound/cards', ''))}")
 HW = f"hw:CARD={card_id},DEV=0"
 PLUGIN_DEV = f"keepalived:CARD={card_id},DEV=0"
+usb_id = vt.read(f"/proc/asound/card{usb}/id", "").strip()
+USB_HW = f"hw:CARD={usb_id},DEV=0"
+USB_STATUS = f"/proc/asound/card{usb}/pcm0p/sub0/status"
 p = vt.codec_power(card)
 if not vt.check("codec-power-counters", p is not None, f"/sys/class/sound/hwC{card}D0/power_*_acct: {p}"):
     vt.finish()
@@ -256,9 +265,10 @@ sh("systemctl", "stop", "mpd.socket", "mpd.service")
 
 # -- keepalived's service, ring-looping on the card ---------------------------------------------------
 with open(CONF, "w") as f:
-    f.write(f'KEEPALIVED_OPTIONS="-d {HW}"\n')
+    f.write(f'KEEPALIVED_OPTIONS="-d {HW} -d {USB_HW}"\n')
 r = sh("systemctl", "enable", "--now", UNIT, timeout=90)
-w = vt.wait_until(lambda: show(UNIT, "StatusText") == f"playing on {HW}" and vt.pcm_state(card) == "RUNNING", 30)
+w = vt.wait_until(lambda: show(UNIT, "StatusText").startswith("playing") and vt.pcm_state(card) == "RUNNING"
+                  and vt.pcm_state(usb) == "RUNNING", 30)
 kpid = int(show(UNIT, "MainPID") or 0)
 names[kpid] = f"keepalived {kpid}"
 errors = [l for l in sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat").stdout.splitlines() if "error" in l]
@@ -285,19 +295,19 @@ listed = mpc("listall").stdout.split()
 vt.check("mpd-database", sorted(listed) == sorted(t[0] for t in TRACKS.values()), f"mpc update: exit {r.returncode}; listall {listed}")
 
 
-def mpd_plays(track, pid, started, label):
-    """MPD holds the card in the track's own format, says it plays, got it from keepalived, and
-    keepalived lists the loan; returns the Wait for MPD's stream."""
+def mpd_plays(track, pid, started, label, repeating=True):
+    """MPD holds the card in the track's own format, got it from keepalived, keepalived lists the
+    loan, and MPD says it plays; returns the Wait for MPD's stream. MPD answers no command while
+    it drains the end of its queue, which for a track queued once is all of it (its buffer holds
+    the whole file): there `mpc status` answers once the track is over, so its "playing" is asked
+    for last and required of a repeating track only."""
     want = str(TRACKS[track][1])
     w = vt.wait_until(lambda: holder() == pid and rate() == want and vt.pcm_state(card) == "RUNNING", 15, 0.02)
     seen = time.monotonic() - started
     hp = vt.hw_params(card)
-    st = mpc_state()
-    vt.check(f"{label}-plays", w and st == "playing",
-             f"mpc {st}; card held by {name(holder())} {seen:.2f} s after `mpc play`: {params()} "
-             f"(buffer {hp.get('buffer_size')}, period {hp.get('period_size')})")
-    vt.check(f"{label}-own-format", hp.get("format") == "S16_LE" and rate() == want and hp.get("channels") == "2",
-             f"hw_params {params()}, the file {want} Hz S16_LE 2 ch")
+    held = f"card held by {name(holder())} {seen:.2f} s after `mpc play`: {params()} (buffer {hp.get('buffer_size')}, period {hp.get('period_size')})"
+    vt.check(f"{label}-own-format", w and hp.get("format") == "S16_LE" and hp.get("rate", "").split(" ")[0] == want and hp.get("channels") == "2",
+             f"hw_params {hp.get('format')} {hp.get('rate', '').split(' ')[0]} Hz {hp.get('channels')} ch, the file {want} Hz S16_LE 2 ch")
     h = timeline.handover(kpid, pid, started)
     if h:
         vt.note(f"release_ms={1000 * h[0]:.0f} {label}: keepalived's last poll to MPD's first ({h[1]})")
@@ -310,6 +320,9 @@ def mpd_plays(track, pid, started, label):
              and mine[0].get("state") == "playing" and mine[0].get("card") == card and mine[0].get("device") == 0
              and mine[0].get("rate") == int(want) and mine[0].get("format") == "S16_LE" and mine[0].get("channels") == 2,
              f"loans {json.dumps(ls)}")
+    st = mpc_state()
+    vt.check(f"{label}-plays", w and (st == "playing" or not repeating),
+             f"{held}; then mpc {st}" + ("" if repeating or st == "playing" else " (queued once: mpc answered after MPD drained it)"))
     return w
 
 
@@ -330,7 +343,7 @@ def taken_back(pid, label, rate_want, mpd_closed_after):
 
 # -- 1. the 44.1 kHz track, to its end -----------------------------------------------------------------
 t = play("a44")
-mpd_plays("a44", pid, t, "a44")
+mpd_plays("a44", pid, t, "a44", repeating=False)
 w = vt.wait_until(lambda: holder() != pid, TRACKS["a44"][2] + 15, 0.02)
 closed = time.monotonic() - t
 st = mpc_state()
@@ -373,13 +386,39 @@ if mpd_plays("a44", pid, t, "again"):
                 f"mpc {mpc_state()}, card {name(holder())})")
 vt.wait_until(lambda: mpd_pid() is None, 10)
 
+# -- 4. the USB audio device, lent to aplay -----------------------------------------------------------------
+USB_DEV = f"keepalived:CARD={usb_id},DEV=0"
+usb_file = f"{MUSIC}/usb48.wav"
+sh("sox", "-R", "-D", "-n", "-r", "48000", "-b", "16", "-c", "2", "-e", "signed-integer", usb_file,
+   "synth", "3", "sine", "300-1200", "gain", "-9")
+vt.check("usb-keepalived-holds", holder(USB_STATUS) == kpid and vt.pcm_state(usb) == "RUNNING",
+         f"the USB device held by {name(holder(USB_STATUS))}, {vt.pcm_state(usb)}")
+t = time.monotonic()
+player = subprocess.Popen(["aplay", "-q", "-D", USB_DEV, usb_file], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+names[player.pid] = f"aplay {player.pid}"
+w = vt.wait_until(lambda: holder(USB_STATUS) == player.pid and vt.hw_params(usb).get("rate", "").startswith("48000"), 10, 0.02)
+hp = vt.hw_params(usb)
+vt.check("usb-lent", w and hp.get("format") == "S16_LE" and hp.get("channels") == "2",
+         f"{time.monotonic() - t:.2f} s after aplay -D {USB_DEV} started: held by {name(holder(USB_STATUS))}, "
+         f"{hp.get('format')} {hp.get('rate', '').split(' ')[0]} Hz {hp.get('channels')} ch (the file: S16_LE 48000 Hz 2 ch)")
+out, _ = player.communicate(timeout=30)
+t_end = time.monotonic()
+vt.check("usb-played", player.returncode == 0 and "busy" not in out.lower(), f"aplay exit {player.returncode}: {vt.one_line(out, 160) or 'no output'}")
+w = vt.wait_until(lambda: holder(USB_STATUS) == kpid and vt.pcm_state(usb) == "RUNNING", 15, 0.02)
+back = time.monotonic() - t_end
+vt.note(f"usb_takeback_ms={1000 * back:.0f} (aplay's exit to keepalived running on the USB device, polled)")
+hp = vt.hw_params(usb)
+vt.check("usb-taken-back", w and back <= BOUND and hp.get("rate", "").startswith("48000") and hp.get("format") == "S16_LE",
+         f"held by {name(holder(USB_STATUS))} {back:.2f} s after aplay exited, {hp.get('format')} {hp.get('rate', '').split(' ')[0]} Hz")
+vt.check("usb-hda-untouched", holder() == kpid, f"the HDA card meanwhile: {name(holder())}")
+
 # -- the codec over all of it ---------------------------------------------------------------------------
 power1 = vt.codec_power(card)
 vt.check("codec-never-slept", power1[1] == power0[1],
          f"power_off_acct {power0[1]} -> {power1[1]} ms, power_on_acct {power0[0]} -> {power1[0]} ms over "
          f"{(power1[0] - power0[0]) / 1000:.0f} s of MPD and keepalived")
 
-# -- 4. no keepalived: the plugin is only a hw: ------------------------------------------------------------
+# -- 5. no keepalived: the plugin is only a hw: ------------------------------------------------------------
 sh("systemctl", "stop", UNIT, timeout=60)
 w = vt.wait_until(lambda: holder() is None, 15)
 vt.check("keepalived-stopped", w and show(UNIT, "ActiveState") == "inactive",
