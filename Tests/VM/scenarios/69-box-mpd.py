@@ -142,6 +142,12 @@ class Timeline(threading.Thread):
                 return t1 - spans[j][2], path or "directly"
         return None
 
+    def seen_handover(self, frm, to, after):
+        """``handover``, once this thread's own polls show it: the scenario's check may have seen
+        the new holder between two of them (up to a second, then None)."""
+        found = vt.wait_until(lambda: self.handover(frm, to, after), 1, 0.01)
+        return found.value if found else None
+
 
 names = {}
 
@@ -308,7 +314,7 @@ def mpd_plays(track, pid, started, label, repeating=True):
     held = f"card held by {name(holder())} {seen:.2f} s after `mpc play`: {params()} (buffer {hp.get('buffer_size')}, period {hp.get('period_size')})"
     vt.check(f"{label}-own-format", w and hp.get("format") == "S16_LE" and hp.get("rate", "").split(" ")[0] == want and hp.get("channels") == "2",
              f"hw_params {hp.get('format')} {hp.get('rate', '').split(' ')[0]} Hz {hp.get('channels')} ch, the file {want} Hz S16_LE 2 ch")
-    h = timeline.handover(kpid, pid, started)
+    h = timeline.seen_handover(kpid, pid, started)
     if h:
         vt.note(f"release_ms={1000 * h[0]:.0f} {label}: keepalived's last poll to MPD's first ({h[1]})")
     vt.check(f"{label}-released", h is not None and h[0] <= BOUND,
@@ -329,7 +335,7 @@ def mpd_plays(track, pid, started, label, repeating=True):
 def taken_back(pid, label, rate_want, mpd_closed_after):
     """After MPD closed the card: keepalived holds it again within BOUND, in rate_want, no loan."""
     w = vt.wait_until(lambda: holder() == kpid and rate() != "", 15, 0.02)
-    h = timeline.handover(pid, kpid, mpd_closed_after)
+    h = timeline.seen_handover(pid, kpid, mpd_closed_after)
     if h:
         vt.note(f"takeback_ms={1000 * h[0]:.0f} {label}: MPD's last poll to keepalived's first ({h[1]})")
     vt.check(f"{label}-taken-back", w and h is not None and h[0] <= BOUND,
