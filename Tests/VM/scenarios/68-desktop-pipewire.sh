@@ -66,7 +66,7 @@ desk_server_restart systemctl --user restart pipewire.service wireplumber.servic
 hw_rate() { awk '/^rate:/ {print $2}' /proc/asound/card0/pcm0p/sub0/hw_params 2>/dev/null; }
 hw_rate_is() { [ "$(hw_rate)" = "$1" ]; }
 for _r in 44100 48000; do
-    sox -n -r $_r -c 2 -b 16 /tmp/track$_r.wav synth 4 sine 440 vol 0.05 && chmod 644 /tmp/track$_r.wav
+    sox -n -r $_r -c 2 -b 16 /tmp/track$_r.wav synth 6 sine 440 vol 0.05 && chmod 644 /tmp/track$_r.wav
 done
 set -- $(vm_codec_power); _off0=$2
 vm_note "before the tracks: the card at $(hw_rate) Hz, keepalived's stream alone"
@@ -78,7 +78,7 @@ for _track in 44100:paplay 48000:pw-play 44100:paplay; do
     else
         as_user_within 20 pw-play --target "$hda_sink" /tmp/track$_r.wav & _pid=$!
     fi
-    vm_wait 3 hw_rate_is $_r
+    vm_wait 5 hw_rate_is $_r
     vm_check track$_i-at-$_r "the card at $(hw_rate) Hz $VM_WAITED s after $_player started the $_r Hz track" hw_rate_is $_r
     vm_check track$_i-still-playing "the $_r Hz track still playing when the card took its rate" kill -0 $_pid
     wait $_pid; _rc=$?
