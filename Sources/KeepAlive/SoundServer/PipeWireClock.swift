@@ -76,8 +76,7 @@ package struct PipeWireClock: Equatable, Sendable {
     /// over a connection of its own made and closed in the call; blocks for at most `timeout`.
     package static func read(timeout: Duration = .milliseconds(250)) -> Result<PipeWireClock, ReadError> {
         var clock = cpipewire_clock()
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        let result = cpipewire_read_clock(&clock, milliseconds)
+        let result = cpipewire_read_clock(&clock, Int32(clamping: max(1, timeout.microseconds / 1000)))
         let detail = String(cString: cpipewire_error())
         switch result {
         case Int32(CPIPEWIRE_OK):
