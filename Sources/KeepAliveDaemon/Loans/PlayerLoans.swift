@@ -11,7 +11,7 @@ import Glibc
 ///
 /// ```swift
 /// let loans = PlayerLoans(scanner: scanner, logger: logger)
-/// let reply = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: 812)
+/// loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: 812) { reply in request.fulfil(reply) }
 /// loans.process()   // after poll found `descriptor` or `timer.descriptor` readable
 /// ```
 final class PlayerLoans: @unchecked Sendable {
@@ -47,26 +47,27 @@ final class PlayerLoans: @unchecked Sendable {
     var reports: [LoanReport] { published.withLock { $0 } }
 
     /// Closes keepalived's outputs on the card device `request` names for process `pid`, and
-    /// answers once they are closed (main loop).
-    func release(_ request: ReleaseRequest, pid: Int32) -> ControlReply {
+    /// `answer`s as soon as they are closed, before the bookkeeping: the player's open is waiting
+    /// for it, and gives up after 200 ms (main loop).
+    func release(_ request: ReleaseRequest, pid: Int32, answer: (ControlReply) -> Void) {
         let started = ContinuousClock.now
         let device = HardwareDevice(card: request.card, device: request.device)
         let holder = LoanStateMachine.Holder(pid: pid, program: request.program)
         let outputs = scanner.outputs(on: device)
         switch machine.releaseAsked(device, by: holder, outputs: outputs, at: started) {
         case .nothingHeld, .alreadyLent:
-            return ControlReply(ok: true, released: [])
+            answer(ControlReply(ok: true, released: []))
         case .close(let closing):
             watcher.follow(device, pid: pid)
             scanner.lend(device, to: "\(request.program ?? "a player") (pid \(pid))")
             scanner.rescan()
+            answer(ControlReply(ok: true, released: closing))
             let took = ContinuousClock.now - started
             logger.info("released a card device for a player", metadata: [
                 "device": "\(device)", "player": "\(request.program ?? "?") (pid \(pid))", "outputs": "\(closing.joined(separator: ", "))",
                 "ms": "\(took.milliseconds)"])
             schedule(closeSeen: false, now: ContinuousClock.now)
             publish()
-            return ControlReply(ok: true, released: closing)
         }
     }
 

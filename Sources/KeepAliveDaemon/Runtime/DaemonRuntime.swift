@@ -191,7 +191,7 @@ final class DaemonRuntime: @unchecked Sendable {
             for request in reloads.take() {
                 switch request.work {
                 case .reload: request.fulfil(reloader.reload(trigger: request.trigger))
-                case .release(let release, let pid): request.fulfil(loans.release(release, pid: pid))
+                case .release(let release, let pid): loans.release(release, pid: pid, answer: request.fulfil)
                 }
             }
         case .loanNodes, .loanTimer:

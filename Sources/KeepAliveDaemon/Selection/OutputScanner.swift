@@ -52,6 +52,8 @@ final class OutputScanner: Sendable {
         var lent: [HardwareDevice: String] = [:]
         /// The format each device's last player left it in: keepalived asks for it there.
         var playerFormats: [HardwareDevice: DeviceFormat] = [:]
+        /// Card index by ALSA card id, as last found (``cardIndices(naming:)``).
+        var cardIndices: [String: Int] = [:]
     }
 
     /// How long the first plan waits for the sound server's first answer: until it answers, no
@@ -164,7 +166,7 @@ final class OutputScanner: Sendable {
     /// The outputs playing on `device` now.
     func outputs(on device: HardwareDevice) -> [String] {
         guard let manager = manager.withLock({ $0 }) else { return [] }
-        let offer = OutputOffer(hints: [], server: .unknown, cardIndices: Self.cardIndices(manager.configuration.devices.map { ALSADevice(name: $0, description: "") }))
+        let offer = OutputOffer(hints: [], server: .unknown, cardIndices: cardIndices(naming: manager.configuration.devices))
         return manager.configuration.devices.filter { OutputPlanner.plays($0, on: device, in: offer) }
     }
 
@@ -206,7 +208,7 @@ final class OutputScanner: Sendable {
         }
         let (lent, formats) = state.withLock { ($0.lent, $0.playerFormats) }
         if !lent.isEmpty || !formats.isEmpty {
-            let offer = OutputOffer(hints: [], server: .unknown, cardIndices: Self.cardIndices(configuration.devices.map { ALSADevice(name: $0, description: "") }))
+            let offer = OutputOffer(hints: [], server: .unknown, cardIndices: cardIndices(naming: configuration.devices))
             // A player has the device: its outputs wait until it closes it.
             configuration.devices.removeAll { pcm in lent.keys.contains { OutputPlanner.plays(pcm, on: $0, in: offer) } }
             for (device, format) in formats {
@@ -250,7 +252,7 @@ final class OutputScanner: Sendable {
         let (base, choice, lent) = state.withLock { ($0.base, $0.choice, $0.lent) }
         var withheld: [String: String] = [:]
         if !lent.isEmpty {
-            let offer = OutputOffer(hints: [], server: .unknown, cardIndices: Self.cardIndices(base.devices.map { ALSADevice(name: $0, description: "") }))
+            let offer = OutputOffer(hints: [], server: .unknown, cardIndices: cardIndices(naming: base.devices))
             for pcm in base.devices {
                 if let (device, who) = lent.first(where: { OutputPlanner.plays(pcm, on: $0.key, in: offer) }) {
                     withheld[pcm] = "\(device) is lent to \(who) (keepalived:): taken back when it closes it"
@@ -277,7 +279,7 @@ final class OutputScanner: Sendable {
         let naming = devices.filter { $0.contains(":") && !$0.hasPrefix("pulse") }
         guard !naming.isEmpty else { return [:] }
         let offer = OutputOffer(hints: [], server: .unknown,
-                                cardIndices: Self.cardIndices(naming.map { ALSADevice(name: $0, description: "") }))
+                                cardIndices: cardIndices(naming: naming))
         var cards: [Int: String] = [:]
         for pcm in naming {
             if let card = OutputPlanner.card(of: pcm, in: offer), cards[card] == nil { cards[card] = pcm }
@@ -328,17 +330,48 @@ final class OutputScanner: Sendable {
         _ = utimensat(AT_FDCWD, "/dev/snd/controlC\(card)", nil, 0)
     }
 
-    /// Card index by ALSA card id, for the cards the hints name (`snd_card_get_index` resolves an
-    /// id without opening anything).
+    /// Card index by ALSA card id, for the cards the hints name.
     static func cardIndices(_ hints: [ALSADevice]) -> [String: Int] {
         var indices: [String: Int] = [:]
-        for hint in hints {
-            let (_, card) = OutputSelection.split(hint.name)
-            guard let id = card?.split(separator: ",").first.map(String.init) else { continue }
-            guard indices[id] == nil else { continue }
+        for id in cardIDs(hints.map(\.name)) {
             let index = snd_card_get_index(id)
             if index >= 0 { indices[id] = Int(index) }
         }
         return indices
+    }
+
+    /// ``cardIndices(_:)`` for the outputs `names`, from the ids found before where the card
+    /// still has that index. Why: `snd_card_get_index` opens each card's control node twice
+    /// until it finds the id, and a player's release looks the card up three times before it
+    /// can close anything (most of the release on an emulated CPU); reading the card's
+    /// `/proc/asound/cardN/id` again is one small read, and a card replugged at another index
+    /// fails it and is looked up anew.
+    func cardIndices(naming names: [String], proc: String = "/proc",
+                     lookUp: (String) -> Int32 = { snd_card_get_index($0) }) -> [String: Int] {
+        let known = state.withLock { $0.cardIndices }
+        var indices: [String: Int] = [:]
+        for id in Self.cardIDs(names) {
+            if let index = known[id], CardHolders.readFile("\(proc)/asound/card\(index)/id")?.split(separator: "\n").first.map(String.init) == id {
+                indices[id] = index
+                continue
+            }
+            let index = lookUp(id)
+            if index >= 0 { indices[id] = Int(index) }
+        }
+        state.withLock { state in
+            for id in Self.cardIDs(names) { state.cardIndices[id] = indices[id] }
+        }
+        return indices
+    }
+
+    /// The ALSA card ids (not indices) the PCM names `names` name, each once.
+    private static func cardIDs(_ names: [String]) -> [String] {
+        var ids: [String] = []
+        for name in names {
+            let (_, card) = OutputSelection.split(name)
+            guard let id = card?.split(separator: ",").first.map(String.init), !ids.contains(id) else { continue }
+            ids.append(id)
+        }
+        return ids
     }
 }
