@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 SERIAL = os.environ.get("VM_SERIAL", "/dev/ttyS1")
@@ -97,6 +98,52 @@ def wait_until(predicate, timeout, interval=0.05):
         if time.monotonic() >= deadline:
             return Wait(v, time.monotonic() - t0)
         time.sleep(interval)
+
+
+class StallWatch(threading.Thread):
+    """The guest's own stalls: while ``watching``, a thread asks to sleep 50 ms and records every
+    wake that came `threshold` seconds or more late, as (start, end) in time.time(). Under TCG the
+    whole guest stops while the host runs other work (another guest, the test suites), and its
+    clocks go on: an audio stream then drains with nobody to refill it. A check that counts
+    underruns asks ``explains`` whether the machine was stopped just before each: an underrun
+    with no stall before it is the program's. Python waking under TCG is not free (50 wakeups a
+    second cost QEMU 17 % of a host core), so it watches only the windows asked for."""
+
+    def __init__(self, threshold=0.1, interval=0.05):
+        super().__init__(daemon=True)
+        self.threshold = threshold
+        self.interval = interval
+        self.stalls = []
+        self.lock = threading.Lock()
+        self.watching = threading.Event()
+        self.start()
+
+    def run(self):
+        while True:
+            self.watching.wait()
+            last = time.time()
+            while self.watching.is_set():
+                time.sleep(self.interval)
+                now = time.time()
+                if now - last - self.interval >= self.threshold:
+                    with self.lock:
+                        self.stalls.append((last, now))
+                last = now
+
+    def between(self, t0, t1):
+        """The stalls that overlap [t0, t1]."""
+        with self.lock:
+            return [(a, b) for a, b in self.stalls if b >= t0 and a <= t1]
+
+    def explains(self, instant, before=2.0):
+        """The stall that ended within `before` seconds ahead of `instant` (or spans it), or None."""
+        found = self.between(instant - before, instant)
+        return found[-1] if found else None
+
+    @staticmethod
+    def describe(stalls):
+        return ", ".join(f"{1000 * (b - a):.0f} ms at {time.strftime('%H:%M:%S', time.gmtime(a))}.{int(a * 1000) % 1000:03d}"
+                         for a, b in stalls) or "none"
 
 
 # -- sound state -----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 # vm: devices=hda power_save=1 hda_wav=yes timeout=900
 """keepalived on the kernel's own snd-hda-intel driver, with the codec allowed to sleep
 (power_save=1): on hw:0,0 and plughw:0,0 (the ring loop) and on default (dmix, streamed) the
-codec stays powered while keepalived plays and nothing underruns for the whole run; after
+codec stays powered while keepalived plays and nothing underruns for the whole run (but after
+the emulated guest itself stood still, vmtest.StallWatch); after
 `stop` the codec sleeps again within 3 s. On hw:0,0 the whole process must stay under 0.1
 wakeups a second in the steady state (CPU is reported; bench/run --hardware measures it). The host side (50-keepalived-hda.host.py) then checks
 that what reached the codec is exactly the rendered signal.
@@ -11,7 +12,9 @@ KEEPALIVED_VM_SECONDS sets the length of each run (default 60 s: a minute spans 
 health check, so the wakeup count still covers the whole steady state, and the host check
 scales with it; shorter runs are for a quick look)."""
 
+import datetime
 import os
+import re
 import subprocess
 import time
 
@@ -57,6 +60,7 @@ off0 = off_ms()
 w = vt.wait_until(lambda: off_ms() >= off0 + 500, 10)
 vt.check("idle-codec-sleeps", w, f"power_off_acct {off0} -> {off_ms()} ms within {w.seconds:.1f} s")
 
+stalls = vt.StallWatch()
 runs = [("hw:0,0", "ring-loop", True), ("plughw:0,0", "ring-loop", False), ("default", "stream", False)]
 log_index = 0
 for device, mode, measure in runs:
@@ -75,16 +79,30 @@ for device, mode, measure in runs:
     time.sleep(1)
     on_before, off_before = vt.codec_power(card)
     switches0, cpu0 = process_counters(daemon.pid)
-    t0 = time.monotonic()
+    t0, t0_wall = time.monotonic(), time.time()
+    if mode == "stream":  # the ring loop's buffer (2 s and more) outlasts any stall seen
+        stalls.watching.set()
     time.sleep(RUN_SECONDS)
+    stalls.watching.clear()
     elapsed = time.monotonic() - t0
     switches1, cpu1 = process_counters(daemon.pid)
     on_after, off_after = vt.codec_power(card)
     vt.check(f"{name}-codec-awake", off_after == off_before,
              f"power_off_acct {off_before} -> {off_after} ms, power_on_acct {on_before} -> {on_after} ms over {elapsed:.0f} s")
     out = output_state()
-    vt.check(f"{name}-no-underrun", out and out.get("recoveries") == 0 and out.get("state") == "playing",
-             f"{elapsed:.0f} s: state {out and out.get('state')}, recoveries {out and out.get('recoveriesByReason')}, frames {out and out.get('framesPlayed')}")
+    # An underrun counts unless the guest itself was stopped just before it (a stream's buffer,
+    # dmix's 341 ms here, drains while the emulated CPU does not run: seen once, 2 underruns in
+    # a full run beside another guest and the sanitizer suites). Each recovery's log line is
+    # matched against the guest's stalls.
+    log.flush()
+    recoveries = [(datetime.datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp(), m.group(0))
+                  for m in re.finditer(r"^(\S+) notice: recovered .*reason=underrun.*$", vt.read(log.name, ""), re.M)]
+    unexplained = [line for at, line in recoveries if not stalls.explains(at)]
+    vt.check(f"{name}-no-underrun", out and out.get("state") == "playing" and set((out.get("recoveriesByReason") or {})) <= {"underrun"}
+             and out.get("recoveries") == len(recoveries) and not unexplained,
+             f"{elapsed:.0f} s: state {out and out.get('state')}, recoveries {out and out.get('recoveriesByReason')}, frames {out and out.get('framesPlayed')}"
+             + (f"; each after the guest stood still: {vt.StallWatch.describe(stalls.between(t0_wall, time.time()))}" if recoveries and not unexplained else "")
+             + (f"; with the guest running: {' | '.join(unexplained)}" if unexplained else ""))
     wakeups = (switches1 - switches0) / elapsed
     cpu_us = (cpu1 - cpu0) / 1000 / elapsed
     vt.note(f"{name}: {wakeups:.3f} wakeups/s, {cpu_us:.1f} us CPU/s over {elapsed:.0f} s (guest, TCG: CPU is emulated)")
