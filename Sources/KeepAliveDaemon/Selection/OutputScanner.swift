@@ -343,7 +343,7 @@ final class OutputScanner: Sendable {
     /// ``cardIndices(_:)`` for the outputs `names`, from the ids found before where the card
     /// still has that index. Why: `snd_card_get_index` opens each card's control node twice
     /// until it finds the id, and a player's release looks the card up three times before it
-    /// can close anything (most of the release on an emulated CPU); reading the card's
+    /// can close anything (a large part of the release on an emulated CPU); reading the card's
     /// `/proc/asound/cardN/id` again is one small read, and a card replugged at another index
     /// fails it and is looked up anew.
     func cardIndices(naming names: [String], proc: String = "/proc",
