@@ -309,10 +309,19 @@ invalid:
 
 // MARK: - Asking keepalived
 
+int ckeepalived_pcm_release_timeout_ms(const char *text) {
+    if (text == NULL || *text == '\0') return CKEEPALIVED_PCM_RELEASE_TIMEOUT_DEFAULT_MS;
+    long value = 0;
+    for (const char *c = text; *c; c++) {
+        if (*c < '0' || *c > '9') return -1;
+        value = value * 10 + (*c - '0');
+        if (value > CKEEPALIVED_PCM_RELEASE_TIMEOUT_MAX_MS) return -1;
+    }
+    return (int)value;
+}
+
 /// The system service's socket; the user's daemon's is $XDG_RUNTIME_DIR/keepalived/control.sock.
 #define SYSTEM_SOCKET "/run/keepalived-audio/control.sock"
-/// How long an open waits for keepalived's answers, from the start of the open.
-#define ANSWER_TIMEOUT_MS 200
 #define REPLY_MAX 2048
 
 /// One control socket asked to release the device.
@@ -449,7 +458,7 @@ static bool add_socket(connection *connections, size_t *count, const char *direc
 /// Asks every keepalived listening (the one at $KEEPALIVED_SOCKET, else the system service's
 /// and the user's) to release `card`'s `device`, and waits for their answers until `deadline`
 /// (CLOCK_MONOTONIC ns). Reports refusals and silence with SNDERR; fails nothing.
-static void ask_release(int card, int device, int64_t deadline) {
+static void ask_release(int card, int device, int64_t deadline, int timeout_ms) {
     char line[CKEEPALIVED_PCM_REQUEST_MAX];
     int length = ckeepalived_pcm_request_line(line, sizeof line, card, device, program_invocation_short_name);
     if (length < 0) return;
@@ -485,7 +494,7 @@ static void ask_release(int card, int device, int64_t deadline) {
         if (waiting == 0) break;
         int64_t left = deadline - monotonic_ns();
         if (left <= 0) {
-            SNDERR("keepalived did not answer within %d ms", ANSWER_TIMEOUT_MS);
+            SNDERR("keepalived did not answer within %d ms", timeout_ms);
             break;
         }
         int ready = poll(fds, waiting, (int)((left + 999999) / 1000000));
@@ -514,8 +523,20 @@ static void ask_release(int card, int device, int64_t deadline) {
 /// them; for a playback stream, keepalived is asked to release the device; then the device's hw
 /// PCM is opened with the caller's stream and mode and returned as it is.
 SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
-    int64_t deadline = monotonic_ns() + (int64_t)ANSWER_TIMEOUT_MS * 1000000;
+    int64_t started = monotonic_ns();
+    const char *timeout_text = secure_getenv("KEEPALIVED_RELEASE_TIMEOUT");
+    int timeout_ms = ckeepalived_pcm_release_timeout_ms(timeout_text);
+    if (timeout_ms < 0) {
+        SNDERR("KEEPALIVED_RELEASE_TIMEOUT=%s is not a whole number of milliseconds from 0 to %d; waiting %d ms", timeout_text,
+               CKEEPALIVED_PCM_RELEASE_TIMEOUT_MAX_MS, CKEEPALIVED_PCM_RELEASE_TIMEOUT_DEFAULT_MS);
+        timeout_ms = CKEEPALIVED_PCM_RELEASE_TIMEOUT_DEFAULT_MS;
+    }
+    int64_t deadline = started + (int64_t)timeout_ms * 1000000;
     long card = -1, device = 0, subdevice = -1;
+    // A card the player named (CARD=, or ALSA_CARD in its environment); the bare `keepalived`
+    // opens the configuration's default card and asks for no release: a program that probes
+    // every PCM it finds (PortAudio does) must not take the card from keepalived.
+    bool named = true;
     snd_config_iterator_t i, next;
     (void)name;
     snd_config_for_each(i, next, conf) {
@@ -524,6 +545,16 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         if (snd_config_get_id(n, &id) < 0) continue;
         if (strcmp(id, "comment") == 0 || strcmp(id, "type") == 0 || strcmp(id, "hint") == 0) continue;
         if (strcmp(id, "card") == 0) {
+            const char *text;
+            if (snd_config_get_string(n, &text) == 0 && *text == '\0') {
+                named = false;
+                snd_config_t *fallback;
+                if (snd_config_search(root, "defaults.pcm.card", &fallback) < 0) {
+                    card = 0;
+                    continue;
+                }
+                n = fallback;
+            }
             // As hw does: an index, or a card's id through snd_card_get_index, with its error.
             int err = snd_config_get_card(n);
             if (err < 0) return err;
@@ -547,7 +578,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         return -EINVAL;
     }
 
-    if (stream == SND_PCM_STREAM_PLAYBACK) ask_release((int)card, (int)device, deadline);
+    if (stream == SND_PCM_STREAM_PLAYBACK && named) ask_release((int)card, (int)device, deadline, timeout_ms);
 
     char hw[CKEEPALIVED_PCM_HW_NAME_MAX];
     if (ckeepalived_pcm_hw_name(hw, sizeof hw, (int)card, (int)device, (int)subdevice) < 0) return -EINVAL;

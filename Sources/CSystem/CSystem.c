@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -93,4 +94,9 @@ int csystem_spawn(pid_t *pid, const char *path, char *const argv[], char *const 
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return result;
+}
+
+int csystem_peer_hung_up(int fd) {
+    struct pollfd entry = { .fd = fd, .events = POLLRDHUP, .revents = 0 };
+    return poll(&entry, 1, 0) > 0 && (entry.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }

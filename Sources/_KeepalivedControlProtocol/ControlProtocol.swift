@@ -169,6 +169,9 @@ public struct OutputReport: Codable, Equatable, Sendable {
     public var recoveriesByReason: [String: Int]
     /// The last fault's text.
     public var lastError: String?
+    /// The card device its handle played to at its last open (`hw:CARD=0,DEV=3`), whatever
+    /// its name: what a player's release through `keepalived:` is matched by.
+    public var hardware: String?
     /// `--linger` on this output, when given.
     public var linger: LingerReport?
     /// The sound server this output plays through, when it plays to one of its sinks.

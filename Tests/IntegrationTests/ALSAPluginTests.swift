@@ -99,6 +99,33 @@ extension Integration {
             #expect(opened.leakedDescriptors == 0)
         }
 
+        @Test("KEEPALIVED_RELEASE_TIMEOUT sets the wait in ms; a value that is not one is named and the default kept")
+        func releaseTimeout() async throws {
+            let setup = try PluginSetup("timeout")
+            let listener = try ReleaseListener(path: setup.socket, answer: .silence)
+            defer { listener.stop() }
+            let short = try await setup.open("keepalived-card0", socket: listener.path, extra: ["KEEPALIVED_RELEASE_TIMEOUT": "40"])
+            #expect(short.elapsed >= .milliseconds(35) && short.elapsed < .milliseconds(190), "\(short)")
+            #expect(short.stderr.contains("keepalived did not answer within 40 ms"), "\(short.stderr)")
+            let bad = try await setup.open("keepalived-card0", socket: listener.path, extra: ["KEEPALIVED_RELEASE_TIMEOUT": "0.5s"])
+            #expect(bad.stderr.contains("KEEPALIVED_RELEASE_TIMEOUT=0.5s is not a whole number of milliseconds from 0 to 10000; waiting 200 ms"), "\(bad.stderr)")
+            #expect(bad.elapsed >= .milliseconds(190), "\(bad)")
+        }
+
+        @Test("the bare names (no CARD) open the default card and ask keepalived for nothing")
+        func bareNamesAskNothing() async throws {
+            let setup = try PluginSetup("bare")
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            for (ours, hardware) in [("keepalived", "hw"), ("keepalived-plug", "plughw"), ("keepalived:DEV=0", "hw:DEV=0")] {
+                let opened = try await setup.open(ours, socket: listener.path)
+                let expected = try await setup.open(hardware, socket: listener.path)
+                #expect(opened.result == expected.result, "\(ours): \(opened), \(hardware): \(expected)")
+            }
+            listener.stop()
+            #expect(listener.received == [], "a probe of the bare names takes no card from keepalived")
+        }
+
         @Test("no keepalived (no socket, a stale one, not a socket): no wait and no message")
         func nobodyListening() async throws {
             let setup = try PluginSetup("nobody")
@@ -246,8 +273,8 @@ final class PluginSetup {
 
     /// Opens `name` for `stream` (playback or capture) in the opener, with KEEPALIVED_SOCKET set to
     /// `socket` (nil: a path where nothing is; "": unset, so the default sockets are asked).
-    func open(_ name: String, stream: String = "playback", socket: String?) async throws -> Opened {
-        var environment = environment
+    func open(_ name: String, stream: String = "playback", socket: String?, extra: [String: String] = [:]) async throws -> Opened {
+        var environment = environment.merging(extra) { $1 }
         environment["KEEPALIVED_SOCKET"] = socket ?? directory.appendingPathComponent("nothing-here.sock").path
         let run = try await runCommand(ALSAPluginBuild.get().opener.path, [name, stream], environment: environment, timeout: .seconds(10))
         var fields: [String: Int64] = [:]

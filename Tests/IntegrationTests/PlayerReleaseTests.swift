@@ -38,6 +38,13 @@ extension Integration {
             try (status()["outputs"] as? [[String: Any]] ?? []).compactMap { $0["device"] as? String }
         }
 
+        /// An output's state and reason as status --json gives them: `paused (lent)`.
+        func state(of device: String) throws -> String? {
+            let output = (try status()["outputs"] as? [[String: Any]] ?? []).first { $0["device"] as? String == device }
+            guard let state = output?["state"] as? String else { return nil }
+            return (output?["reason"] as? String).map { "\(state) (\($0))" } ?? state
+        }
+
         func loans() throws -> [[String: Any]] { try status()["loans"] as? [[String: Any]] ?? [] }
 
         func release(_ client: UnixClient, card: Int, device: Int, program: String = "test-player") throws -> [String: Any] {
@@ -53,15 +60,15 @@ extension Integration {
             let reply = try release(client, card: 0, device: 0)
             #expect(reply["ok"] as? Bool == true, "\(reply)")
             #expect(reply["released"] as? [String] == ["hw:0,0"])
-            #expect(try outputs() == ["null"])
+            // Held closed for the loan, still configured: a reload or rescan cannot reopen it.
+            #expect(try outputs() == ["hw:0,0", "null"])
+            #expect(try state(of: "hw:0,0") == "paused (lent)")
             let loan = try #require(try loans().first)
             #expect(loan["pid"] as? Int == Int(getpid()))
             #expect(loan["program"] as? String == "test-player")
             #expect(loan["state"] as? String == "lent")
             #expect(loan["pcm"] as? String == "hw:CARD=0,DEV=0")
             #expect(loan["outputs"] as? [String] == ["hw:0,0"])
-            let withheld = try status()["withheld"] as? [String: String]
-            #expect(withheld?["hw:0,0"]?.contains("lent to test-player (pid \(getpid()))") == true, "\(withheld ?? [:])")
             let text = try await runCommand(binary, ["status", "--socket", socketPath])
             #expect(text.stdout.contains("lent: hw:CARD=0,DEV=0 to test-player (pid \(getpid())), opening it"), "\(text.stdout)")
 
@@ -72,7 +79,7 @@ extension Integration {
 
             // This "player" never opens the device: it comes back when its window ends (2 s).
             try await waitUntil("the loan to end", timeout: .seconds(5)) { (try? loans())?.isEmpty == true }
-            try await waitUntil("hw:0,0 back among the outputs", timeout: .seconds(2)) { (try? outputs())?.sorted() == ["hw:0,0", "null"] }
+            try await waitUntil("hw:0,0 no longer held", timeout: .seconds(2)) { (try? state(of: "hw:0,0")) != "paused (lent)" }
             #expect(daemon.stderr.contains("released a card device for a player"), "\(daemon.stderr)")
             #expect(daemon.stderr.contains("took a card device back from its player"), "\(daemon.stderr)")
             #expect(daemon.isRunning)
@@ -93,7 +100,66 @@ extension Integration {
             let took = try await waitUntil("the dead player's loan to end", timeout: .seconds(5)) { (try? loans())?.isEmpty == true }
             // Its window is 2 s; a dead player's loan ends at the next look (at most 1 s).
             #expect(ContinuousClock.now - started < .seconds(2).underSanitizer, "took \(took)")
-            try await waitUntil("hw:0,0 back", timeout: .seconds(2)) { (try? outputs())?.contains("hw:0,0") == true }
+            try await waitUntil("hw:0,0 back", timeout: .seconds(2)) { (try? state(of: "hw:0,0")) != "paused (lent)" }
+            #expect(daemon.isRunning)
+        }
+
+        @Test("a release whose player hung up before it was read is not applied: the output keeps playing")
+        func hungUpPlayer() async throws {
+            let daemon = try await launchDaemon()
+            // The player's open gave up (its 200 ms passed) and closed its socket.
+            let script = """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                s.sendall(b'{"request":"release","card":0,"device":0,"program":"gave-up"}\\n')
+                s.close()
+                """
+            // Stopped, the daemon reads nothing: the player's request and its hang-up are both
+            // there when it goes on, as when its control thread was held up past 200 ms.
+            kill(daemon.pid, SIGSTOP)
+            let sent = try await runCommand("/usr/bin/python3", ["-c", script, socketPath])
+            kill(daemon.pid, SIGCONT)
+            #expect(sent.status == 0, "\(sent.stderr)")
+            try await waitUntil("the daemon to log the dropped release", timeout: .seconds(3)) {
+                daemon.stderr.contains("a player's release came after it stopped waiting: not applied")
+            }
+            #expect(try loans().isEmpty)
+            #expect(try state(of: "hw:0,0") != "paused (lent)")
+            #expect(!daemon.stderr.contains("released a card device for a player"), "\(daemon.stderr)")
+            #expect(daemon.isRunning)
+        }
+
+        @Test("a release during a reload that waits seconds for a sound server is answered at once; the reload's reply comes after")
+        func releaseDuringSlowReload() async throws {
+            // A sound server that accepts connections and never answers: the reload's new
+            // selection waits for its first answer (up to 2 s) on the main loop.
+            let serverPath = directory.appendingPathComponent("rt/silent-pulse").path
+            let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(listener) }
+            #expect(withUnixAddress(serverPath) { bind(listener, $0, $1) } == 0)
+            #expect(listen(listener, 16) == 0)
+            let options = directory.appendingPathComponent("options.conf")
+            try "KEEPALIVED_OPTIONS=\"-d hw:0,0 -d null\"\n".write(to: options, atomically: true, encoding: .utf8)
+            let daemon = try ChildProcess(binary, ["run", "--config", options.path, "--socket", socketPath],
+                                          environment: ["PULSE_SERVER": "unix:\(serverPath)"], directory: directory, label: "keepalived")
+            try await waitUntil("both outputs in the status", timeout: .seconds(5)) { (try? outputs())?.count == 2 }
+            try "KEEPALIVED_OPTIONS=\"-d hw:0,0 -d null --digital\"\n".write(to: options, atomically: true, encoding: .utf8)
+            let reloader = try UnixClient(connectingTo: socketPath)
+            let asked = ContinuousClock.now
+            reloader.send(#"{"request":"reload"}"# + "\n")
+            try await Task.sleep(for: .milliseconds(300))
+            let player = try UnixClient(connectingTo: socketPath)
+            let releaseAsked = ContinuousClock.now
+            let reply = try release(player, card: 0, device: 0)
+            let releaseTook = ContinuousClock.now - releaseAsked
+            #expect(reply["released"] as? [String] == ["hw:0,0"], "\(reply)")
+            #expect(releaseTook < .milliseconds(200).underSanitizer, "the release took \(releaseTook)")
+            #expect(try state(of: "hw:0,0") == "paused (lent)")
+            let reloadReply = try #require(reloader.readLine(timeout: .seconds(10)), "no reply to the reload")
+            let reloadTook = ContinuousClock.now - asked
+            #expect(reloadReply.contains(#""ok":true"#), "\(reloadReply)")
+            // The reload really was slow: else this shows nothing.
+            #expect(reloadTook > .milliseconds(300) + releaseTook, "the reload took \(reloadTook)")
             #expect(daemon.isRunning)
         }
 

@@ -1,4 +1,5 @@
 import Foundation
+import KeepAlive
 import Testing
 
 @testable import KeepAliveDaemon
@@ -53,8 +54,52 @@ struct LoanStateMachineTests {
         // hw_params unreadable for a moment (between a player's hw_free and hw_params): the last one stands.
         #expect(machine.observed(device, open(), holderAlive: true, at: start + .seconds(3)) == .none)
         #expect(machine.loans.first?.loan.format == hiRes)
-        #expect(machine.observed(device, closed, holderAlive: true, at: start + .seconds(4)) == .takeBack(outputs: ["hw:0,0"], format: hiRes))
+        // Closed: kept for the grace in which a player reopens between two tracks.
+        let closedAt = start + .seconds(4)
+        #expect(machine.observed(device, closed, holderAlive: true, at: closedAt) == .none)
+        #expect(machine.nextDeadline == closedAt + LoanStateMachine.reopenGrace)
+        #expect(machine.observed(device, closed, holderAlive: true, at: closedAt + LoanStateMachine.reopenGrace - .milliseconds(1)) == .none)
+        #expect(machine.observed(device, closed, holderAlive: true, at: closedAt + LoanStateMachine.reopenGrace) == .takeBack(outputs: ["hw:0,0"], format: hiRes))
         #expect(machine.devices.isEmpty)
+    }
+
+    @Test("a player that closes and reopens within the grace (MPD between tracks of two formats) keeps the device; the last format goes back")
+    func reopenWithinGrace() {
+        var machine = lent()
+        #expect(machine.observed(device, open(cd), holderAlive: true, at: start) == .none)
+        #expect(machine.observed(device, closed, holderAlive: true, at: start + .seconds(3)) == .none)
+        // Its reopen through keepalived: asks again: nothing to close, the loan goes on.
+        #expect(machine.releaseAsked(device, by: mpd, outputs: [], at: start + .seconds(3) + .milliseconds(5)) == .lentAgain)
+        #expect(machine.observed(device, open(hiRes), holderAlive: true, at: start + .seconds(3) + .milliseconds(10)) == .none)
+        #expect(machine.loans.first?.playing == true)
+        #expect(machine.observed(device, closed, holderAlive: true, at: start + .seconds(9)) == .none)
+        #expect(machine.observed(device, closed, holderAlive: true, at: start + .seconds(10)) == .takeBack(outputs: ["hw:0,0"], format: hiRes))
+    }
+
+    @Test("a player that dies with the device closed: taken back at once, no grace")
+    func diedAfterPlaying() {
+        var machine = lent()
+        _ = machine.observed(device, open(cd), holderAlive: true, at: start)
+        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(1)) == .takeBack(outputs: ["hw:0,0"], format: cd))
+    }
+
+    @Test("a loan that never set a format (a probe's open) goes back in the last format a player set, not keepalived's own")
+    func probeKeepsFormat() {
+        var machine = lent()
+        _ = machine.observed(device, open(cd), holderAlive: true, at: start)
+        _ = machine.observed(device, closed, holderAlive: false, at: start + .seconds(1))
+        #expect(machine.releaseAsked(device, by: mpd, outputs: ["hw:0,0"], at: start + .seconds(2)) == .close(["hw:0,0"]))
+        #expect(machine.observed(device, open(), holderAlive: true, at: start + .seconds(2)) == .none)
+        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(3)) == .takeBack(outputs: ["hw:0,0"], format: cd))
+    }
+
+    @Test("an output that opens on a lent device later is held with the loan's, once")
+    func foundLater() {
+        var machine = lent()
+        #expect(machine.found(["hw:0,0", "default"], on: device) == ["default"])
+        #expect(machine.found(["default"], on: device) == [])
+        #expect(machine.found(["default"], on: HardwareDevice(card: 1, device: 0)) == [])
+        #expect(machine.observed(device, closed, holderAlive: false, at: start) == .takeBack(outputs: ["hw:0,0", "default"], format: nil))
     }
 
     @Test("a player that never opens it: taken back when its window ends, not before")
@@ -98,7 +143,8 @@ struct LoanStateMachineTests {
                 if playing { _ = machine.observed(device, open(cd), holderAlive: true, at: start) }
                 let at = start + (late ? LoanStateMachine.openWindow : .zero)
                 let action = machine.observed(device, isOpen ? open(cd) : closed, holderAlive: alive, at: at)
-                let expectBack = !isOpen && (playing || !alive || late)
+                // Closed after playing: back at once only when its player is gone (else after the grace).
+                let expectBack = !isOpen && (playing ? !alive : (!alive || late))
                 #expect((action != .none) == expectBack, "playing \(playing) late \(late) open \(isOpen) alive \(alive)")
                 #expect(machine.isLent(device) == !expectBack)
             }

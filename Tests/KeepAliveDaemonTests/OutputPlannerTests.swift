@@ -37,26 +37,28 @@ struct OutputPlannerTests {
         OutputPlanner.pick(choice, in: offer).map(\.pcm)
     }
 
-    @Test("the card device a name opens: hw, plughw and dmix number it themselves; other names only their card")
-    func cardDevice() {
+    @Test("the card device an output plays to: its open handle's, else a name that numbers the kernel's device (hw, plughw, dmix), else unknown")
+    func hardware() {
         let offer = Self.offer(.unreachable("none"))
-        func pair(_ pcm: String) -> [Int?]? { OutputPlanner.cardDevice(of: pcm, in: offer).map { [$0.card, $0.device] } }
-        #expect(pair("hw:CARD=Intel,DEV=3") == [0, 3])
-        #expect(pair("hw:1,2") == [1, 2])
-        #expect(pair("hw:1") == [1, 0])
-        #expect(pair("plughw:CARD=DAC") == [1, 0])
-        #expect(pair("dmix:CARD=Intel,DEV=0") == [0, 0])
-        #expect(pair("hw:CARD=Intel,DEV=x") == [0, nil])
-        #expect(pair("hdmi:CARD=Intel,DEV=1") == [0, nil])
-        #expect(pair("default") == nil)
-        #expect(pair("pulse:DEVICE=tv") == nil)
-        #expect(pair("hw:CARD=Nope,DEV=0") == nil)
-        let lent = HardwareDevice(card: 0, device: 3)
-        #expect(OutputPlanner.plays("hw:0,3", on: lent, in: offer))
-        #expect(!OutputPlanner.plays("hw:0,0", on: lent, in: offer))
-        #expect(OutputPlanner.plays("hdmi:CARD=Intel,DEV=0", on: lent, in: offer))
-        #expect(!OutputPlanner.plays("plughw:1,3", on: lent, in: offer))
-        #expect(!OutputPlanner.plays("default", on: lent, in: offer))
+        func named(_ pcm: String) -> HardwareDevice? { OutputPlanner.hardware(of: pcm, opened: nil, in: offer) }
+        #expect(named("hw:CARD=Intel,DEV=3") == HardwareDevice(card: 0, device: 3))
+        #expect(named("hw:1,2") == HardwareDevice(card: 1, device: 2))
+        #expect(named("hw:1") == HardwareDevice(card: 1, device: 0))
+        #expect(named("plughw:CARD=DAC") == HardwareDevice(card: 1, device: 0))
+        #expect(named("dmix:CARD=Intel,DEV=0") == HardwareDevice(card: 0, device: 0))
+        #expect(named("hw:CARD=Intel,DEV=x") == nil)
+        // Names that count devices their own way, or name none: never guessed.
+        #expect(named("hdmi:CARD=Intel,DEV=1") == nil)
+        #expect(named("sysdefault:CARD=Intel") == nil)
+        #expect(named("front:CARD=Intel,DEV=0") == nil)
+        #expect(named("default") == nil)
+        #expect(named("pulse:DEVICE=tv") == nil)
+        #expect(named("hw:CARD=Nope,DEV=0") == nil)
+        // What alsa-lib said of the open handle wins over any name.
+        let hdmi = HardwareDevice(card: 0, device: 7)
+        #expect(OutputPlanner.hardware(of: "hdmi:CARD=Intel,DEV=1", opened: hdmi, in: offer) == hdmi)
+        #expect(OutputPlanner.hardware(of: "default", opened: HardwareDevice(card: 1, device: 0), in: offer) == HardwareDevice(card: 1, device: 0))
+        #expect(OutputPlanner.hardware(of: "hw:0,0", opened: hdmi, in: offer) == hdmi)
     }
 
     @Test("on a desktop, the server's physical sinks, never a card's dmix: not the cards it owns, nor one it does not list yet")

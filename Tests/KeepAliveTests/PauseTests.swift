@@ -96,7 +96,7 @@ struct PauseTests {
 
     @Test("reasons sort strongest first")
     func order() {
-        #expect(PauseReason.allCases.sorted() == [.sleep, .locked, .idle, .linger])
+        #expect(PauseReason.allCases.sorted() == [.sleep, .lent, .locked, .idle, .linger])
         #expect(Set([PauseReason.idle, .locked]).min() == .locked)
     }
 }

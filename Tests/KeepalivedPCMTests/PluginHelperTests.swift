@@ -228,4 +228,22 @@ struct SplitMix: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+
+}
+
+@Suite("The ALSA plug-in's wait for keepalived")
+struct ReleaseTimeoutTests {
+    @Test("KEEPALIVED_RELEASE_TIMEOUT: whole milliseconds from 0 to 10000; empty or unset is the default; anything else is refused")
+    func releaseTimeout() {
+        #expect(ckeepalived_pcm_release_timeout_ms(nil) == 200)
+        #expect(ckeepalived_pcm_release_timeout_ms("") == 200)
+        #expect(ckeepalived_pcm_release_timeout_ms("0") == 0)
+        #expect(ckeepalived_pcm_release_timeout_ms("450") == 450)
+        #expect(ckeepalived_pcm_release_timeout_ms("10000") == 10000)
+        #expect(ckeepalived_pcm_release_timeout_ms("10001") == -1)
+        #expect(ckeepalived_pcm_release_timeout_ms("99999999999999999999") == -1)
+        #expect(ckeepalived_pcm_release_timeout_ms("-1") == -1)
+        #expect(ckeepalived_pcm_release_timeout_ms("5 ") == -1)
+        #expect(ckeepalived_pcm_release_timeout_ms("0.5s") == -1)
+    }
 }

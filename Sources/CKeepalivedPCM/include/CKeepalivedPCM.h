@@ -45,6 +45,16 @@ int ckeepalived_pcm_request_line(char *buffer, size_t size, int card, int device
 /// "" if `size` > 0.
 int ckeepalived_pcm_hw_name(char *buffer, size_t size, int card, int device, int subdevice);
 
+/// How long an open waits for keepalived's answers by default, in milliseconds.
+#define CKEEPALIVED_PCM_RELEASE_TIMEOUT_DEFAULT_MS 200
+/// The longest wait KEEPALIVED_RELEASE_TIMEOUT may ask for: a player's open blocks that long.
+#define CKEEPALIVED_PCM_RELEASE_TIMEOUT_MAX_MS 10000
+
+/// The wait `text` (KEEPALIVED_RELEASE_TIMEOUT's value: whole milliseconds, 0 to
+/// CKEEPALIVED_PCM_RELEASE_TIMEOUT_MAX_MS) asks for; the default for NULL or "", and -1 for
+/// anything else (the caller says so and waits the default).
+int ckeepalived_pcm_release_timeout_ms(const char *text);
+
 /// Reads one reply line of keepalived's (`length` bytes, a trailing newline allowed):
 /// `{"ok":true,…}` or `{"ok":false,"error":"…",…}`. Returns 1 for ok, 0 for not ok, with the
 /// error's text (unescaped, control characters as spaces, cut to whole UTF-8 characters) in

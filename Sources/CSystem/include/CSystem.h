@@ -24,6 +24,10 @@ extern "C" {
 /// first 15 bytes.
 void csystem_name_current_thread(const char *name);
 
+/// Whether the peer of connected stream socket `fd` has hung up or shut down its writing side
+/// (poll's POLLRDHUP, a _GNU_SOURCE flag), without reading anything: 1 yes, 0 no.
+int csystem_peer_hung_up(int fd);
+
 /// Accepts a connection on `fd` with the new descriptor already non-blocking and close-on-exec
 /// (accept4). Returns the descriptor, or -1 with errno set.
 int csystem_accept_nonblocking(int fd);

@@ -15,6 +15,10 @@ import CALSA
 struct PCMChain: Equatable {
     /// The layers, outermost first ("Plug PCM", "Hardware PCM", …).
     let layers: [String]
+    /// The card device the innermost hardware layer opened ("Hardware PCM card 0 'HDA Intel'
+    /// device 3 subdevice 0"): behind dmix, dsnoop and the other direct plug-ins, whose own
+    /// `snd_pcm_info` names no card, this is the only place alsa-lib says which device they share.
+    let hardware: HardwareDevice?
 
     /// Layers that pass each sample straight to the next one: a ring filled through them replays
     /// exactly what was written.
@@ -26,11 +30,13 @@ struct PCMChain: Equatable {
     /// Reads the layer names out of `snd_pcm_dump` text.
     init(dump: String) {
         var layers: [String] = []
+        var hardware: HardwareDevice?
         for rawLine in dump.split(separator: "\n", omittingEmptySubsequences: true) {
             // Setup and status lines are indented; "Its setup is:" heads them.
             guard let first = rawLine.first, first != " ", first != "\t", !rawLine.hasPrefix("Its setup is") else { continue }
             var line = Substring(rawLine)
             if line.hasPrefix("Slave: ") { line = line.dropFirst("Slave: ".count) }
+            if let device = Self.hardwareDevice(line) { hardware = device }
             while let range = line.firstRange(of: "PCM") {
                 layers.append(String(line[..<range.upperBound]))
                 line = line[range.upperBound...]
@@ -40,6 +46,21 @@ struct PCMChain: Equatable {
             }
         }
         self.layers = layers
+        self.hardware = hardware
+    }
+
+    /// The card and device of alsa-lib's hardware layer line, `Hardware PCM card %d '%s' device
+    /// %d subdevice %d` (the card's name may hold anything, so the device is read after its
+    /// last quote); nil for any other line.
+    static func hardwareDevice(_ line: Substring) -> HardwareDevice? {
+        let layer = "Hardware PCM card "
+        guard let start = line.firstRange(of: layer) else { return nil }
+        let rest = line[start.upperBound...]
+        guard let card = Int(rest.prefix { $0.isNumber }), let quote = rest.lastIndex(of: "'") else { return nil }
+        let tail = rest[rest.index(after: quote)...]
+        guard tail.hasPrefix(" device ") else { return nil }
+        guard let device = Int(tail.dropFirst(" device ".count).prefix { $0.isNumber }) else { return nil }
+        return HardwareDevice(card: card, device: device)
     }
 
     /// The chain of an open PCM.

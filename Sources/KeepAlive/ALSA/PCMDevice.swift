@@ -54,6 +54,20 @@ final class PCMDevice {
     /// What the PCM is built of (is there a ring the hardware replays on its own?).
     var chain: PCMChain { PCMChain(pcm: pcm) }
 
+    /// The card device this open handle plays to, whatever its name: `snd_pcm_info` of the
+    /// handle (a plug or hooks chain answers with its slave's), else the hardware layer of
+    /// `chain` (dmix answers with no card). Nil for a sound server's stream, a file, null.
+    func hardwareDevice(chain: PCMChain) -> HardwareDevice? {
+        var allocated: OpaquePointer?
+        if snd_pcm_info_malloc(&allocated) == 0, let info = allocated {
+            defer { snd_pcm_info_free(info) }
+            if snd_pcm_info(pcm, info) == 0, snd_pcm_info_get_card(info) >= 0 {
+                return HardwareDevice(card: Int(snd_pcm_info_get_card(info)), device: Int(snd_pcm_info_get_device(info)))
+            }
+        }
+        return chain.hardware
+    }
+
     /// Streaming: the device starts once `startThreshold` frames are queued, and its descriptors
     /// would signal once `wakeThreshold` frames are free.
     func configureStreaming(startThreshold: Int, wakeThreshold: Int) throws(ALSAError) {

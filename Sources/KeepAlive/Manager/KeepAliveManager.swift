@@ -345,6 +345,9 @@ public final class KeepAliveManager: Sendable {
                 "buffer": "\(format.bufferFrames)", "period": "\(format.periodFrames)",
             ]) { $1 })
             broadcaster.publish(.opened(device: device, format: format))
+        case .playsOn(let hardware):
+            record.fields.withLock { $0.status.hardware = hardware }
+            if let hardware { logger.debug("plays on a card device", metadata: metadata.merging(["hardware": "\(hardware)"]) { $1 }) }
         case .fault(let reason, let message):
             let first = record.fields.withLock { fields -> Bool in
                 fields.status.lastError = message

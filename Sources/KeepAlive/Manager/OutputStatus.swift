@@ -14,6 +14,10 @@ public struct OutputStatus: Sendable, Equatable {
     public var format: OutputFormat?
     /// How the output played at its last open, if it ever opened.
     public var mode: PlaybackMode?
+    /// The card device the output's handle played to at its last open, as alsa-lib describes
+    /// the open handle (through plug, hooks and dmix layers alike); nil before the first open
+    /// and for outputs that end in no card (a sound server's stream, a file, null).
+    public var hardware: HardwareDevice?
     /// The gain applied to the clip.
     public var volume: Level
     /// Frames played since the manager started: written, or (in a ring loop) replayed by the
@@ -29,11 +33,13 @@ public struct OutputStatus: Sendable, Equatable {
 
     /// A snapshot with every field given; the manager makes these as the output reports.
     public init(device: String, state: KeepAliveState, format: OutputFormat? = nil, mode: PlaybackMode? = nil,
-                volume: Level, framesPlayed: Int = 0, recoveries: [InterruptionReason: Int] = [:], lastError: String? = nil) {
+                hardware: HardwareDevice? = nil, volume: Level, framesPlayed: Int = 0, recoveries: [InterruptionReason: Int] = [:],
+                lastError: String? = nil) {
         self.device = device
         self.state = state
         self.format = format
         self.mode = mode
+        self.hardware = hardware
         self.volume = volume
         self.framesPlayed = framesPlayed
         self.recoveries = recoveries

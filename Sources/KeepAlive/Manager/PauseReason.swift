@@ -12,6 +12,9 @@
 public enum PauseReason: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
     /// The system is about to sleep: a device must not be written while it suspends.
     case sleep
+    /// A player on the same machine has the output's card device: the keepalived daemon lends
+    /// it through its `keepalived:` ALSA PCM, and takes it back once the player closes it.
+    case lent
     /// The user's session is locked.
     case locked
     /// The user's session has been idle for a while.

@@ -8,6 +8,8 @@ import Glibc
 enum PlaybackReport: Sendable {
     case state(KeepAliveState)
     case opened(OutputFormat, PlaybackMode)
+    /// The card device the open handle plays to, when it differs from the last open's.
+    case playsOn(HardwareDevice?)
     case fault(InterruptionReason, String)
     case recovered(InterruptionReason, Duration)
     /// Frames played since the last report; also the thread's heartbeat.
@@ -86,6 +88,8 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// opens in the same format.
     private var source: (any FrameSource)?
     private var renderedFor: OutputFormat?
+    /// The card device the last open played to (reported when it changes).
+    private var playsOn: HardwareDevice?
     /// The fewest frames the rendered loop holds (see ``makeFrameSource``).
     private var renderedLoopFrames = 0
     private var rendered = false
@@ -139,6 +143,13 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         // Read once the parameters are chosen: a plug PCM inserts its conversions then.
         let chain = pcm.chain
         serverMayBeBehind = !chain.endsInHardware
+        // Known from the handle, never guessed from the name: a player's release is matched
+        // by it (`default` is dmix on some card's device 0, `hdmi:CARD=PCH,DEV=1` device 7).
+        let hardware = pcm.hardwareDevice(chain: chain)
+        if hardware != playsOn {
+            playsOn = hardware
+            report(.playsOn(hardware))
+        }
         let format: OutputFormat
         let mode: PlaybackMode
         do {

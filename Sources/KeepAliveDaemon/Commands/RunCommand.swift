@@ -133,7 +133,7 @@ package struct RunCommand: ParsableCommand {
             throw SysExit.osError
         }
         let loans: PlayerLoans
-        do { loans = try PlayerLoans(scanner: scanner, logger: logger) } catch {
+        do { loans = try PlayerLoans(manager: manager, scanner: scanner, logger: logger) } catch {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
@@ -147,8 +147,8 @@ package struct RunCommand: ParsableCommand {
                     return status
                 },
                 stop: { stopRequest.trigger() },
-                reload: { reloads.reload(trigger: "control socket") },
-                release: { request, pid in reloads.release(request, pid: pid) }))
+                reload: { reloads.queueReload(trigger: "control socket") },
+                release: { request, pid, arrived, hungUp in loans.release(request, pid: pid, arrived: arrived, hungUp: hungUp) }))
         } catch {
             printError("keepalived: error: \(error)")
             if case .alreadyRunning = error { throw SysExit.tempFail }

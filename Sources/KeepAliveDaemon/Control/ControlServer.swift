@@ -10,7 +10,10 @@ import Glibc
 /// `release` and nothing else.
 ///
 /// It runs on a thread of its own, blocked in poll, so that no client (slow, hostile or many at
-/// once) can delay the playback threads or the daemon's main loop. Each connection gets at most
+/// once) can delay the playback threads or the daemon's main loop, and nothing it waits for can
+/// delay a player's `release`: a reload is queued for the main loop and its reply sent when it
+/// comes, while the other clients are served; a release is answered here, as soon as the
+/// outputs on its device are closed. Each connection gets at most
 /// ``maximumRequestBytes`` per line, ``maximumClients`` connections are served at once (more are
 /// told "busy" and closed), and a connection idle for ``clientTimeout`` is closed.
 final class ControlServer: @unchecked Sendable {
@@ -22,9 +25,11 @@ final class ControlServer: @unchecked Sendable {
     struct Handlers: Sendable {
         var status: @Sendable () -> DaemonStatus
         var stop: @Sendable () -> Void
-        var reload: @Sendable () -> ControlReply
-        /// A player's release of one card device, for the process at the other end.
-        var release: @Sendable (ReleaseRequest, _ pid: Int32) -> ControlReply
+        /// Queues a reload on the main loop; its reply is sent once the request is fulfilled.
+        var reload: @Sendable () -> Result<MainLoopRequest, MainLoopQueue.QueueFailure>
+        /// A player's release of one card device, for the process at the other end, which asked
+        /// at `arrived`; `hungUp` says whether it has stopped waiting.
+        var release: @Sendable (ReleaseRequest, _ pid: Int32, _ arrived: ContinuousClock.Instant, _ hungUp: () -> Bool) -> ControlReply
     }
 
     /// A group whose members may ask for a `release`: its name and id.
@@ -42,6 +47,8 @@ final class ControlServer: @unchecked Sendable {
     private let stopWriter: Int32
     private let ownerUID = geteuid()
     let playerGroup: PlayerGroup?
+    /// The server thread: every client's state and every answer is its alone.
+    private let serverThread = ThreadOwner("the control socket's thread")
 
     /// Binds the socket now, so that "already running" is reported before anything plays. With
     /// a `playerGroup` the socket is that group's, mode 0660, so that its members can connect.
@@ -148,9 +155,13 @@ final class ControlServer: @unchecked Sendable {
         var playerOnly: Bool
         var reader = ControlRequestReader(limit: ControlServer.maximumRequestBytes)
         var deadline: ContinuousClock.Instant
+        /// A reload queued for the main loop: its reply goes out before the client's next line
+        /// is read, at the latest at `deadline`.
+        var pending: MainLoopRequest?
     }
 
     private func serve() {
+        serverThread.claim()
         var clients: [Client] = []
         var descriptors: [pollfd] = []
         var backoff = AcceptBackoff()
@@ -161,7 +172,8 @@ final class ControlServer: @unchecked Sendable {
             descriptors.append(pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0))
             // Left out while accept fails: a client waiting keeps it readable, every turn.
             descriptors.append(pollfd(fd: backoff.listens(at: now) ? listener : -1, events: Int16(POLLIN), revents: 0))
-            for client in clients { descriptors.append(pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)) }
+            // A client waiting for a reload: its reply's descriptor, not its own.
+            for client in clients { descriptors.append(pollfd(fd: client.pending?.readyDescriptor ?? client.fd, events: Int16(POLLIN), revents: 0)) }
             // Rounded up: a deadline less than 1 ms ahead would otherwise be polled for at once,
             // again and again.
             let nearest = clients.map(\.deadline).min().map { PollSet.milliseconds(now.duration(to: $0)) } ?? -1
@@ -171,12 +183,17 @@ final class ControlServer: @unchecked Sendable {
             if descriptors[0].revents != 0 { break }
             var closing = Set<Int32>()
             for (index, descriptor) in descriptors.enumerated().dropFirst(2) where descriptor.revents != 0 {
-                if !readRequests(&clients[index - 2]) { closing.insert(clients[index - 2].fd) }
+                let open = clients[index - 2].pending == nil ? readRequests(&clients[index - 2]) : replyPending(&clients[index - 2], timedOut: false)
+                if !open { closing.insert(clients[index - 2].fd) }
             }
             let expired = clock.now
-            for client in clients where client.deadline < expired && !closing.contains(client.fd) {
-                UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("timed out waiting for a request")) + "\n")
-                closing.insert(client.fd)
+            for index in clients.indices where clients[index].deadline < expired && !closing.contains(clients[index].fd) {
+                if clients[index].pending != nil {
+                    if !replyPending(&clients[index], timedOut: true) { closing.insert(clients[index].fd) }
+                    continue
+                }
+                UnixSocket.send(clients[index].fd, ControlJSON.encode(ControlReply.failure("timed out waiting for a request")) + "\n")
+                closing.insert(clients[index].fd)
             }
             if !closing.isEmpty {
                 for fd in closing { close(fd) }
@@ -232,30 +249,63 @@ final class ControlServer: @unchecked Sendable {
             if count == 0 { return false }
             if count < 0 { return errno == EAGAIN || errno == EINTR }
             client.reader.append(contentsOf: chunk[0..<count])
-            while let next = client.reader.next() {
-                switch next {
-                case .request(let command):
-                    guard UnixSocket.send(client.fd, ControlJSON.encode(answer(command, from: client)) + "\n") else { return false }
-                case .invalid(let error):
-                    guard UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("\(error)")) + "\n") else { return false }
-                case .overLimit(let error):
-                    UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("\(error)")) + "\n")
-                    return false
-                }
-            }
+            guard answerBuffered(&client) else { return false }
+            // Waiting for a reload: what else it sent is read after the reply.
+            if client.pending != nil { return true }
         }
     }
 
-    private func answer(_ command: ControlCommand, from client: Client) -> ControlReply {
+    /// Answers the complete lines read so far, in order, until one must wait for the main loop;
+    /// false when the connection should close.
+    private func answerBuffered(_ client: inout Client) -> Bool {
+        while client.pending == nil, let next = client.reader.next() {
+            switch next {
+            case .request(let command):
+                let arrived = ContinuousClock.now
+                guard let reply = answer(command, from: &client, arrived: arrived) else { continue }
+                guard UnixSocket.send(client.fd, ControlJSON.encode(reply) + "\n") else { return false }
+            case .invalid(let error):
+                guard UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("\(error)")) + "\n") else { return false }
+            case .overLimit(let error):
+                UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("\(error)")) + "\n")
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Sends a waiting reload's reply once the main loop gave it, or says it is still waiting
+    /// once `timedOut`; then answers what the client sent meanwhile. False when the connection
+    /// should close.
+    private func replyPending(_ client: inout Client, timedOut: Bool) -> Bool {
+        guard let request = client.pending else { return true }
+        let reply: ControlReply
+        if let given = request.reply {
+            reply = given
+        } else if timedOut {
+            reply = .failure("reload still waiting after \(MainLoopQueue.replyTimeout.components.seconds) s; it will be applied when the daemon gets to it")
+        } else {
+            return true
+        }
+        client.pending = nil
+        client.deadline = ContinuousClock.now + Self.clientTimeout
+        guard UnixSocket.send(client.fd, ControlJSON.encode(reply) + "\n") else { return false }
+        return answerBuffered(&client) && readRequests(&client)
+    }
+
+    /// The reply to `command`; nil when it waits for the main loop (a reload: ``Client/pending``).
+    private func answer(_ command: ControlCommand, from client: inout Client, arrived: ContinuousClock.Instant) -> ControlReply? {
+        serverThread.check("ControlServer.answer")
         if client.playerOnly, command.name != "release" {
             return .failure("permission denied: members of group \(playerGroup?.name ?? "?") may only ask for a release")
         }
         switch command {
         case .release(let request):
             // keepalived itself opening a keepalived: PCM (named as an output): its playback
-            // thread waits in that open, which the main loop would join to release it.
+            // thread waits in that open, which the release would join.
             guard client.pid != getpid() else { return ControlReply(ok: true, released: []) }
-            return handlers.release(request, client.pid)
+            let fd = client.fd
+            return handlers.release(request, client.pid, arrived) { csystem_peer_hung_up(fd) == 1 }
         case .status:
             return ControlReply(ok: true, pid: getpid(), status: handlers.status())
         case .stop:
@@ -263,7 +313,14 @@ final class ControlServer: @unchecked Sendable {
             handlers.stop()
             return ControlReply(ok: true, pid: getpid())
         case .reload:
-            return handlers.reload()
+            switch handlers.reload() {
+            case .success(let request):
+                client.pending = request
+                client.deadline = ContinuousClock.now + MainLoopQueue.replyTimeout
+                return nil
+            case .failure(let failure):
+                return failure.reply
+            }
         }
     }
 }

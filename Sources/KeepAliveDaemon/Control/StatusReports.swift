@@ -11,6 +11,7 @@ extension OutputReport {
             periodFrames: output.format?.periodFrames, volume: output.volume.linear, ceiling: ceiling.linear,
             framesPlayed: output.framesPlayed, recoveriesByReason: Dictionary(uniqueKeysWithValues: output.recoveries.map { ($0.key.rawValue, $0.value) }),
             lastError: output.lastError, signal: signal)
+        hardware = output.hardware?.pcm
     }
 }
 

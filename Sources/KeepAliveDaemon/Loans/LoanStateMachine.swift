@@ -1,21 +1,29 @@
+import KeepAlive
 /// Which card devices keepalived let players have, and when each comes back: the decisions
 /// behind the `keepalived:` PCM, without I/O.
 ///
 /// A device is keepalived's until a player asks for it (``releaseAsked(_:by:outputs:at:)``): then
-/// it is **lent**, its outputs closed, while the player opens it; **playing** once the kernel
-/// shows it open; keepalived's again once the kernel shows it closed after that, or when the
-/// player never opened it within ``openWindow`` or died first (``observed(_:_:holderAlive:at:)``).
-/// The last format seen while it played goes back with it, so that keepalived keeps the device
-/// running as the player left it.
+/// it is **lent**, its outputs held closed, while the player opens it; **playing** once the
+/// kernel shows it open; **closing** once the kernel shows it closed after that, for
+/// ``reopenGrace``, in which the player may open it again (MPD closes and reopens the card between
+/// two tracks of different formats); keepalived's again after that, at once when its player is
+/// gone, or when the player never opened it within ``openWindow`` (``observed(_:_:holderAlive:at:)``).
+/// The last format a player set on the device goes back with it, also after a loan that never
+/// set one (a probe's open, a player that died before `hw_params`), so that keepalived keeps the
+/// device running as the last real audio left it.
 ///
 /// ```swift
 /// var loans = LoanStateMachine()
-/// if case .close(let outputs) = loans.releaseAsked(device, by: holder, outputs: ["hw:CARD=0,DEV=0"], at: now) { close(outputs) }
+/// if case .close(let outputs) = loans.releaseAsked(device, by: holder, outputs: ["hw:CARD=0,DEV=0"], at: now) { hold(outputs) }
 /// if case .takeBack(_, let format) = loans.observed(device, SubstreamState.read(device), holderAlive: true, at: later) { reopen(in: format) }
 /// ```
 struct LoanStateMachine: Sendable {
     /// How long a player has to open the device after its release.
     static let openWindow: Duration = .seconds(2)
+    /// How long a device stays lent after its player closed it. MPD closes and reopens the card
+    /// within milliseconds between tracks of different formats; taken back at once, keepalived
+    /// would open it in that gap and be asked to release it again while the player waits.
+    static let reopenGrace: Duration = .milliseconds(250)
 
     /// The process a device was released for.
     struct Holder: Equatable, Sendable {
@@ -38,9 +46,13 @@ struct LoanStateMachine: Sendable {
         case lent(Loan, openBy: ContinuousClock.Instant)
         /// The player has it open.
         case playing(Loan)
+        /// The player closed it; it comes back at `returnAt` unless a player opens it again.
+        case closing(Loan, returnAt: ContinuousClock.Instant)
     }
 
     private var states: [HardwareDevice: State] = [:]
+    /// The last format a player set on each device, kept across loans.
+    private var lastFormats: [HardwareDevice: PlayerFormat] = [:]
 
     init() {}
 
@@ -51,49 +63,99 @@ struct LoanStateMachine: Sendable {
         /// Answer at once: the device is lent already (the same player again, or another whose
         /// open the hardware will refuse as busy, as `hw:` would).
         case alreadyLent
+        /// Answer at once: the device was on its way back after its player closed it, and is
+        /// this player's now (follow the new holder).
+        case lentAgain
         /// Answer at once: keepalived plays nothing there.
         case nothingHeld
     }
 
     /// A player asks for `device`, on which keepalived plays `outputs` now.
     mutating func releaseAsked(_ device: HardwareDevice, by holder: Holder, outputs: [String], at now: ContinuousClock.Instant) -> ReleaseAction {
-        guard states[device] == nil else { return .alreadyLent }
-        guard !outputs.isEmpty else { return .nothingHeld }
-        states[device] = .lent(Loan(holder: holder, since: now, outputs: outputs), openBy: now + Self.openWindow)
-        return .close(outputs)
+        switch states[device] {
+        case .lent?, .playing?:
+            return .alreadyLent
+        case .closing(var loan, _)?:
+            loan.holder = holder
+            states[device] = .lent(loan, openBy: now + Self.openWindow)
+            return .lentAgain
+        case nil:
+            guard !outputs.isEmpty else { return .nothingHeld }
+            states[device] = .lent(Loan(holder: holder, since: now, outputs: outputs), openBy: now + Self.openWindow)
+            return .close(outputs)
+        }
+    }
+
+    /// Outputs that opened on lent `device` after its release (a name that tells no device,
+    /// `default` say, whose first open came while the player had the device): held closed with
+    /// the others from now on, and reopened with them. Returns the ones new to the loan.
+    mutating func found(_ outputs: [String], on device: HardwareDevice) -> [String] {
+        guard let state = states[device] else { return [] }
+        switch state {
+        case .lent(var loan, let openBy):
+            let new = outputs.filter { !loan.outputs.contains($0) }
+            loan.outputs += new
+            states[device] = .lent(loan, openBy: openBy)
+            return new
+        case .playing(var loan):
+            let new = outputs.filter { !loan.outputs.contains($0) }
+            loan.outputs += new
+            states[device] = .playing(loan)
+            return new
+        case .closing(var loan, let returnAt):
+            let new = outputs.filter { !loan.outputs.contains($0) }
+            loan.outputs += new
+            states[device] = .closing(loan, returnAt: returnAt)
+            return new
+        }
     }
 
     /// What to do after a look at a lent device.
     enum ObservationAction: Equatable, Sendable {
         case none
-        /// The device is keepalived's again: reopen its outputs, in the player's last format.
+        /// The device is keepalived's again: reopen its outputs, in the last format a player set
+        /// on it (nil: none ever did).
         case takeBack(outputs: [String], format: PlayerFormat?)
     }
 
     /// The kernel's view of lent `device` now, and whether its player still runs.
     mutating func observed(_ device: HardwareDevice, _ substream: SubstreamState, holderAlive: Bool,
                            at now: ContinuousClock.Instant) -> ObservationAction {
-        switch states[device] {
-        case nil:
-            preconditionFailure("observed \(device), which is not lent")
-        case .lent(var loan, let openBy):
-            if substream.openBy != nil {
-                loan.format = substream.format ?? loan.format
-                states[device] = .playing(loan)
+        guard let state = states[device] else { preconditionFailure("observed \(device), which is not lent") }
+        var loan: Loan
+        switch state {
+        case .lent(let lent, let openBy):
+            loan = lent
+            if substream.openBy == nil {
+                guard !holderAlive || now >= openBy else { return .none }
+                return takeBack(device, loan)
+            }
+        case .playing(let playing):
+            loan = playing
+            if substream.openBy == nil {
+                // Nobody left to open it again: no reason to wait.
+                guard holderAlive else { return takeBack(device, loan) }
+                states[device] = .closing(loan, returnAt: now + Self.reopenGrace)
                 return .none
             }
-            guard !holderAlive || now >= openBy else { return .none }
-            states[device] = nil
-            return .takeBack(outputs: loan.outputs, format: loan.format)
-        case .playing(var loan):
-            if substream.openBy != nil {
-                loan.format = substream.format ?? loan.format
-                states[device] = .playing(loan)
+        case .closing(let closing, let returnAt):
+            loan = closing
+            if substream.openBy == nil {
+                guard holderAlive, now < returnAt else { return takeBack(device, loan) }
                 return .none
             }
-            states[device] = nil
-            return .takeBack(outputs: loan.outputs, format: loan.format)
         }
+        if let format = substream.format {
+            loan.format = format
+            lastFormats[device] = format
+        }
+        states[device] = .playing(loan)
+        return .none
+    }
+
+    private mutating func takeBack(_ device: HardwareDevice, _ loan: Loan) -> ObservationAction {
+        states[device] = nil
+        return .takeBack(outputs: loan.outputs, format: loan.format ?? lastFormats[device])
     }
 
     /// The devices lent now.
@@ -102,11 +164,15 @@ struct LoanStateMachine: Sendable {
     /// Whether `device` is lent now.
     func isLent(_ device: HardwareDevice) -> Bool { states[device] != nil }
 
-    /// The earliest moment a lent device's player runs out of time to open it.
+    /// The earliest moment something changes without an event: a lent device's player runs out
+    /// of time to open it, or a closed one's grace ends.
     var nextDeadline: ContinuousClock.Instant? {
         states.values.compactMap { state -> ContinuousClock.Instant? in
-            if case .lent(_, let openBy) = state { return openBy }
-            return nil
+            switch state {
+            case .lent(_, let openBy): openBy
+            case .closing(_, let returnAt): returnAt
+            case .playing: nil
+            }
         }.min()
     }
 
@@ -114,7 +180,7 @@ struct LoanStateMachine: Sendable {
     var loans: [(device: HardwareDevice, loan: Loan, playing: Bool)] {
         devices.map { device in
             switch states[device]! {
-            case .lent(let loan, _): (device, loan, false)
+            case .lent(let loan, _), .closing(let loan, _): (device, loan, false)
             case .playing(let loan): (device, loan, true)
             }
         }

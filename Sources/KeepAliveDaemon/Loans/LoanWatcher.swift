@@ -1,9 +1,11 @@
+import KeepAlive
 import CSystem
 import Glibc
 
 /// The kernel events that say a lent card device may be free again: its node opened or closed
-/// (inotify on `/dev/snd/pcmC…D…p`), and whether its player still runs (a pidfd each). Main
-/// loop only: ``descriptor`` joins its `poll`, ``take()`` drains it.
+/// (inotify on `/dev/snd/pcmC…D…p`), and whether its player still runs (a pidfd each). Its
+/// owner (``PlayerLoans``) calls it under its lock; ``descriptor`` joins the main loop's `poll`,
+/// ``take()`` drains it.
 ///
 /// ```swift
 /// let watcher = LoanWatcher()
@@ -14,6 +16,7 @@ final class LoanWatcher {
     /// The inotify descriptor, -1 without inotify (then only the timer looks).
     let descriptor: Int32
     private var watches: [HardwareDevice: Int32] = [:]
+    /// A pidfd per player; -1 for a player already gone when it was to be followed.
     private var holders: [HardwareDevice: Int32] = [:]
 
     init() {
@@ -21,7 +24,7 @@ final class LoanWatcher {
     }
 
     deinit {
-        for pidfd in holders.values { close(pidfd) }
+        for pidfd in holders.values where pidfd >= 0 { close(pidfd) }
         if descriptor >= 0 { close(descriptor) }
     }
 
@@ -31,21 +34,27 @@ final class LoanWatcher {
             let wd = inotify_add_watch(descriptor, device.node, UInt32(IN_OPEN | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE))
             if wd >= 0 { watches[device] = wd }
         }
-        if let old = holders.removeValue(forKey: device) { close(old) }
+        if let old = holders.removeValue(forKey: device), old >= 0 { close(old) }
         let pidfd = csystem_pidfd_open(pid)
-        if pidfd >= 0 { holders[device] = pidfd }
+        if pidfd >= 0 {
+            holders[device] = pidfd
+        } else if errno == ESRCH {
+            // Gone before it could be followed (a player that gave up at once): not alive.
+            holders[device] = -1
+        }
     }
 
     /// Stops following `device`.
     func forget(_ device: HardwareDevice) {
         if let wd = watches.removeValue(forKey: device) { inotify_rm_watch(descriptor, wd) }
-        if let pidfd = holders.removeValue(forKey: device) { close(pidfd) }
+        if let pidfd = holders.removeValue(forKey: device), pidfd >= 0 { close(pidfd) }
     }
 
     /// Whether `device`'s player still runs; true when it cannot be told (no pidfd: the
     /// kernel's view of the device decides alone).
     func holderAlive(_ device: HardwareDevice) -> Bool {
         guard let pidfd = holders[device] else { return true }
+        guard pidfd >= 0 else { return false }
         var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
         return poll(&entry, 1, 0) == 0
     }

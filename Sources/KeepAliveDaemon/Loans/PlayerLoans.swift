@@ -3,18 +3,23 @@ import KeepAlive
 import Logging
 import Glibc
 
-/// The card devices lent to players through the `keepalived:` PCM: answers their `release`,
-/// watches the kernel for the moment each is free again and takes it back, in the player's last
-/// format. Decisions are ``LoanStateMachine``'s; this runs its I/O on the daemon's main loop
-/// (``descriptor`` and ``timer`` join its `poll`), and only ``reports`` may be read from any
-/// thread.
+/// The card devices lent to players through the `keepalived:` PCM: the one record of what is
+/// lent. It answers their `release` on the control socket's thread, as soon as keepalived's
+/// outputs on the device are closed, without waiting for the main loop (a reload or a rescan
+/// there may take seconds; the player's open waits for the answer at most 200 ms). It watches the
+/// kernel on the main loop (``descriptor`` and ``timer`` join its `poll`) for the moment each
+/// device is free again and takes it back, in the last format a player set on it.
+///
+/// A lent output is held closed by a ``PauseReason/lent`` pause of its own: it stays in the
+/// configuration, planning never needs to know about loans, and a reload or rescan meanwhile
+/// cannot reopen it. Decisions are ``LoanStateMachine``'s, taken under this object's lock.
 ///
 /// ```swift
-/// let loans = PlayerLoans(scanner: scanner, logger: logger)
-/// loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: 812) { reply in request.fulfil(reply) }
-/// loans.process()   // after poll found `descriptor` or `timer.descriptor` readable
+/// let loans = try PlayerLoans(manager: manager, scanner: scanner, logger: logger)
+/// let reply = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: 812, arrived: .now) { false }
+/// loans.process(on: runtime.mainLoop)   // after poll found `descriptor` or `timer.descriptor` readable
 /// ```
-final class PlayerLoans: @unchecked Sendable {
+final class PlayerLoans: Sendable {
     /// How often a lent device is looked at while nothing happens: its player's format (set
     /// after its open, which no event reports) and its player's life.
     static let lookEvery: Duration = .seconds(1)
@@ -24,114 +29,157 @@ final class PlayerLoans: @unchecked Sendable {
     static let settleFor: Duration = .seconds(1)
 
     let logger: Logger
+    private let manager: KeepAliveManager
     private let scanner: OutputScanner
-    private let watcher = LoanWatcher()
     let timer: IntervalTimer
-    private var machine = LoanStateMachine()
-    private var settlingUntil: ContinuousClock.Instant?
-    private let published = Locked<[LoanReport]>([])
     private let proc: String
+    /// The inotify descriptor, -1 without inotify.
+    let descriptor: Int32
+
+    private struct State: @unchecked Sendable {
+        var machine = LoanStateMachine()
+        /// Confined to this lock: its maps change with each release and each look.
+        let watcher: LoanWatcher
+        var settlingUntil: ContinuousClock.Instant?
+        var reports: [LoanReport] = []
+    }
+
+    private let state: Locked<State>
 
     /// - Throws: `Errno` when the system refuses a timer.
-    init(scanner: OutputScanner, logger: Logger, proc: String = "/proc") throws(Errno) {
+    init(manager: KeepAliveManager, scanner: OutputScanner, logger: Logger, proc: String = "/proc") throws(Errno) {
+        self.manager = manager
         self.scanner = scanner
         self.logger = logger
         self.proc = proc
         timer = try IntervalTimer()
+        let watcher = LoanWatcher()
+        descriptor = watcher.descriptor
+        state = Locked(State(watcher: watcher))
     }
 
-    /// The inotify descriptor, -1 without inotify.
-    var descriptor: Int32 { watcher.descriptor }
-
     /// The loans now, for `status` (any thread).
-    var reports: [LoanReport] { published.withLock { $0 } }
+    var reports: [LoanReport] { state.withLock { $0.reports } }
 
     /// Closes keepalived's outputs on the card device `request` names for process `pid`, and
-    /// `answer`s as soon as they are closed, before the bookkeeping: the player's open is waiting
-    /// for it, and gives up after 200 ms (main loop).
-    func release(_ request: ReleaseRequest, pid: Int32, answer: (ControlReply) -> Void) {
-        let started = ContinuousClock.now
+    /// answers as soon as they are closed, before the bookkeeping (the control socket's thread).
+    /// `hungUp` says whether the player has stopped waiting: a release it no longer waits for is
+    /// not applied (its open went on to the hardware without it, and dropping keepalived's
+    /// stream now would only leave the card without its keep-alive).
+    func release(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ControlReply {
         let device = HardwareDevice(card: request.card, device: request.device)
         let holder = LoanStateMachine.Holder(pid: pid, program: request.program)
-        let outputs = scanner.outputs(on: device)
-        switch machine.releaseAsked(device, by: holder, outputs: outputs, at: started) {
-        case .nothingHeld, .alreadyLent:
-            answer(ControlReply(ok: true, released: []))
-        case .close(let closing):
-            watcher.follow(device, pid: pid)
-            scanner.lend(device, to: "\(request.program ?? "a player") (pid \(pid))")
-            scanner.rescan()
-            answer(ControlReply(ok: true, released: closing))
-            let took = ContinuousClock.now - started
-            logger.info("released a card device for a player", metadata: [
-                "device": "\(device)", "player": "\(request.program ?? "?") (pid \(pid))", "outputs": "\(closing.joined(separator: ", "))",
-                "ms": "\(took.milliseconds)"])
-            schedule(closeSeen: false, now: ContinuousClock.now)
-            publish()
+        let player = "\(request.program ?? "?") (pid \(pid))"
+        guard !hungUp() else {
+            logger.notice("a player's release came after it stopped waiting: not applied", metadata: [
+                "device": "\(device)", "player": "\(player)", "ms": "\((ContinuousClock.now - arrived).wholeMilliseconds)"])
+            return .failure("the player stopped waiting")
         }
+        let outputs = scanner.outputs(on: device)
+        let action = state.withLock { state in
+            let action = state.machine.releaseAsked(device, by: holder, outputs: outputs, at: ContinuousClock.now)
+            if action == .lentAgain { state.watcher.follow(device, pid: pid) }
+            return action
+        }
+        guard case .close(let closing) = action else { return ControlReply(ok: true, released: []) }
+        // Each returns once its output's thread has closed the device.
+        for output in closing { manager.pause(.lent, output: output) }
+        let took = ContinuousClock.now - arrived
+        state.withLock { state in
+            state.watcher.follow(device, pid: pid)
+            schedule(&state, closeSeen: false, now: ContinuousClock.now)
+            publish(&state)
+        }
+        logger.info("released a card device for a player", metadata: [
+            "device": "\(device)", "player": "\(player)", "outputs": "\(closing.joined(separator: ", "))",
+            "ms": "\(took.wholeMilliseconds)"])
+        return ControlReply(ok: true, released: closing)
     }
 
     /// Looks at every lent device after its events or the timer, and takes back the free ones
-    /// (main loop).
-    func process() {
+    /// (on `mainLoop`, the thread that applies configurations: a take-back rescans).
+    func process(on mainLoop: ThreadOwner) {
+        mainLoop.check("PlayerLoans.process")
         timer.acknowledge()
-        let closeSeen = watcher.take()
         let now = ContinuousClock.now
-        var returned: [(HardwareDevice, PlayerFormat?)] = []
-        for device in machine.devices {
-            let state = SubstreamState.read(device, proc: proc)
-            let action = machine.observed(device, state, holderAlive: watcher.holderAlive(device), at: now)
-            if case .takeBack(_, let format) = action {
-                watcher.forget(device)
-                returned.append((device, format))
+        let returned = state.withLock { state -> [(HardwareDevice, [String], PlayerFormat?)] in
+            let closeSeen = state.watcher.take()
+            var returned: [(HardwareDevice, [String], PlayerFormat?)] = []
+            for device in state.machine.devices {
+                let substream = SubstreamState.read(device, proc: proc)
+                let action = state.machine.observed(device, substream, holderAlive: state.watcher.holderAlive(device), at: now)
+                if case .takeBack(let outputs, let format) = action {
+                    state.watcher.forget(device)
+                    returned.append((device, outputs, format))
+                }
+            }
+            schedule(&state, closeSeen: closeSeen, now: now)
+            publish(&state)
+            return returned
+        }
+        holdLateOpeners()
+        guard !returned.isEmpty else { return }
+        for (device, _, format) in returned {
+            if let format { scanner.askFor(format.deviceFormat, on: device) }
+        }
+        // The player's format reaches the held outputs' settings before they open again.
+        scanner.rescan()
+        for (device, outputs, format) in returned {
+            for output in outputs { manager.resume(.lent, output: output) }
+            logger.info("took a card device back from its player", metadata: [
+                "device": "\(device)", "format": "\(format.map { "\($0)" } ?? "keepalived's own")",
+                "ms": "\((ContinuousClock.now - now).wholeMilliseconds)"])
+        }
+    }
+
+    /// Holds outputs that opened on a lent device after its release: their name said nothing of
+    /// the device, their handle did.
+    private func holdLateOpeners() {
+        let lent = state.withLock { $0.machine.devices }
+        for device in lent {
+            let playing = scanner.outputs(on: device)
+            guard !playing.isEmpty else { continue }
+            let new = state.withLock { $0.machine.found(playing, on: device) }
+            for output in new {
+                manager.pause(.lent, output: output)
+                logger.info("held an output that opened on a lent card device", metadata: ["device": "\(device)", "output": "\(output)"])
             }
         }
-        if !returned.isEmpty {
-            for (device, format) in returned { scanner.takeBack(device, format: format?.deviceFormat) }
-            scanner.rescan()
-            for (device, format) in returned {
-                logger.info("took a card device back from its player", metadata: [
-                    "device": "\(device)", "format": "\(format.map { "\($0)" } ?? "keepalived's own")",
-                    "ms": "\((ContinuousClock.now - now).milliseconds)"])
-            }
-        }
-        schedule(closeSeen: closeSeen, now: now)
-        publish()
     }
 
     /// Looks often right after a close, once a second while anything is lent, never otherwise.
-    private func schedule(closeSeen: Bool, now: ContinuousClock.Instant) {
-        if closeSeen { settlingUntil = now + Self.settleFor }
-        if machine.devices.isEmpty {
-            settlingUntil = nil
+    private func schedule(_ state: inout State, closeSeen: Bool, now: ContinuousClock.Instant) {
+        if closeSeen { state.settlingUntil = now + Self.settleFor }
+        if state.machine.devices.isEmpty {
+            state.settlingUntil = nil
             timer.disarm()
-        } else if let until = settlingUntil, now < until {
+        } else if let until = state.settlingUntil, now < until {
             timer.arm(after: Self.settleEvery, every: Self.settleEvery)
         } else {
-            settlingUntil = nil
-            let deadline = machine.nextDeadline.map { now.duration(to: $0) } ?? Self.lookEvery
+            state.settlingUntil = nil
+            let deadline = state.machine.nextDeadline.map { now.duration(to: $0) } ?? Self.lookEvery
             timer.arm(after: min(max(deadline, .milliseconds(1)), Self.lookEvery), every: Self.lookEvery)
         }
     }
 
-    private func publish() {
+    private func publish(_ state: inout State) {
         let now = ContinuousClock.now
-        let reports = machine.loans.map { device, loan, playing in
+        state.reports = state.machine.loans.map { device, loan, playing in
             LoanReport(pcm: device.pcm, card: device.card, device: device.device, pid: loan.holder.pid, program: loan.holder.program,
                        state: playing ? "playing" : "lent", sinceSeconds: (now - loan.since).secondsValue, outputs: loan.outputs,
                        format: loan.format?.name, rate: loan.format?.rate, channels: loan.format?.channels)
         }
-        published.withLock { $0 = reports }
     }
 }
 
-private extension Duration {
-    var milliseconds: Int64 {
+extension Duration {
+    /// Whole milliseconds, rounded down: what the journal's `ms=` fields carry.
+    var wholeMilliseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
-    var secondsValue: Double {
+    fileprivate var secondsValue: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }

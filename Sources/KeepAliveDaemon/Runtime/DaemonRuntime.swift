@@ -11,7 +11,7 @@ import Glibc
 /// reloads and releases asked for (``MainLoopQueue``), the card devices lent to players
 /// (``PlayerLoans``), the watchdog timer, the cards and the sound server (and
 /// a timer that lets their changes settle before the rescan), logind, the session bus's device
-/// reservations. Every change of configuration is applied here, one at a time and in order:
+/// reservations. A player's release never waits here (``PlayerLoans``). Every change of configuration is applied here, one at a time and in order:
 /// each reload (SIGHUP and the control socket's, whose thread only queues it and waits for the
 /// reply) and each rescan, so none can overwrite another with a plan made from older options.
 ///
@@ -24,10 +24,10 @@ final class DaemonRuntime: @unchecked Sendable {
     let manager: KeepAliveManager
     let control: ControlServer
     let reloader: Reloader
-    /// The changes to apply on this loop: SIGHUP's reloads, and the control socket's reloads and
-    /// players' releases.
+    /// The changes to apply on this loop: SIGHUP's reloads and the control socket's.
     let reloads: MainLoopQueue
-    /// The card devices lent to players, and their return.
+    /// The card devices lent to players: their return is watched on this loop (their release is
+    /// answered on the control socket's thread).
     let loans: PlayerLoans
     let notifier: SystemdNotifier?
     let scanner: OutputScanner
@@ -39,6 +39,8 @@ final class DaemonRuntime: @unchecked Sendable {
     private let signals: SignalDescriptor
     /// Rung by playback threads on every event, raised by a `stop` request. Thread-safe.
     let doorbell = Doorbell()
+    /// The thread ``run()`` runs on: every reload, rescan and loan's return is applied there.
+    let mainLoop = ThreadOwner("the daemon's main loop")
 
     /// How long a burst of card or configuration changes may take before the outputs are
     /// rescanned, and when to look once more after a change (udev may still be at work).
@@ -91,6 +93,7 @@ final class DaemonRuntime: @unchecked Sendable {
     /// - Throws: `Errno` when the system refuses a timer or the poll itself, or
     ///   ``ControlSocketError`` when the control socket's thread cannot start; nothing plays then.
     func run() throws {
+        mainLoop.claim()
         var loop = try start()
         while true {
             refresh(&loop.poll)
@@ -173,6 +176,7 @@ final class DaemonRuntime: @unchecked Sendable {
 
     /// Handles one ready source; false once the daemon is to stop.
     private func handle(_ source: Wakeup, _ loop: inout Loop) -> Bool {
+        mainLoop.check("DaemonRuntime.handle(\(source))")
         switch source {
         case .signals:
             while let signal = signals.next() {
@@ -191,11 +195,10 @@ final class DaemonRuntime: @unchecked Sendable {
             for request in reloads.take() {
                 switch request.work {
                 case .reload: request.fulfil(reloader.reload(trigger: request.trigger))
-                case .release(let release, let pid): loans.release(release, pid: pid, answer: request.fulfil)
                 }
             }
         case .loanNodes, .loanTimer:
-            loans.process()
+            loans.process(on: mainLoop)
         case .watchdog:
             loop.watchdog.acknowledge()
             notifier?.pingWatchdog()

@@ -8,7 +8,9 @@ import Glibc
 /// let watchdog = try IntervalTimer()
 /// watchdog.arm(after: .seconds(30), every: .seconds(30))
 /// ```
-final class IntervalTimer {
+///
+/// Sendable: it holds only its descriptor, and timerfd calls may come from any thread.
+final class IntervalTimer: Sendable {
     let descriptor: Int32
 
     init() throws(Errno) {

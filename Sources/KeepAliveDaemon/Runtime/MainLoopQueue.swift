@@ -4,8 +4,9 @@ import KeepAlive
 import Glibc
 
 /// The changes waiting for the main loop, oldest first. Every reload (SIGHUP, the control
-/// socket's `reload`) and every player's `release` is applied on the main loop, one at a time
-/// and in the order asked, like the rescans: a reload on another thread could land between a
+/// socket's `reload`) is applied on the main loop, one at a time and in the order asked, like
+/// the rescans (a player's `release` never waits here: ``PlayerLoans`` answers it on the control
+/// socket's thread): a reload on another thread could land between a
 /// rescan's plan and its `reconfigure` and be overwritten by a plan made from the old options,
 /// after it had reported success. Its descriptor (an eventfd) is readable while requests wait.
 ///
@@ -19,9 +20,6 @@ final class MainLoopQueue: Sendable {
     /// How long the control socket waits for its reload: a reload may wait for the sound
     /// server's first answer (2 s) and join playback threads, but a client is not held for ever.
     static let replyTimeout: Duration = .seconds(10)
-    /// How long it waits for a release: the player's open waits at most 200 ms for the answer
-    /// and then opens the card anyway, so a later answer helps nobody.
-    static let releaseTimeout: Duration = .seconds(1)
 
     let descriptor: Int32
     /// Taken in turn by the socket's thread and the main loop: a pthread mutex (``Locked``), whose
@@ -90,16 +88,21 @@ final class MainLoopQueue: Sendable {
             ?? .failure("reload still waiting after \(timeout.components.seconds) s; it will be applied when the daemon gets to it")
     }
 
-    /// Asks for `release` on behalf of process `pid` and waits up to `timeout` for its outcome
-    /// (the control socket's `release`).
-    func release(_ release: ReleaseRequest, pid: Int32, timeout: Duration = MainLoopQueue.releaseTimeout) -> ControlReply {
+    /// Queues a reload whose outcome the caller collects once the request's
+    /// ``MainLoopRequest/readyDescriptor`` polls readable (the control socket's thread, which
+    /// serves its other clients meanwhile); a failure when it cannot be queued.
+    func queueReload(trigger: String) -> Result<MainLoopRequest, QueueFailure> {
         let request: MainLoopRequest
-        do { request = try MainLoopRequest.awaited(.release(release, pid: pid), trigger: "release") } catch {
-            return .failure("release not queued: \(error)")
+        do { request = try MainLoopRequest.awaited(.reload, trigger: trigger) } catch {
+            return .failure(QueueFailure(reply: .failure("reload not queued: \(error)")))
         }
         submit(request)
-        return request.wait(timeout: timeout)
-            ?? .failure("release still waiting after \(timeout.components.seconds) s; the outputs close when the daemon gets to it")
+        return .success(request)
+    }
+
+    /// Why a request was not queued, as its asker is told.
+    struct QueueFailure: Error {
+        var reply: ControlReply
     }
 
     /// What a request left waiting when the daemon stops is told.

@@ -3,9 +3,10 @@ import CSystem
 import KeepAlive
 import Glibc
 
-/// One change asked of the main loop (a reload, a player's release), and the hand-over of its
-/// outcome to whoever asked: the main loop applies it and calls ``fulfil(_:)``; the control
-/// socket's thread blocks in ``wait(timeout:)``. A SIGHUP's request has nobody waiting for it.
+/// One change asked of the main loop (a reload), and the hand-over of its outcome to whoever
+/// asked: the main loop applies it and calls ``fulfil(_:)``; the asker polls ``readyDescriptor``
+/// (the control socket's thread, which goes on serving other clients meanwhile) or blocks in
+/// ``wait(timeout:)``. A SIGHUP's request has nobody waiting for it.
 ///
 /// ```swift
 /// let request = try MainLoopRequest.awaited(.reload, trigger: "control socket")
@@ -17,8 +18,6 @@ final class MainLoopRequest: Sendable {
     enum Work: Sendable, Equatable {
         /// Read the options file again and apply it.
         case reload
-        /// Close the outputs on a card device for the player process `pid` (the `keepalived:` PCM).
-        case release(ReleaseRequest, pid: Int32)
     }
 
     let work: Work
@@ -52,6 +51,9 @@ final class MainLoopRequest: Sendable {
     }
 
     deinit { if ready >= 0 { close(ready) } }
+
+    /// An eventfd readable once the outcome is in; -1 when nobody waits.
+    var readyDescriptor: Int32 { ready }
 
     /// The outcome so far, nil while the request waits.
     var reply: ControlReply? { outcome.withLock { $0 } }

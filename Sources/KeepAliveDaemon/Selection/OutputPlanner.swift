@@ -112,23 +112,20 @@ enum OutputPlanner {
         return Int(value) ?? offer.cardIndices[String(value)]
     }
 
-    /// The card and playback device a PCM name opens: `hw:`, `plughw:` and `dmix:` number the
-    /// kernel's device themselves (`DEV=3`, `hw:0,3`; 0 when left out); other names count their
-    /// own way (`hdmi:CARD=PCH,DEV=1` is the card's second HDMI device, not device 1), so only
-    /// their card is known (device nil: any). Nil for a name that names no card.
-    static func cardDevice(of pcm: String, in offer: OutputOffer) -> (card: Int, device: Int?)? {
-        guard let card = card(of: pcm, in: offer), let colon = pcm.firstIndex(of: ":") else { return nil }
-        guard ["hw", "plughw", "dmix"].contains(pcm[..<colon]) else { return (card, nil) }
+    /// The card device output `pcm` plays to: what alsa-lib said of its open handle at its
+    /// last open (`opened`), else what its name says when the name numbers the kernel's device
+    /// itself (`hw:`, `plughw:`, `dmix:`: `DEV=3`, `hw:0,3`, device 0 when left out). Nil when
+    /// neither tells: other names count their own way (`hdmi:CARD=PCH,DEV=1` is the card's
+    /// second HDMI device, not device 1; `default` may be any), and are matched once they open.
+    static func hardware(of pcm: String, opened: HardwareDevice?, in offer: OutputOffer) -> HardwareDevice? {
+        if let opened { return opened }
+        guard let colon = pcm.firstIndex(of: ":"), ["hw", "plughw", "dmix"].contains(pcm[..<colon]),
+              let card = card(of: pcm, in: offer) else { return nil }
         let parts = pcm[pcm.index(after: colon)...].split(separator: ",")
-        if let named = parts.first(where: { $0.hasPrefix("DEV=") }) { return Int(named.dropFirst(4)).map { (card, $0) } ?? (card, nil) }
+        if let named = parts.first(where: { $0.hasPrefix("DEV=") }) { return Int(named.dropFirst(4)).map { HardwareDevice(card: card, device: $0) } }
         let positional = parts.filter { !$0.contains("=") }
-        return positional.count >= 2 ? (Int(positional[1]).map { (card, $0) } ?? (card, nil)) : (card, 0)
-    }
-
-    /// Whether the PCM `pcm` plays on `device` (or may: a name whose device is not known).
-    static func plays(_ pcm: String, on device: HardwareDevice, in offer: OutputOffer) -> Bool {
-        guard let opened = cardDevice(of: pcm, in: offer), opened.card == device.card else { return false }
-        return opened.device.map { $0 == device.device } ?? true
+        guard positional.count >= 2 else { return HardwareDevice(card: card, device: 0) }
+        return Int(positional[1]).map { HardwareDevice(card: card, device: $0) }
     }
 
     /// Whether the choice picks `sink`, by which options, and why each other option does not.

@@ -48,9 +48,8 @@ final class OutputScanner: Sendable {
         var changes = 0
         /// The count at which ALSA's configuration was last read again.
         var configurationReloadedAt = 0
-        /// Card devices lent to players (``PlayerLoans``): who has each.
-        var lent: [HardwareDevice: String] = [:]
-        /// The format each device's last player left it in: keepalived asks for it there.
+        /// The format each device's last player left it in (``PlayerLoans``): keepalived asks
+        /// for it there.
         var playerFormats: [HardwareDevice: DeviceFormat] = [:]
         /// Card index by ALSA card id, as last found (``cardIndices(naming:)``).
         var cardIndices: [String: Int] = [:]
@@ -151,23 +150,19 @@ final class OutputScanner: Sendable {
         return hints
     }
 
-    /// Leaves `device` to a player (`who`): no plan opens it until ``takeBack(_:format:)``.
-    func lend(_ device: HardwareDevice, to who: String) { state.withLock { $0.lent[device] = who } }
-
-    /// Takes `device` back from its player; its outputs play in `format` from now on (nil: as
-    /// they would).
-    func takeBack(_ device: HardwareDevice, format: DeviceFormat?) {
-        state.withLock { state in
-            state.lent[device] = nil
-            state.playerFormats[device] = format
-        }
+    /// Asks for `format` on `device` from the next plan on: the last format a player set there
+    /// (``PlayerLoans``), so the outputs on it keep the device running as the player left it.
+    func askFor(_ format: DeviceFormat, on device: HardwareDevice) {
+        state.withLock { $0.playerFormats[device] = format }
     }
 
-    /// The outputs playing on `device` now.
+    /// The outputs playing on `device` now, or held closed there, by the card device their
+    /// handle played to at its last open (``OutputPlanner/hardware(of:opened:in:)``).
     func outputs(on device: HardwareDevice) -> [String] {
         guard let manager = manager.withLock({ $0 }) else { return [] }
-        let offer = OutputOffer(hints: [], server: .unknown, cardIndices: cardIndices(naming: manager.configuration.devices))
-        return manager.configuration.devices.filter { OutputPlanner.plays($0, on: device, in: offer) }
+        let outputs = manager.outputs
+        let offer = OutputOffer(hints: [], server: .unknown, cardIndices: cardIndices(naming: outputs.map(\.device)))
+        return outputs.filter { OutputPlanner.hardware(of: $0.device, opened: $0.hardware, in: offer) == device }.map(\.device)
     }
 
     /// Whether a named output plays to a sound server's sink: `pulse:DEVICE=…`, or the
@@ -206,15 +201,13 @@ final class OutputScanner: Sendable {
                 configuration.devices.append(pick.pcm)
             }
         }
-        let (lent, formats) = state.withLock { ($0.lent, $0.playerFormats) }
-        if !lent.isEmpty || !formats.isEmpty {
+        let formats = state.withLock { $0.playerFormats }
+        if !formats.isEmpty {
             let offer = OutputOffer(hints: [], server: .unknown, cardIndices: cardIndices(naming: configuration.devices))
-            // A player has the device: its outputs wait until it closes it.
-            configuration.devices.removeAll { pcm in lent.keys.contains { OutputPlanner.plays(pcm, on: $0, in: offer) } }
-            for (device, format) in formats {
-                for pcm in configuration.devices where OutputPlanner.plays(pcm, on: device, in: offer) {
-                    configuration.outputSettings[pcm, default: OutputSettings()].deviceFormat = format
-                }
+            let opened = openedHardware()
+            for pcm in configuration.devices {
+                guard let device = OutputPlanner.hardware(of: pcm, opened: opened[pcm], in: offer), let format = formats[device] else { continue }
+                configuration.outputSettings[pcm, default: OutputSettings()].deviceFormat = format
             }
         }
         if let view = server.view {
@@ -249,16 +242,8 @@ final class OutputScanner: Sendable {
     /// The outputs the choice's selection would pick from the cards but leaves alone now, with
     /// why (for `status`).
     func withheld() -> [String: String] {
-        let (base, choice, lent) = state.withLock { ($0.base, $0.choice, $0.lent) }
+        let (base, choice) = state.withLock { ($0.base, $0.choice) }
         var withheld: [String: String] = [:]
-        if !lent.isEmpty {
-            let offer = OutputOffer(hints: [], server: .unknown, cardIndices: cardIndices(naming: base.devices))
-            for pcm in base.devices {
-                if let (device, who) = lent.first(where: { OutputPlanner.plays(pcm, on: $0.key, in: offer) }) {
-                    withheld[pcm] = "\(device) is lent to \(who) (keepalived:): taken back when it closes it"
-                }
-            }
-        }
         let reserved = reservations?.reservedByOthers ?? [:]
         guard choice.selection != nil || !reserved.isEmpty else { return withheld }
         let hints = currentHints()
@@ -285,6 +270,14 @@ final class OutputScanner: Sendable {
             if let card = OutputPlanner.card(of: pcm, in: offer), cards[card] == nil { cards[card] = pcm }
         }
         return cards
+    }
+
+    /// The card device each output's handle played to at its last open, by output.
+    private func openedHardware() -> [String: HardwareDevice] {
+        guard let manager = manager.withLock({ $0 }) else { return [:] }
+        var opened: [String: HardwareDevice] = [:]
+        for output in manager.outputs { opened[output.device] = output.hardware }
+        return opened
     }
 
     /// Rescans and applies what changed; true when the outputs changed.

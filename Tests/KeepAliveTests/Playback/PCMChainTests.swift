@@ -47,6 +47,19 @@ struct PCMChainTests {
         #expect(chain.layers == ["Plug PCM", "Linear conversion PCM", "Hardware PCM"])
     }
 
+    @Test("the card device behind a chain is its hardware layer's, whatever sits on top and whatever the card's name", arguments: [
+        ("Direct Stream Mixing PCM\nIts setup is:\n  stream : PLAYBACK\nHardware PCM card 0 'HDA Intel' device 0 subdevice 0\nIts setup is:\n  x\n", HardwareDevice(card: 0, device: 0)),
+        ("Plug PCM: Direct Stream Mixing PCM\nSlave: Hardware PCM card 2 'HDA Intel PCH' device 7 subdevice 0\n", HardwareDevice(card: 2, device: 7)),
+        ("Hooks PCM\nSlave: Hardware PCM card 1 'it's a device 3 DAC' device 3 subdevice 1\n", HardwareDevice(card: 1, device: 3)),
+        ("ALSA <-> PulseAudio PCM I/O Plugin\n", nil),
+        ("Null PCM\n", nil),
+        ("Hardware PCM card x 'bad' device 0 subdevice 0\n", nil),
+        ("", nil),
+    ] as [(String, HardwareDevice?)])
+    func hardware(_ dump: String, _ device: HardwareDevice?) {
+        #expect(PCMChain(dump: dump).hardware == device)
+    }
+
     @Test("the format preference order matches the documented rule")
     func preferenceOrder() {
         #expect(SampleFormat.s16.preferenceOrder == [.s16, .s24, .u8, .s32, .float32], "8 bits below is nearer than 16 above")
