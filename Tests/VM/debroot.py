@@ -1,4 +1,4 @@
-"""A minimal Debian 12 root for the VM rig: a box that is not a developer's.
+"""Minimal Debian roots for the VM rig: boxes that are not a developer's.
 
 The other scenarios boot over this machine's own root, with every tool installed and the sound
 drivers loaded by the rig before systemd starts. These boot a root made by debootstrap
@@ -7,8 +7,16 @@ the package installed by `apt-get install ./keepalived-audio_*.deb` as a user wo
 as PID 1 over it. Nothing loads a sound driver but udev during boot, so units start in the
 order a real box starts them.
 
+Three roots: Debian 12 amd64 (this machine's suite), Debian 13 amd64 and Debian 13 arm64 (the
+base of current Raspberry Pi OS). The Debian 13 ones also hold what the package depends on and
+recommends (libasound2t64, polkitd) and alsa-utils, so that `apt-get install ./deb` resolves
+everything from the root itself. The arm64 root is made with `debootstrap --foreign` and its
+second stage run here under qemu-user-static (binfmt_misc, suites.ensure_binfmt), as is every
+later command in it (the package's installation).
+
     base = debroot.ensure_base()                      # cached: .build/vm-cache/debian-root-base
-    debroot.make_root(dest, kernel, deb, recommends=True)
+    base = debroot.ensure_base("trixie", "arm64")     # .build/vm-cache/debian-trixie-arm64-root-base
+    debroot.make_root(dest, kernel, deb, recommends=True, suite="trixie", arch="arm64")
 
 The root is writable by the guest (the 9p share is not read-only and has no overlay), so what a
 boot changes is still there after a reboot.
@@ -17,13 +25,32 @@ boot changes is still there after a reboot.
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
+import suites
 import vmrig
 
 SUITE = "bookworm"
 INCLUDE = "systemd-sysv,udev,dbus,kmod"
-STAMP = f"minbase {SUITE} {INCLUDE}\n"
+# Debian 13's roots: also what the package depends on and recommends (apt then finds every
+# dependency in the root: no download at install time), and alsa-utils (aplay, a player).
+INCLUDES = {
+    "bookworm": INCLUDE,
+    "trixie": "systemd-sysv,udev,dbus,kmod,libpam-systemd,libasound2t64,polkitd,alsa-utils",
+}
+# Every root the scenarios boot: (suite, architecture).
+ROOTS = (("bookworm", "amd64"), ("trixie", "amd64"), ("trixie", "arm64"))
+
+
+def _stamp(suite, arch):
+    return f"minbase {suite} {INCLUDES[suite]}\n" if (suite, arch) == (SUITE, "amd64") \
+        else f"minbase {suite} {arch} {INCLUDES[suite]}\n"
+
+
+def base_dir(suite=SUITE, arch="amd64"):
+    name = "debian-root-base" if (suite, arch) == (SUITE, "amd64") else f"debian-{suite}-{arch}-root-base"
+    return vmrig.cache_dir() / name
 
 
 def _sh(script, timeout=900):
@@ -34,52 +61,62 @@ def _sh(script, timeout=900):
     return r.stdout
 
 
-def mirror():
-    """The Debian mirror this machine's apt uses (debootstrap's source)."""
-    for p in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")) + [Path("/etc/apt/sources.list")]:
-        try:
-            text = p.read_text()
-        except OSError:
-            continue
-        for line in text.splitlines():
-            words = line.split()
-            if line.startswith("URIs:") and len(words) > 1 and words[1].rstrip("/").endswith("/debian"):
-                return words[1]
-            if words[:1] == ["deb"]:
-                uri = next((w for w in words[1:] if "://" in w), "")
-                if uri.rstrip("/").endswith("/debian"):
-                    return uri
-    return "http://deb.debian.org/debian"
+mirror = suites.mirror
 
 
-def ensure_base():
-    """debootstrap's minimal root with apt's lists, made once and kept in the cache (under the
-    cache's lock: scenarios run side by side)."""
-    with vmrig._cache_lock():
-        return _ensure_base()
+def ensure_base(suite=SUITE, arch="amd64"):
+    """debootstrap's minimal root with apt's lists, made once and kept in the cache (under a
+    lock of its own: scenarios run side by side, and scripts/test makes the roots while the
+    builds run)."""
+    with vmrig._cache_lock(f"root-{suite}-{arch}"):
+        return _ensure_base(suite, arch)
 
 
-def _ensure_base():
-    base = vmrig.cache_dir() / "debian-root-base"
+def ensure_bases():
+    """Every root the scenarios boot (what scripts/test makes while the builds run)."""
+    return [ensure_base(suite, arch) for suite, arch in ROOTS]
+
+
+def _ensure_base(suite, arch):
+    base = base_dir(suite, arch)
     stamp = base / ".vm-rig-base"
-    if stamp.exists() and stamp.read_text() == STAMP:
+    want = _stamp(suite, arch)
+    if stamp.exists() and stamp.read_text() == want:
         return base
     if not shutil.which("debootstrap"):
         raise vmrig.RigError("no debootstrap: apt-get install debootstrap")
     tmp = base.with_name(base.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(base, ignore_errors=True)
-    vmrig.log(f"debootstrap --variant=minbase --include={INCLUDE} {SUITE} (about a minute)")
-    _sh(f"debootstrap --variant=minbase --include={INCLUDE} {SUITE} {shlex.quote(str(tmp))} {shlex.quote(mirror())}")
-    # The same suites as this machine (updates and security): the package's shared-library
-    # dependencies come from the libraries it was built against.
-    for p in Path("/etc/apt/sources.list.d").glob("*.sources"):
-        shutil.copy(p, tmp / "etc/apt/sources.list.d" / p.name)
-    if list(Path("/etc/apt/sources.list.d").glob("*.sources")):
-        (tmp / "etc/apt/sources.list").write_text("")
-    _in_root(tmp, "apt-get update -qq")
+    _sh(f"rm -rf {shlex.quote(str(tmp))} {shlex.quote(str(base))}")
+    include = INCLUDES[suite]
+    foreign = arch != suites.host_arch()
+    t0 = time.monotonic()
+    vmrig.log(f"debootstrap --variant=minbase --arch={arch}{' --foreign' if foreign else ''} --include={include} {suite}")
+    _sh(f"debootstrap --variant=minbase --arch={arch} {'--foreign ' if foreign else ''}--include={include} {suite} "
+        f"{shlex.quote(str(tmp))} {shlex.quote(mirror())}", timeout=1800)
+    if foreign:
+        # The second stage (every package's configuration) runs the root's own binaries, here
+        # under qemu-user-static.
+        suites.ensure_binfmt(arch)
+        t1 = time.monotonic()
+        vmrig.log(f"debootstrap --second-stage ({arch}, under qemu-user-static)")
+        _sh(f"unshare --mount --propagation private chroot {shlex.quote(str(tmp))} /debootstrap/debootstrap --second-stage",
+            timeout=3600)
+        vmrig.log(f"second stage: {time.monotonic() - t1:.0f} s")
+    if (suite, arch) == (SUITE, "amd64") and suite == suites.host_suite():
+        # The same suites as this machine (updates and security): the package's shared-library
+        # dependencies come from the libraries it was built against.
+        for p in Path("/etc/apt/sources.list.d").glob("*.sources"):
+            shutil.copy(p, tmp / "etc/apt/sources.list.d" / p.name)
+        if list(Path("/etc/apt/sources.list.d").glob("*.sources")):
+            (tmp / "etc/apt/sources.list").write_text("")
+        _in_root(tmp, "apt-get update -qq")
+    else:
+        # The suite's own sources, as on an installed box; no lists (the root holds what the
+        # package needs: apt resolves it offline, and the guest has no network anyway).
+        (tmp / "etc/apt/sources.list").write_text(suites.sources(suite))
+    vmrig.log(f"{suite} {arch} root made in {time.monotonic() - t0:.0f} s")
     stamp_tmp = tmp / ".vm-rig-base"
-    stamp_tmp.write_text(STAMP)
+    stamp_tmp.write_text(want)
     tmp.rename(base)
     return base
 
@@ -103,10 +140,12 @@ chroot {r} /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=no
         (root / "tmp/vm-rig-setup.sh").unlink(missing_ok=True)
 
 
-def make_root(dest, kernel, deb, recommends=True, enable=True, options=None):
-    """A fresh copy of the base at `dest` with the kernel's modules, `deb` installed with apt
-    (recommends or not) and, with `enable`, the system service enabled. Returns `dest`."""
-    base = ensure_base()
+def make_root(dest, kernel, deb, recommends=True, enable=True, options=None, suite=SUITE, arch="amd64"):
+    """A fresh copy of the (suite, arch) base at `dest` with the kernel's modules, `deb`
+    installed with apt (recommends or not) and, with `enable`, the system service enabled.
+    Returns `dest`."""
+    base = ensure_base(suite, arch)
+    suites.ensure_binfmt(arch)
     dest = Path(dest)
     if dest.exists():
         _sh(f"rm -rf {shlex.quote(str(dest))}")

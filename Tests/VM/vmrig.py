@@ -77,6 +77,15 @@ DEFAULT_SYSTEMD_MASK = [
 SYSTEMD_GENERATORS_KEPT = {"systemd-debug-generator", "systemd-run-generator"}
 
 DEVICE_KINDS = ("hda", "usb", "aloop", "dummy")
+
+# What differs between the guests' architectures. arm64: QEMU's `virt` board (TCG; a Cortex-A72
+# reaches init sooner than `max`), Debian's arm64 kernel, the same PCI sound devices.
+ARCHES = {
+    "amd64": {"qemu": "qemu-system-x86_64", "qemu_package": "qemu-system-x86", "console": "ttyS0",
+              "kernel_args": ["mitigations=off", "tsc=reliable"]},
+    "arm64": {"qemu": "qemu-system-aarch64", "qemu_package": "qemu-system-arm", "console": "ttyAMA0",
+              "kernel_args": ["mitigations=off"], "machine": "virt", "cpu": "cortex-a72"},
+}
 DEVICE_MODULES = {"hda": "snd_hda_intel", "usb": "snd_usb_audio", "aloop": "snd_aloop",
                   "dummy": "snd_dummy"}
 
@@ -98,10 +107,12 @@ def cache_dir():
 
 
 @contextlib.contextmanager
-def _cache_lock():
+def _cache_lock(name=""):
+    """An exclusive lock on the cache, or on one thing in it (`name`: a kernel, a root), so that
+    guests started side by side, and the run's preparation, make each thing once."""
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
-    with open(d / ".lock", "w") as f:
+    with open(d / (f".lock-{name}" if name else ".lock"), "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -119,9 +130,10 @@ def _run(cmd, **kw):
 
 
 class Kernel:
-    def __init__(self, version, root):
+    def __init__(self, version, root, arch="amd64"):
         self.version = version
         self.root = Path(root)
+        self.arch = arch
         self.vmlinuz = self.root / "boot" / f"vmlinuz-{version}"
         self.modules = self.root / "lib" / "modules" / version
         # The uncompressed ELF kernel, booted through its PVH entry: saves the ~5 s the bzImage
@@ -133,12 +145,23 @@ class Kernel:
         return self.vmlinux if self.vmlinux.exists() else self.vmlinuz
 
     def __repr__(self):
-        return f"Kernel({self.version}, {self.root})"
+        return f"Kernel({self.version}, {self.arch}, {self.root})"
 
 
-def kernel_version():
-    """The kernel release to use: $KEEPALIVED_VM_KERNEL, else what linux-image-amd64 depends on,
-    else the newest one already in the cache."""
+def _foreign(arch, suite):
+    """Whether (arch, suite) is not this machine's: its kernel comes from the private apt."""
+    import suites
+    return (arch or "amd64") != suites.host_arch() or (suite is not None and suite != suites.host_suite())
+
+
+def kernel_version(arch="amd64", suite=None):
+    """The kernel release to use: for this machine's suite and architecture $KEEPALIVED_VM_KERNEL,
+    else what linux-image-amd64 depends on, else the newest one already in the cache; for another
+    suite or architecture what its linux-image-ARCH depends on (the private apt of suites.py)."""
+    if _foreign(arch, suite):
+        import suites
+        dep = suites.private_apt(suite or suites.host_suite()).depends(f"linux-image-{arch}", arch)
+        return dep[len("linux-image-"):]
     v = os.environ.get("KEEPALIVED_VM_KERNEL")
     if v:
         return v
@@ -150,30 +173,32 @@ def kernel_version():
     except (subprocess.CalledProcessError, FileNotFoundError):
         pass
     kroot = cache_dir() / "kernel"
-    have = sorted(p.name for p in kroot.glob("*") if (p / ".ready").exists()) if kroot.exists() else []
+    have = sorted(p.name for p in kroot.glob("*-amd64") if (p / ".ready").exists()) if kroot.exists() else []
     if have:
         return have[-1]
     raise RigError("cannot tell which kernel to use (apt-cache depends linux-image-amd64 failed "
                    "and none is cached); set KEEPALIVED_VM_KERNEL")
 
 
-def ensure_kernel(version=None):
+def ensure_kernel(version=None, arch="amd64", suite=None):
     """Download (apt-get download), unpack (dpkg-deb -x) and depmod the kernel into the cache.
-    Idempotent; returns at once when it is there."""
-    version = version or kernel_version()
+    Idempotent; returns at once when it is there. `suite` None: this machine's (its apt);
+    another suite or architecture: Debian's, through the private apt (suites.py)."""
+    arch = arch or "amd64"
+    version = version or kernel_version(arch, suite)
     kdir = cache_dir() / "kernel" / version
-    k = Kernel(version, kdir)
+    k = Kernel(version, kdir, arch)
     if (kdir / ".ready").exists():
         return k
-    with _cache_lock():
+    with _cache_lock(f"kernel-{version}"):
         if (kdir / ".ready").exists():
             return k
-        _unpack_kernel(k)
+        _unpack_kernel(k, suite if _foreign(arch, suite) else None)
     return k
 
 
 def _extract_vmlinux(vmlinuz, dest):
-    """Write the ELF kernel inside a bzImage (xz- or gzip-compressed) to dest."""
+    """Write the ELF kernel inside a bzImage (xz-, gzip- or zstd-compressed) to dest."""
     import lzma
     data = Path(vmlinuz).read_bytes()
     for magic, make in ((b"\xfd7zXZ\x00", lambda: lzma.LZMADecompressor(format=lzma.FORMAT_XZ)),
@@ -190,15 +215,30 @@ def _extract_vmlinux(vmlinuz, dest):
             except (lzma.LZMAError, ValueError, EOFError, __import__("zlib").error):
                 pass
             i = data.find(magic, i + 1)
+    # zstd (Debian 13's kernels): the zstd command, when this machine has it.
+    i = data.find(b"\x28\xb5\x2f\xfd")
+    while i >= 0 and shutil.which("zstd"):
+        r = subprocess.run(["zstd", "-dc"], input=data[i:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        if r.stdout[:4] == b"\x7fELF":
+            tmp = Path(str(dest) + ".tmp")
+            tmp.write_bytes(r.stdout)
+            tmp.rename(dest)
+            return True
+        i = data.find(b"\x28\xb5\x2f\xfd", i + 1)
     return False
 
 
-def _unpack_kernel(k):
+def _unpack_kernel(k, suite=None):
     version, kdir = k.version, k.root
     debs = cache_dir() / "debs"
     debs.mkdir(parents=True, exist_ok=True)
     pkg = f"linux-image-{version}"
     found = sorted(debs.glob(f"{pkg}_*.deb"))
+    if not found and suite:
+        import suites
+        log(f"downloading {pkg} ({suite}, {k.arch}; private apt)")
+        suites.private_apt(suite).download([f"{pkg}:{k.arch}"], debs)
+        found = sorted(debs.glob(f"{pkg}_*.deb"))
     if not found:
         log(f"downloading {pkg} (apt-get download)")
         try:
@@ -217,18 +257,33 @@ def _unpack_kernel(k):
     tmp.mkdir(parents=True)
     log(f"unpacking {found[-1].name}")
     _run(["dpkg-deb", "-x", str(found[-1]), str(tmp)])
+    # Debian 13's kernel packages put the modules under /usr (merged /usr): the tree is read
+    # through lib/modules, as depmod -b and the rest of the rig do.
+    if not (tmp / "lib").exists() and (tmp / "usr/lib/modules").is_dir():
+        (tmp / "lib").symlink_to("usr/lib")
     _run(["depmod", "-b", str(tmp), version])
-    if not _extract_vmlinux(tmp / "boot" / f"vmlinuz-{version}", tmp / "vmlinux"):
+    # arm64's vmlinuz is already an uncompressed Image (an EFI stub that QEMU's -kernel boots).
+    if k.arch == "amd64" and not _extract_vmlinux(tmp / "boot" / f"vmlinuz-{version}", tmp / "vmlinux"):
         log("could not extract vmlinux from the bzImage; booting the bzImage (about 5 s slower)")
     shutil.rmtree(kdir, ignore_errors=True)
     tmp.rename(kdir)
     (kdir / ".ready").write_text(found[-1].name + "\n")
 
 
+def _builtin_modules(kernel):
+    try:
+        text = (kernel.modules / "modules.builtin").read_text()
+    except OSError:
+        return set()
+    return {os.path.basename(l).split(".ko")[0].replace("-", "_") for l in text.split()}
+
+
 def module_load_order(kernel, names):
-    """Module files (relative to the module tree) in dependency order for `names`."""
+    """Module files (relative to the module tree) in dependency order for `names` (those built
+    into the kernel left out)."""
     deps = {}
     byname = {}
+    builtin = _builtin_modules(kernel)
     for line in (kernel.modules / "modules.dep").read_text().splitlines():
         if ":" not in line:
             continue
@@ -249,6 +304,8 @@ def module_load_order(kernel, names):
 
     for n in names:
         p = byname.get(n.replace("-", "_"))
+        if not p and n.replace("-", "_") in builtin:
+            continue
         if not p:
             raise RigError(f"module {n} not in {kernel.modules}")
         visit(p)
@@ -290,31 +347,80 @@ class _Cpio:
         return b"".join(self.parts)
 
 
-def ensure_initramfs(kernel):
+def ensure_busybox(arch="amd64", suite=None):
+    """busybox-static for the initramfs: this machine's /bin/busybox for its own architecture,
+    else Debian's busybox-static for `arch` (from `suite`, through the private apt), unpacked
+    into the cache."""
+    import suites
+    if arch == suites.host_arch():
+        if not BUSYBOX.exists():
+            raise RigError("no /bin/busybox: apt-get install busybox-static")
+        return BUSYBOX
+    suite = suite or suites.host_suite()
+    d = cache_dir() / "busybox" / f"{suite}-{arch}"
+    bb = d / "busybox"
+    if bb.exists():
+        return bb
+    with _cache_lock(f"busybox-{suite}-{arch}"):
+        if bb.exists():
+            return bb
+        tmp = d.with_name(d.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        suites.private_apt(suite).download([f"busybox-static:{arch}"], tmp)
+        debs = sorted(tmp.glob("busybox-static_*.deb"))
+        if not debs:
+            raise RigError(f"apt-get download busybox-static:{arch} left no .deb")
+        _run(["dpkg-deb", "-x", str(debs[-1]), str(tmp / "root")])
+        found = [p for p in (tmp / "root/usr/bin/busybox", tmp / "root/bin/busybox") if p.is_file()]
+        if not found:
+            raise RigError(f"no busybox in {debs[-1].name}")
+        shutil.copy(found[0], tmp / "busybox")
+        shutil.rmtree(tmp / "root")
+        shutil.rmtree(d, ignore_errors=True)
+        tmp.rename(d)
+    return bb
+
+
+def _module_bytes(path):
+    """A module file's contents, decompressed (busybox's insmod takes plain .ko files)."""
+    data = Path(path).read_bytes()
+    if str(path).endswith(".xz"):
+        import lzma
+        data = lzma.decompress(data)
+    return data
+
+
+def ensure_initramfs(kernel, suite=None):
     """Build (or reuse) the initramfs for `kernel`; rebuilt whenever its content changes."""
-    if not BUSYBOX.exists():
-        raise RigError("no /bin/busybox: apt-get install busybox-static")
+    busybox = ensure_busybox(kernel.arch, suite)
     mods = module_load_order(kernel, ROOT_MODULES)
     init = INIT_SCRIPT.read_bytes()
     h = hashlib.sha256()
     h.update(init)
     h.update(kernel.version.encode())
     h.update(("\n".join(mods)).encode())
-    st = BUSYBOX.stat()
+    st = busybox.stat()
     h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
     path = cache_dir() / f"initramfs-{kernel.version}-{h.hexdigest()[:16]}.cpio"
     if path.exists():
         return path
+    with _cache_lock(f"initramfs-{kernel.version}"):
+        if not path.exists():
+            _write_initramfs(path, kernel, busybox, mods, init)
+    return path
+
+
+def _write_initramfs(path, kernel, busybox, mods, init):
     c = _Cpio()
     for d in ("bin", "dev", "proc", "sys", "mnt", "modules"):
         c.dir(d)
     c.chardev("dev/console", 5, 1)
     c.file("init", init, 0o755)
-    c.file("bin/busybox", BUSYBOX.read_bytes(), 0o755)
+    c.file("bin/busybox", busybox.read_bytes(), 0o755)
     names = []
     for m in mods:
-        base = os.path.basename(m)
-        c.file(f"modules/{base}", (kernel.modules / m).read_bytes())
+        base = os.path.basename(m).removesuffix(".xz")
+        c.file(f"modules/{base}", _module_bytes(kernel.modules / m))
         names.append(base)
     c.file("modules.order", ("\n".join(names) + "\n").encode())
     tmp = path.with_suffix(".tmp")
@@ -487,7 +593,7 @@ class VM:
                  on_line=None, on_console=None, host_handlers=None, qemu_args=(),
                  kernel_args=(), extra_modules=(), systemd_mask=None, systemd_after="",
                  cwd="/", trace=True, kernel_version_=None, exit_grace=None, bzimage=False, s3=False,
-                 root=None, reboot=False, late=()):
+                 root=None, reboot=False, late=(), arch="amd64", suite=None):
         if isinstance(devices, str):
             devices = [d for d in re.split(r"[,\s]+", devices) if d]
         for d in devices:
@@ -542,6 +648,16 @@ class VM:
         self.late = list(late)
         if self.root and mode != "systemd":
             raise RigError("a root of its own boots with systemd (mode systemd)")
+        # The guest's architecture and Debian suite (its kernel's: None is this machine's). A
+        # foreign architecture boots only a root of its own (this machine's root is amd64).
+        if arch not in ARCHES:
+            raise RigError(f"unknown architecture {arch!r} (known: {', '.join(ARCHES)})")
+        if arch != "amd64" and not self.root:
+            raise RigError(f"an {arch} guest boots a root of its own (root=debian)")
+        if arch != "amd64" and (s3 or bzimage or machine != "pc"):
+            raise RigError(f"s3, bzimage and machine= are amd64's")
+        self.arch = arch
+        self.suite = suite
         self.qmp = None
         self.proc = None
         self.t0 = None
@@ -610,7 +726,7 @@ class VM:
         rig = self.root / "usr/local/lib/vm-rig"
         shutil.rmtree(rig, ignore_errors=True)
         rig.mkdir(parents=True)
-        for name in ("vmlib.sh", "bootlib.sh", "vmhost"):
+        for name in ("vmlib.sh", "bootlib.sh", "boxlib.sh", "vmhost"):
             shutil.copy(GUEST_DIR / name, rig / name)
         prog = Path(self.command[0])
         shutil.copy(prog, rig / prog.name)
@@ -683,19 +799,31 @@ class VM:
     # -- QEMU command line ------------------------------------------------------------------
 
     def _qemu_cmd(self, kernel, initrd, job, io):
-        append = ["console=ttyS0,115200", "panic=-1", "loglevel=4", "mitigations=off",
-                  "tsc=reliable", f"vm.job={job}", f"vm.stage2={STAGE2}"]
+        a = ARCHES[self.arch]
+        append = [f"console={a['console']},115200", "panic=-1", "loglevel=4", *a["kernel_args"],
+                  f"vm.job={job}", f"vm.stage2={STAGE2}"]
         if self.root:
             append += ["vm.root=rw"]
         if self.mode == "systemd":
             append += ["systemd.show_status=1"]
         append += self.kernel_args
-        cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-machine", self.machine,
+        if self.arch == "amd64":
+            machine = ["-cpu", "max", "-machine", self.machine]
+            # ttyS0 the kernel's console, ttyS1 the command's line.
+            serial = ["-serial", "chardev:con0", "-serial", "chardev:ser1"]
+        else:
+            machine = ["-cpu", a["cpu"], "-machine", a["machine"]]
+            # The console on the machine's own UART (ttyAMA0, there from the first line), the
+            # command's line on the second port of a PCI 16550 pair (8250_pci, built in): ttyS1,
+            # as on amd64, so the guest's side is the same.
+            serial = ["-serial", "chardev:con0", "-chardev", "null,id=ser0",
+                      "-device", "pci-serial-2x,chardev1=ser0,chardev2=ser1"]
+        cmd = [a["qemu"], "-accel", "tcg", *machine,
                "-m", str(self.memory), "-smp", str(self.smp), "-nodefaults", "-no-user-config",
                *([] if self.reboot else ["-no-reboot"]), "-display", "none", "-rtc", "base=utc",
                "-kernel", str(kernel.vmlinuz if self.bzimage else kernel.boot_image), "-initrd", str(initrd), "-append", " ".join(append),
-               "-chardev", f"file,id=con0,path={job}/console.log", "-serial", "chardev:con0",
-               "-chardev", "stdio,id=ser1,signal=off", "-serial", "chardev:ser1",
+               "-chardev", f"file,id=con0,path={job}/console.log",
+               "-chardev", "stdio,id=ser1,signal=off", *serial,
                "-virtfs", (f"local,path={self.root},mount_tag=hostroot,security_model=none,multidevs=remap" if self.root
                            else "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"),
                "-virtfs", f"local,path={io},mount_tag=vmio,security_model=none,multidevs=remap",
@@ -808,10 +936,11 @@ class VM:
     # -- run --------------------------------------------------------------------------------
 
     def run(self):
-        kernel = ensure_kernel(self.kver)
-        initrd = ensure_initramfs(kernel)
-        if not shutil.which("qemu-system-x86_64"):
-            raise RigError("no qemu-system-x86_64: apt-get install qemu-system-x86")
+        kernel = ensure_kernel(self.kver, self.arch, self.suite)
+        initrd = ensure_initramfs(kernel, self.suite)
+        qemu = ARCHES[self.arch]["qemu"]
+        if not shutil.which(qemu):
+            raise RigError(f"no {qemu}: apt-get install {ARCHES[self.arch]['qemu_package']}")
         res = self.result = Result()
         job = Path(tempfile.mkdtemp(prefix="kavm-"))
         own_io = self.io_dir is None

@@ -72,3 +72,63 @@ def check_tone_reached_codec(result, report):
         return
     report("ok" if seconds >= 0.3 else "FAIL", "user-tone-reached-codec",
            f"{seconds:.2f} s of the codec's input above {4 * ceiling} LSB (the tone peaks at 16000; keepalived stays under {ceiling})")
+
+
+# `keepalived test`'s tone (Sources/KeepAliveDaemon/Commands/TestTone.swift): a 440 Hz sine
+# peaking at -30 dBFS (1036 LSB in 16 bits) for 1 s, 15 ms raised-cosine fades at each end.
+TEST_TONE_HZ = 440.0
+TEST_TONE_PEAK = 10 ** (-30 / 20) * 32768
+TEST_TONE_SECONDS = 1.0
+
+
+def find_tone(wav, threshold):
+    """The loud part of a 16-bit stereo capture: (first frame, last frame, frames above
+    `threshold` on either channel, its frequency by zero crossings of the left channel over the
+    middle of the part, its peak); None when nothing is above `threshold`."""
+    samples = array.array("h")
+    samples.frombytes(wav.data[:len(wav.data) // 2 * 2])
+    left, right = samples[0::2], samples[1::2]
+    loud = [i for i in range(len(left)) if abs(left[i]) > threshold or abs(right[i]) > threshold]
+    if not loud:
+        return None
+    first, last = loud[0], loud[-1]
+    margin = int(0.1 * wav.rate)
+    body = left[first + margin:last - margin] if last - first > 3 * margin else left[first:last + 1]
+    crossings = sum(1 for a, b in zip(body, body[1:]) if a < 0 <= b)
+    freq = crossings / (len(body) / wav.rate) if body else 0.0
+    peak = max(max(abs(s) for s in left[first:last + 1]), max(abs(s) for s in right[first:last + 1]))
+    return first, last, len(loud), freq, peak
+
+
+def check_test_tone(result, report):
+    """A box scenario's host check (guest/boxlib.sh): `keepalived test --yes` sounded its tone on
+    each card, once, at its stated level. In each of QEMU's captures (HDA: mixer=off, unscaled,
+    resampled to 44.1 kHz; USB audio: 48 kHz) everything above half the tone's peak must be one
+    burst of 1 s (±0.1: the fades' first and last milliseconds are below half), at 440 Hz (±5)
+    and peaking at 1036 LSB (±5 %: QEMU's resampling of HDA's stream); keepalived's own signal
+    and the players' silence stay far below."""
+    for label, path in (("hda", result.hda_wav), ("usb", result.usb_wav)):
+        if not path:
+            continue
+        try:
+            wav = read(path)
+        except (OSError, ValueError) as e:
+            report("FAIL", f"test-tone-{label}", f"cannot read {path}: {e}")
+            continue
+        if (wav.channels, wav.bits) != (2, 16):
+            report("FAIL", f"test-tone-{label}", f"QEMU wrote {wav.channels} ch {wav.bits}-bit, expected 2 ch 16-bit")
+            continue
+        found = find_tone(wav, TEST_TONE_PEAK / 2)
+        if not found:
+            peak = max((abs(s) for s in array.array("h", wav.data[:len(wav.data) // 2 * 2])), default=0)
+            report("FAIL", f"test-tone-{label}", f"nothing above {TEST_TONE_PEAK / 2:.0f} LSB in {wav.frames} frames "
+                   f"({wav.frames / wav.rate:.1f} s at {wav.rate} Hz; the loudest sample {peak} LSB)")
+            continue
+        first, last, loud, freq, peak = found
+        seconds = (last - first + 1) / wav.rate
+        ok = (abs(seconds - TEST_TONE_SECONDS) <= 0.1 and abs(freq - TEST_TONE_HZ) <= 5
+              and abs(peak - TEST_TONE_PEAK) <= 0.05 * TEST_TONE_PEAK)
+        report("ok" if ok else "FAIL", f"test-tone-{label}",
+               f"{seconds:.3f} s above {TEST_TONE_PEAK / 2:.0f} LSB from {first / wav.rate:.2f} s of {wav.frames / wav.rate:.1f} s "
+               f"({wav.rate} Hz), {freq:.1f} Hz, peak {peak} LSB (the tone: {TEST_TONE_SECONDS:.0f} s of "
+               f"{TEST_TONE_HZ:.0f} Hz peaking at {TEST_TONE_PEAK:.0f} LSB, -30 dBFS)")

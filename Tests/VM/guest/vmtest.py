@@ -258,10 +258,13 @@ def one_line(text, limit=300):
 # -- keepalived ------------------------------------------------------------------------------
 
 def install_package(timeout=180):
-    """Installs the newest dist/keepalived-audio_*.deb of the host's tree with dpkg, reported as
+    """Installs the newest dist/keepalived-audio_*_ARCH.deb of the host's tree (ARCH: this
+    machine's; dist/ may also hold a package built for another) with dpkg, reported as
     `package-built` and `dpkg-install`; ends the script when either fails."""
-    debs = sorted(glob.glob(os.path.join(os.environ["VM_REPO"], "dist", "keepalived-audio_*.deb")), key=os.path.getmtime)
-    if not check("package-built", bool(debs), debs[-1] if debs else "no dist/keepalived-audio_*.deb: run scripts/package first"):
+    arch = subprocess.run(["dpkg", "--print-architecture"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    pattern = f"keepalived-audio_*_{arch}.deb"
+    debs = sorted(glob.glob(os.path.join(os.environ["VM_REPO"], "dist", pattern)), key=os.path.getmtime)
+    if not check("package-built", bool(debs), debs[-1] if debs else f"no dist/{pattern}: run scripts/package first"):
         finish()
     # The host's policy-rc.d (a container's "never start services") would hide what the package's
     # scripts do; a real box has none. mandb over 9p under TCG takes minutes: the index is not tested.

@@ -7,8 +7,9 @@
 . "$VM_GUEST/vmlib.sh"
 UNIT=keepalived-audio.service
 CONF=/etc/keepalived-audio/keepalived-audio.conf
-deb=$(ls -t "$VM_REPO"/dist/keepalived-audio_*.deb 2>/dev/null | head -1)
-if [ -z "$deb" ]; then vm_fail package-built "no dist/keepalived-audio_*.deb: run scripts/package first"; vm_finish; fi
+# This machine's architecture: dist/ may also hold a package built for another.
+deb=$(ls -t "$VM_REPO"/dist/keepalived-audio_*_$(dpkg --print-architecture).deb 2>/dev/null | head -1)
+if [ -z "$deb" ]; then vm_fail package-built "no dist/keepalived-audio_*_$(dpkg --print-architecture).deb: run scripts/package first"; vm_finish; fi
 # The host's policy-rc.d (a container's "never start services") would hide what the package's
 # scripts do; a real box has none. mandb over 9p under TCG takes minutes: the index is not tested.
 rm -f /usr/sbin/policy-rc.d /var/lib/man-db/auto-update

@@ -5,8 +5,9 @@
 # guest; the user is in the audio group): it plays as that user, `keepalived status` finds it on
 # the user's default socket, the journal has its lines, and `systemctl --user stop` ends it.
 . "$VM_GUEST/vmlib.sh"
-deb=$(ls -t "$VM_REPO"/dist/keepalived-audio_*.deb 2>/dev/null | head -1)
-if [ -z "$deb" ]; then vm_fail package-built "no dist/keepalived-audio_*.deb: run scripts/package first"; vm_finish; fi
+# This machine's architecture: dist/ may also hold a package built for another.
+deb=$(ls -t "$VM_REPO"/dist/keepalived-audio_*_$(dpkg --print-architecture).deb 2>/dev/null | head -1)
+if [ -z "$deb" ]; then vm_fail package-built "no dist/keepalived-audio_*_$(dpkg --print-architecture).deb: run scripts/package first"; vm_finish; fi
 rm -f /usr/sbin/policy-rc.d /var/lib/man-db/auto-update
 dpkg -i "$deb" >/dev/null 2>&1 || { vm_fail install "dpkg -i $deb failed"; vm_finish; }
 udevadm settle --timeout=60
