@@ -137,9 +137,13 @@ struct LingerStateMachineTableTests: TransitionTable {
 
     @Test("an event that cannot happen is a precondition failure", arguments: impossible)
     func impossibleRow(_ row: Row) async {
+        // An exit test captures its row from Swift 6.3 on; Swift 6.2 (Debian's swiftlang, which
+        // builds the arm64 tests: scripts/test-arm64) cannot, and leaves these rows to amd64.
+        #if compiler(>=6.3)
         await #expect(processExitsWith: .failure) { [setup = row.setup as Setup, event = row.event as Event] in
             var machine = setup.make()
             _ = event.apply(to: &machine)
         }
+        #endif
     }
 }
