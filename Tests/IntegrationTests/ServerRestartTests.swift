@@ -137,10 +137,3 @@ extension Integration {
         }
     }
 }
-
-extension Duration {
-    var wholeMilliseconds: Int {
-        let (seconds, attoseconds) = components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
-    }
-}

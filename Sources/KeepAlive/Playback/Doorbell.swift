@@ -102,7 +102,7 @@ package final class Doorbell: Sendable {
                    pollfd(fd: timer, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: other, events: Int16(POLLIN), revents: 0))
         // Should the timer ever refuse, the poll's own timeout keeps the wait bounded.
-        let timeout = armed ? -1 : Int32(clamping: ContinuousClock.now.duration(to: deadline).milliseconds)
+        let timeout = armed ? -1 : ContinuousClock.now.duration(to: deadline).pollTimeout
         var ready: Int32
         repeat {
             ready = withUnsafeMutablePointer(to: &fds) { pointer in
@@ -131,19 +131,5 @@ package final class Doorbell: Sendable {
         value.it_value = timespec(tv_sec: now.tv_sec + Int(left.components.seconds) + nanoseconds / 1_000_000_000,
                                   tv_nsec: nanoseconds % 1_000_000_000)
         return timerfd_settime(timer, Int32(TFD_TIMER_ABSTIME), &value, nil) == 0
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds, rounded up so a short wait never becomes a busy loop of zero timeouts.
-    var milliseconds: Int {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0, attoseconds >= 0 || seconds > 0 else { return 0 }
-        return Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
-    }
-
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

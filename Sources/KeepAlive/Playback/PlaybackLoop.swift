@@ -412,7 +412,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
 
     /// A duration for a log message, in seconds with millisecond precision.
     static func format(_ duration: Duration) -> String {
-        let milliseconds = duration.milliseconds
+        let milliseconds = duration.wholeMilliseconds
         let fraction = milliseconds % 1000
         return "\(milliseconds / 1000).\(fraction < 10 ? "00" : fraction < 100 ? "0" : "")\(fraction)s"
     }

@@ -275,11 +275,3 @@ package protocol SoundServerUser: AnyObject {
     /// An attempt failed or the connection was lost, in libpulse's words; once per loss.
     func connectionLost(_ error: String)
 }
-
-extension Duration {
-    /// Whole microseconds, none when negative: libpulse's timers.
-    package var microseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        return UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds / 1_000_000_000_000))
-    }
-}

@@ -176,8 +176,8 @@ final class ControlServer: @unchecked Sendable {
             for client in clients { descriptors.append(pollfd(fd: client.pending?.readyDescriptor ?? client.fd, events: Int16(POLLIN), revents: 0)) }
             // Rounded up: a deadline less than 1 ms ahead would otherwise be polled for at once,
             // again and again.
-            let nearest = clients.map(\.deadline).min().map { PollSet.milliseconds(now.duration(to: $0)) } ?? -1
-            let timeout = DaemonRuntime.earliest(nearest, backoff.rest(at: now).map(PollSet.milliseconds) ?? -1)
+            let nearest = clients.map(\.deadline).min().map { now.duration(to: $0).pollTimeout } ?? -1
+            let timeout = DaemonRuntime.earliest(nearest, backoff.rest(at: now).map(\.pollTimeout) ?? -1)
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
             if ready < 0, errno != EINTR { logger.error("control socket poll failed", metadata: ["error": "\(Errno(errno))"]) ; return }
             if descriptors[0].revents != 0 { break }

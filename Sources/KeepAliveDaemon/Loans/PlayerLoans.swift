@@ -166,21 +166,8 @@ final class PlayerLoans: Sendable {
         let now = ContinuousClock.now
         state.reports = state.machine.loans.map { device, loan, playing in
             LoanReport(pcm: device.pcm, card: device.card, device: device.device, pid: loan.holder.pid, program: loan.holder.program,
-                       state: playing ? "playing" : "lent", sinceSeconds: (now - loan.since).secondsValue, outputs: loan.outputs,
+                       state: playing ? "playing" : "lent", sinceSeconds: (now - loan.since).seconds, outputs: loan.outputs,
                        format: loan.format?.name, rate: loan.format?.rate, channels: loan.format?.channels)
         }
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds, rounded down: what the journal's `ms=` fields carry.
-    var wholeMilliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-
-    fileprivate var secondsValue: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

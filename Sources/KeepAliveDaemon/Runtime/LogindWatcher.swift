@@ -106,9 +106,7 @@ final class LogindWatcher {
     /// A `poll` timeout that ends no earlier than `deadline` (CLOCK_MONOTONIC).
     static func milliseconds(until deadline: Duration) -> Int32 {
         let now = monotonicNow()
-        guard deadline > now else { return 0 }
-        let (seconds, attoseconds) = (deadline - now).components
-        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+        return (deadline - now).pollTimeout
     }
 
     /// Reads what arrived; the events in order. A bus that went away is closed after one

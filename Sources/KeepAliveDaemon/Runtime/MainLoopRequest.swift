@@ -81,7 +81,7 @@ final class MainLoopRequest: Sendable {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { return nil }
             var descriptor = pollfd(fd: ready, events: Int16(POLLIN), revents: 0)
-            _ = poll(&descriptor, 1, PollSet.milliseconds(left))
+            _ = poll(&descriptor, 1, left.pollTimeout)
         }
     }
 }

@@ -37,14 +37,4 @@ struct PollSet {
         }
         return true
     }
-
-    /// `duration` as a `poll` timeout: whole ms, rounded up so a wait never ends before its
-    /// deadline (which would only turn the loop once more for nothing).
-    static func milliseconds(_ duration: Duration) -> Int32 {
-        guard duration > .zero else { return 0 }
-        let (seconds, attoseconds) = duration.components
-        guard seconds < Int64(Int32.max / 1000) else { return Int32.max }
-        let rounded = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return Int32(clamping: rounded)
-    }
 }

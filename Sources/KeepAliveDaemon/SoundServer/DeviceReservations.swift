@@ -162,10 +162,7 @@ final class DeviceReservations: @unchecked Sendable {
     var pollTimeout: Int32 {
         guard let bus else { return backoff.due.map { LogindWatcher.milliseconds(until: $0) } ?? -1 }
         // A card handed over that nobody took is offered again when the hand-over ends.
-        let handOverEnds = others.withLock { $0.handedOver.values.min() }.map { since -> Int32 in
-            let (seconds, attoseconds) = ContinuousClock.now.duration(to: since + Self.handOver).components
-            return Int32(clamping: max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 0) + 1)
-        }
+        let handOverEnds = others.withLock { $0.handedOver.values.min() }.map { ContinuousClock.now.duration(to: $0 + Self.handOver).pollTimeout }
         var deadline: UInt64 = 0
         guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return handOverEnds ?? -1 }
         let call = LogindWatcher.milliseconds(until: .microseconds(Int64(clamping: deadline)))

@@ -95,8 +95,7 @@ final class SinkWatcher: @unchecked Sendable {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { break }
             var fd = pollfd(fd: answered.descriptor, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(clamping: (left + .milliseconds(1)).components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
-            if poll(&fd, 1, milliseconds) > 0 { answered.drain() }
+            if poll(&fd, 1, left.pollTimeout) > 0 { answered.drain() }
         }
         return reachability
     }

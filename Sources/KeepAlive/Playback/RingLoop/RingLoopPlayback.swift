@@ -90,7 +90,7 @@ struct RingLoopPlayback {
             }
             let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
                 for index in fds.indices { fds[index].revents = 0 }
-                return poll(fds.baseAddress, nfds_t(fds.count), Int32(clamping: Self.healthCheckInterval.milliseconds))
+                return poll(fds.baseAddress, nfds_t(fds.count), Self.healthCheckInterval.pollTimeout)
             }
             if ready < 0 {
                 if errno == EINTR { continue }
