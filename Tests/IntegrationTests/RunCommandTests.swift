@@ -54,7 +54,8 @@ extension Integration {
         func clipFileInItsOwnFormat() async throws {
             // 24-bit stereo 96 kHz, WAVE_FORMAT_EXTENSIBLE, one frame of ±half scale.
             var wav = Data("RIFF".utf8) + le32(4 + 8 + 40 + 8 + 6) + Data("WAVE".utf8)
-            wav += Data("fmt ".utf8) + le32(40) + le16(0xFFFE) + le16(2) + le32(96000) + le32(96000 * 6) + le16(6) + le16(24)
+            wav += Data("fmt ".utf8) + le32(40) + le16(0xFFFE) + le16(2)
+            wav += le32(96000) + le32(96000 * 6) + le16(6) + le16(24)
             wav += le16(22) + le16(24) + le32(3) + le16(1) + Data([0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71])
             wav += Data("data".utf8) + le32(6) + Data([0x00, 0x00, 0xC0, 0x00, 0x00, 0x40])
             let clip = directory.appendingPathComponent("clip.wav")
@@ -90,7 +91,8 @@ extension Integration {
             // 16-bit stereo 48 kHz with ffmpeg's LIST chunk; two frames of ±half scale, then a
             // byte of a third.
             var wav = Data("RIFF".utf8) + le32(0xFFFF_FFFF) + Data("WAVE".utf8)
-            wav += Data("fmt ".utf8) + le32(16) + le16(1) + le16(2) + le32(48000) + le32(48000 * 4) + le16(4) + le16(16)
+            wav += Data("fmt ".utf8) + le32(16) + le16(1) + le16(2)
+            wav += le32(48000) + le32(48000 * 4) + le16(4) + le16(16)
             wav += Data("LIST".utf8) + le32(26) + Data("INFOISFT".utf8) + le32(14) + Data("Lavf60.16.100\u{0}".utf8)
             wav += Data("data".utf8) + le32(0xFFFF_FFFF) + Data([0x00, 0xC0, 0x00, 0x40, 0x00, 0x40, 0x00, 0xC0, 0x55])
             let clip = directory.appendingPathComponent("streamed.wav")
