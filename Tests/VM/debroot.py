@@ -10,9 +10,9 @@ order a real box starts them.
 Three roots: Debian 12 amd64 (this machine's suite), Debian 13 amd64 and Debian 13 arm64 (the
 base of current Raspberry Pi OS). The Debian 13 ones also hold what the package depends on and
 recommends (libasound2t64, polkitd) and alsa-utils, so that `apt-get install ./deb` resolves
-everything from the root itself. The arm64 root is made with `debootstrap --foreign` and its
-second stage run here under qemu-user-static (binfmt_misc, suites.ensure_binfmt), as is every
-later command in it (the package's installation).
+everything from the root itself. The arm64 root is made by mmdebstrap (this machine's apt resolves
+and downloads; dpkg, apt and the maintainer scripts run in the root under qemu-user-static,
+binfmt_misc: suites.ensure_binfmt), as is every later command in it (the package's installation).
 
     base = debroot.ensure_base()                      # cached: .build/vm-cache/debian-root-base
     base = debroot.ensure_base("trixie", "arm64")     # .build/vm-cache/debian-trixie-arm64-root-base
@@ -83,25 +83,29 @@ def _ensure_base(suite, arch):
     want = _stamp(suite, arch)
     if stamp.exists() and stamp.read_text() == want:
         return base
-    if not shutil.which("debootstrap"):
-        raise vmrig.RigError("no debootstrap: apt-get install debootstrap")
     tmp = base.with_name(base.name + ".tmp")
     _sh(f"rm -rf {shlex.quote(str(tmp))} {shlex.quote(str(base))}")
     include = INCLUDES[suite]
     foreign = arch != suites.host_arch()
     t0 = time.monotonic()
-    vmrig.log(f"debootstrap --variant=minbase --arch={arch}{' --foreign' if foreign else ''} --include={include} {suite}")
-    _sh(f"debootstrap --variant=minbase --arch={arch} {'--foreign ' if foreign else ''}--include={include} {suite} "
-        f"{shlex.quote(str(tmp))} {shlex.quote(mirror())}", timeout=1800)
     if foreign:
-        # The second stage (every package's configuration) runs the root's own binaries, here
+        # mmdebstrap, not debootstrap --foreign: debootstrap's second stage resolves packages with
+        # the root's own perl and grep over the suite's Packages file, which under qemu-user took
+        # 30 s of CPU a call and most of an hour in all on two busy cores. mmdebstrap resolves
+        # with this machine's apt and runs only dpkg, apt and the maintainer scripts in the root,
         # under qemu-user-static.
+        if not shutil.which("mmdebstrap") or not shutil.which("arch-test"):
+            raise vmrig.RigError("no mmdebstrap or arch-test: apt-get install mmdebstrap arch-test qemu-user-static")
         suites.ensure_binfmt(arch)
-        t1 = time.monotonic()
-        vmrig.log(f"debootstrap --second-stage ({arch}, under qemu-user-static)")
-        _sh(f"unshare --mount --propagation private chroot {shlex.quote(str(tmp))} /debootstrap/debootstrap --second-stage",
-            timeout=3600)
-        vmrig.log(f"second stage: {time.monotonic() - t1:.0f} s")
+        vmrig.log(f"mmdebstrap --variant=minbase --architectures={arch} --include={include} {suite} (under qemu-user-static)")
+        _sh(f"mmdebstrap --quiet --mode=root --variant=minbase --architectures={arch} --include={include} {suite} "
+            f"{shlex.quote(str(tmp))} {shlex.quote(mirror())}", timeout=3600)
+    else:
+        if not shutil.which("debootstrap"):
+            raise vmrig.RigError("no debootstrap: apt-get install debootstrap")
+        vmrig.log(f"debootstrap --variant=minbase --include={include} {suite}")
+        _sh(f"debootstrap --variant=minbase --include={include} {suite} {shlex.quote(str(tmp))} {shlex.quote(mirror())}",
+            timeout=1800)
     if (suite, arch) == (SUITE, "amd64") and suite == suites.host_suite():
         # The same suites as this machine (updates and security): the package's shared-library
         # dependencies come from the libraries it was built against.

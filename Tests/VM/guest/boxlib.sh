@@ -16,13 +16,18 @@
 # - `keepalived test --yes --config <the options file>` (service stopped) sounds on both: the
 #   host finds its tone at the stated level in QEMU's captures (box_host.check_test_tone);
 # - the service started again plays; `apt-get purge` stops it and leaves nothing of the package.
-#   BOX_LOAN_BOUND (seconds, default 1) bounds a take-back.
+# Bounds in the guest's own time, which under emulation runs the daemon's code several times
+# slower than the hardware it stands for (the scenario sets them before box_scenario):
+#   BOX_CARD_BOUND   seconds from a card (or the daemon's start-up) to playing on it (default 2)
+#   BOX_LOAN_BOUND   seconds from a player's exit to keepalived's take-back (default 1)
+#   BOX_RELEASE_TIMEOUT  the players' KEEPALIVED_RELEASE_TIMEOUT in ms (default: the plug-in's 200)
 
 BOX_UNIT=keepalived-audio.service
 BOX_K=/usr/bin/keepalived
 BOX_CONF=/etc/keepalived-audio/keepalived-audio.conf
 BOX_WINDOW=${BOX_WINDOW:-30}
 BOX_LOAN_BOUND=${BOX_LOAN_BOUND:-1}
+BOX_CARD_BOUND=${BOX_CARD_BOUND:-2}
 
 # box_probe CARD: BOX_STATE (closed, OPEN, PREPARED, RUNNING, ...), BOX_OWNER (the thread group
 # that opened CARD's playback substream, or empty; BOX_TID the thread) and BOX_PARAMS
@@ -107,8 +112,8 @@ box_scenario() {
         card_at=$(boot_card_time "$n")
         playing_at=$(box_playing_time "$dev")
         late=$(boot_seconds_between "$(boot_later "$card_at" "$daemon_at")" "${playing_at:-99999}")
-        vm_check "box-playing-within-2s-card$n" "$dev: controlC$n made by udev at ${card_at}s, the daemon's first line at ${daemon_at}s, playing at ${playing_at:-never}s: ${late}s after the later" \
-            awk -v d="$late" 'BEGIN { exit !(d <= 2.0) }'
+        vm_check "box-playing-soon-card$n" "$dev: controlC$n made by udev at ${card_at}s, the daemon's first line at ${daemon_at}s, playing at ${playing_at:-never}s: ${late}s after the later (at most $BOX_CARD_BOUND)" \
+            awk -v d="$late" -v b="$BOX_CARD_BOUND" 'BEGIN { exit !(d <= b) }'
     done
     alsa_major=$(awk '$2 == "alsa" { print $1 }' /proc/devices)
     loaded_us=$(systemctl show -p ExecMainExitTimestampMonotonic --value modprobe@snd.service)
@@ -160,7 +165,8 @@ box_scenario() {
     for c in $hda:$hda_id:48000 $usb:$usb_id:48000; do
         n=${c%%:*}; rest=${c#*:}; id=${rest%%:*}; r=${rest#*:}
         dev="keepalived:CARD=$id,DEV=0"
-        aplay -q -D "$dev" -f S16_LE -c 2 -r "$r" -d 3 /dev/zero >/tmp/aplay.out 2>&1 &
+        ${BOX_RELEASE_TIMEOUT:+env KEEPALIVED_RELEASE_TIMEOUT=$BOX_RELEASE_TIMEOUT} \
+            aplay -q -D "$dev" -f S16_LE -c 2 -r "$r" -d 3 /dev/zero >/tmp/aplay.out 2>&1 &
         apid=$!
         vm_wait 10 box_held $n $apid $r
         seen="${VM_WAITED}s after aplay $apid started: $(box_describe $n)"
@@ -169,13 +175,15 @@ box_scenario() {
         vm_check "box-lent-card$n" "$seen; keepalived status: ${lent:-no loan}" \
             sh -c '[ "$1" = "$2" ] && echo "$3" | grep -q "to aplay (pid $2)"' - "$owner" "$apid" "$lent"
         wait $apid; arc=$?
-        vm_check "box-aplay-card$n" "aplay -D $dev -f S16_LE -c 2 -r $r -d 3 /dev/zero: exit $arc$(tr '\n' ' ' </tmp/aplay.out | cut -c1-200 | sed 's/^./: &/')" \
+        vm_check "box-aplay-card$n" "${BOX_RELEASE_TIMEOUT:+KEEPALIVED_RELEASE_TIMEOUT=$BOX_RELEASE_TIMEOUT }aplay -D $dev -f S16_LE -c 2 -r $r -d 3 /dev/zero: exit $arc$(tr '\n' ' ' </tmp/aplay.out | cut -c1-200 | sed 's/^./: &/')" \
             sh -c "[ $arc -eq 0 ] && ! grep -qi busy /tmp/aplay.out"
         back=0
         vm_wait 10 box_held $n $kpid $r && back=1
         vm_check "box-taken-back-card$n" "${VM_WAITED}s after aplay's exit (at most $BOX_LOAN_BOUND): $(box_describe $n) (keepalived is $kpid; the player's format S16_LE $r 2)" \
             awk -v ok=$back -v w="$VM_WAITED" -v b="$BOX_LOAN_BOUND" 'BEGIN { exit !(ok && w <= b) }'
     done
+
+    vm_note "keepalived's own account of the loans: $(journalctl -b -u $BOX_UNIT -o cat --no-pager | grep -E 'released a card device|took a card device back' | sed 's/ outputs=[^ ]*//' | tr '\n' '|')"
 
     # -- keepalived test, with the service stopped --------------------------------------------------
     systemctl stop $BOX_UNIT
