@@ -98,9 +98,20 @@ class PrivateApt:
                               stderr=subprocess.STDOUT, text=True, cwd=cwd)
 
     def update(self, force=False):
+        """Fetches the lists when they are missing or a week old (`force`: now), under a lock of
+        their own (guests start side by side)."""
         stamp = self.dir / ".updated"
-        if not force and stamp.exists() and time.time() - stamp.stat().st_mtime < LISTS_MAX_AGE:
+        fresh = lambda: stamp.exists() and time.time() - stamp.stat().st_mtime < LISTS_MAX_AGE  # noqa: E731
+        if not force and fresh():
             return
+        since = stamp.stat().st_mtime if stamp.exists() else 0
+        with vmrig._cache_lock(f"apt-{self.suite}"):
+            if (fresh() and not force) or (force and stamp.exists() and stamp.stat().st_mtime > since):
+                return  # another guest fetched them meanwhile
+            self._update()
+
+    def _update(self):
+        stamp = self.dir / ".updated"
         for d in ("lists/partial", "cache/archives/partial"):
             (self.dir / d).mkdir(parents=True, exist_ok=True)
         (self.dir / "sources.list").write_text(sources(self.suite, ARCHITECTURES))
