@@ -107,7 +107,13 @@ final class PlayerLoans: Sendable {
             var returned: [(HardwareDevice, [String], PlayerFormat?)] = []
             for device in state.machine.devices {
                 let substream = SubstreamState.read(device, proc: proc)
-                let action = state.machine.observed(device, substream, holderAlive: state.watcher.holderAlive(device), at: now)
+                let alive = state.watcher.holderAlive(device)
+                let action = state.machine.observed(device, substream, holderAlive: alive, at: now)
+                if closeSeen || action != .none {
+                    logger.debug("looked at a lent card device", metadata: [
+                        "device": "\(device)", "open-by": "\(substream.openBy.map(String.init) ?? "nobody")",
+                        "player": "\(alive ? "running" : "gone")", "close-seen": "\(closeSeen)", "action": "\(action)"])
+                }
                 if case .takeBack(let outputs, let format) = action {
                     state.watcher.forget(device)
                     returned.append((device, outputs, format))
@@ -119,11 +125,12 @@ final class PlayerLoans: Sendable {
         }
         holdLateOpeners()
         guard !returned.isEmpty else { return }
+        var formatsChanged = false
         for (device, _, format) in returned {
-            if let format { scanner.askFor(format.deviceFormat, on: device) }
+            if let format, scanner.askFor(format.deviceFormat, on: device) { formatsChanged = true }
         }
-        // The player's format reaches the held outputs' settings before they open again.
-        scanner.rescan()
+        // A new format reaches the held outputs' settings before they open again.
+        if formatsChanged { scanner.applyPlayerFormats() }
         for (device, outputs, format) in returned {
             for output in outputs { manager.resume(.lent, output: output) }
             logger.info("took a card device back from its player", metadata: [

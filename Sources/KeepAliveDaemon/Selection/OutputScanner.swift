@@ -152,8 +152,13 @@ final class OutputScanner: Sendable {
 
     /// Asks for `format` on `device` from the next plan on: the last format a player set there
     /// (``PlayerLoans``), so the outputs on it keep the device running as the player left it.
-    func askFor(_ format: DeviceFormat, on device: HardwareDevice) {
-        state.withLock { $0.playerFormats[device] = format }
+    /// Returns whether it is new (the outputs' settings then need a rescan to carry it).
+    @discardableResult
+    func askFor(_ format: DeviceFormat, on device: HardwareDevice) -> Bool {
+        state.withLock { state in
+            defer { state.playerFormats[device] = format }
+            return state.playerFormats[device] != format
+        }
     }
 
     /// The outputs playing on `device` now, or held closed there, by the card device their
@@ -201,15 +206,7 @@ final class OutputScanner: Sendable {
                 configuration.devices.append(pick.pcm)
             }
         }
-        let formats = state.withLock { $0.playerFormats }
-        if !formats.isEmpty {
-            let offer = OutputOffer(hints: [], server: .unknown, cardIndices: cardIndices(naming: configuration.devices))
-            let opened = openedHardware()
-            for pcm in configuration.devices {
-                guard let device = OutputPlanner.hardware(of: pcm, opened: opened[pcm], in: offer), let format = formats[device] else { continue }
-                configuration.outputSettings[pcm, default: OutputSettings()].deviceFormat = format
-            }
-        }
+        withPlayerFormats(&configuration)
         if let view = server.view {
             var kept: Set<String> = []
             defer { state.withLock { $0.watcher }?.keep(kept) }
@@ -270,6 +267,37 @@ final class OutputScanner: Sendable {
             if let card = OutputPlanner.card(of: pcm, in: offer), cards[card] == nil { cards[card] = pcm }
         }
         return cards
+    }
+
+    /// Asks each output of `configuration` for the format the last player left its card device
+    /// in (``askFor(_:on:)``).
+    private func withPlayerFormats(_ configuration: inout KeepAliveConfiguration) {
+        let formats = state.withLock { $0.playerFormats }
+        guard !formats.isEmpty else { return }
+        let offer = OutputOffer(hints: [], server: .unknown, cardIndices: cardIndices(naming: configuration.devices))
+        let opened = openedHardware()
+        for pcm in configuration.devices {
+            guard let device = OutputPlanner.hardware(of: pcm, opened: opened[pcm], in: offer), let format = formats[device] else { continue }
+            configuration.outputSettings[pcm, default: OutputSettings()].deviceFormat = format
+        }
+    }
+
+    /// Applies the players' formats to the outputs in force, and nothing else: a take-back's
+    /// outputs open in their player's format without a whole plan (which would read every card
+    /// and ALSA's configuration again first, hundreds of ms on a slow CPU, while the device
+    /// sits closed). The next plan carries the same formats.
+    func applyPlayerFormats() {
+        guard let manager = manager.withLock({ $0 }) else { return }
+        let current = manager.configuration
+        var next = current
+        withPlayerFormats(&next)
+        guard next.outputSettings != current.outputSettings else { return }
+        do {
+            let outcome = try manager.reconfigure(next)
+            logger.info("outputs changed", metadata: ["cause": "a player's format", "outcome": "\(outcome)"])
+        } catch {
+            logger.error("cannot apply a player's format", metadata: ["error": "\(error)"])
+        }
     }
 
     /// The card device each output's handle played to at its last open, by output.
