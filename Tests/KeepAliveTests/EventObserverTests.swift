@@ -139,7 +139,13 @@ struct EventObserverTests {
         let medianBefore = before[before.count / 2], medianAfter = after[after.count / 2]
         #expect(after.last! < .milliseconds(250).underSanitizer, "slowest start after the idle buffer filled: \(after.last!)")
         #expect(medianAfter < medianBefore * 3 + .milliseconds(5).underSanitizer, "median start \(medianBefore) before, \(medianAfter) after")
-        #expect(stopTimes.max()! < .milliseconds(100).underSanitizer)
+        // Nine stops in ten well under 100 ms, and none stuck: a full idle buffer that delayed the
+        // playback threads would slow every stop after it filled, while a busy machine (two cores
+        // shared with emulated guests in scripts/test) may leave one stop unscheduled for most of
+        // a second (770 ms seen once, in a full run).
+        let sortedStops = stopTimes.sorted()
+        #expect(sortedStops[sortedStops.count * 9 / 10] < .milliseconds(100).underSanitizer, "stop times: \(sortedStops)")
+        #expect(sortedStops.last! < .seconds(2).underSanitizer, "slowest stop: \(sortedStops.last!)")
 
         // And the stream keeps real-time pace with the idle buffer full.
         manager.start()
