@@ -1,7 +1,7 @@
 # Helpers for sh test scripts inside the VM rig's guest: . "$VM_GUEST/vmlib.sh"
 #   vm_ok NAME DETAIL / vm_fail NAME DETAIL / vm_skip NAME DETAIL   one result line each
 #   vm_check NAME DETAIL CMD...      ok if CMD succeeds, FAIL otherwise
-#   vm_wait SECONDS CMD...           poll CMD (every 50 ms) until it succeeds; 1 on timeout;
+#   vm_wait SECONDS CMD...           poll CMD (every 50 ms; a slow CMD less often) until it succeeds; 1 on timeout;
 #                                    sets VM_WAITED to the seconds waited (e.g. 0.35)
 #   vm_host VERB ARGS...             ask the host (see vmhost)
 #   vm_codec_power [CARD [CODEC]]    prints "ON_MS OFF_MS" of an HDA codec
@@ -15,22 +15,34 @@ vm_check() {
     _n="$1"; _d="$2"; shift 2
     if "$@"; then vm_ok "$_n" "$_d"; else vm_fail "$_n" "$_d"; fi
 }
-_vm_ms() { read -r _u _ </proc/uptime; echo "$_u" | tr -d . ; }   # uptime in centiseconds
+_vm_ms() { _vm_now; echo "$VM_NOW"; }   # uptime in centiseconds
+# Sets VM_NOW to the uptime in centiseconds without a process (the clock of every poll).
+_vm_now() { read -r _u _ </proc/uptime; VM_NOW=${_u%.*}${_u#*.}; VM_NOW=${VM_NOW#0}; }
 vm_wait() {
     _lim=$1; shift
-    _t0=$(_vm_ms)
+    _vm_now; _t0=$VM_NOW
     _end=$((_t0 + _lim * 100))
     while :; do
+        _vw_c0=$VM_NOW
         if "$@"; then
-            _t=$(_vm_ms); VM_WAITED=$(printf '%d.%02d' $(((_t - _t0) / 100)) $(((_t - _t0) % 100)))
+            _vm_now; VM_WAITED=$(printf '%d.%02d' $(((VM_NOW - _t0) / 100)) $(((VM_NOW - _t0) % 100)))
             return 0
         fi
-        _t=$(_vm_ms)
-        if [ "$_t" -ge "$_end" ]; then
-            VM_WAITED=$(printf '%d.%02d' $(((_t - _t0) / 100)) $(((_t - _t0) % 100)))
+        _vm_now
+        if [ "$VM_NOW" -ge "$_end" ]; then
+            VM_WAITED=$(printf '%d.%02d' $(((VM_NOW - _t0) / 100)) $(((VM_NOW - _t0) % 100)))
             return 1
         fi
-        sleep 0.05
+        # Why: under TCG a check that starts a program (keepalived status, pactl) costs tens
+        # to hundreds of ms of the guest's CPU; polled every 50 ms, waiting took the vCPU the
+        # system under test needed, and a slower guest then polled still more. A check waits
+        # about as long as it took, so waiting costs at most half the vCPU.
+        _vw_c=$((VM_NOW - _vw_c0))
+        if [ "$_vw_c" -lt 5 ]; then sleep 0.05
+        elif [ "$_vw_c" -lt 20 ]; then sleep 0.15
+        else sleep 0.4
+        fi
+        _vm_now
     done
 }
 vm_host() { "$VM_GUEST/vmhost" "$@"; }
