@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: arch=arm64 devices=hda,usb power_save=1 hda_wav=yes usb_wav=yes mode=systemd root=debian suite=trixie service=hw:CARD=Intel,DEV=0;hw:CARD=Audio,DEV=0 start=late timeout=900
+# vm: arch=arm64 devices=hda,usb power_save=1 hda_wav=yes usb_wav=yes mode=systemd root=debian suite=trixie service=hw:CARD=Intel,DEV=0;hw:CARD=Audio,DEV=0 timeout=900
 # The arm64 package (scripts/package --arch arm64) on an emulated arm64 box, the kind most music
 # boxes are (a Raspberry Pi with a 64-bit OS, Debian 13 based): QEMU's `virt` machine (TCG, a
 # Cortex-A72) on Debian 13's arm64 kernel, with the same PCI sound devices as the amd64 guests
