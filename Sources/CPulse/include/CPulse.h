@@ -4,7 +4,7 @@
 // libpulse: a headless box needs no libpulse0 (the package's dependencies come from what the
 // binary links), and a daemon that talks to no sound server does not map it (its private memory
 // is a measured feature). The .c file holds the dlsym table and thin wrappers with plain types;
-// every decision is made in Swift (SoundServerConnection, ServerSinkPCM, PulseConnection,
+// every decision is made in Swift (SoundServerConnection, ServerSinkPCM, ServerListing,
 // SinkWatcher, LingerWatcher). A process makes one main loop and one context at a time
 // (SoundServerConnection), shared by every sink's stream and every watcher.
 //

@@ -13,8 +13,8 @@ import Glibc
 /// streams and carries the actions out. Outputs a selection adds or drops while running are
 /// followed with ``follow(_:)``, each new one with a whole window.
 ///
-/// Everything runs on the process's one libpulse connection and main loop
-/// (``SoundServerConnection``, shared with the sinks' streams and the sink watcher): one thread
+/// Everything runs on the daemon's one listing of the server (``ServerListing``, shared with the
+/// sink watcher) and the process's one libpulse connection and main loop: one thread
 /// blocked in poll while nothing changes, so an idle daemon gets no wakeup from it. The
 /// manager's pause and resume are carried out in order off that thread (``SerialCalls``): they
 /// join the output's playback thread, whose sink stream needs the loop's lock to close. When the
@@ -26,14 +26,16 @@ import Glibc
 /// // …
 /// watcher.stop()
 /// ```
-final class LingerWatcher: @unchecked Sendable {
+final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
     let duration: Duration
     let manager: KeepAliveManager
     let logger: Logger
 
-    // Touched only on the main loop's thread, or with its lock held.
-    private let connection: PulseConnection
-    private var loop: OpaquePointer { connection.loop }
+    private let listing: ServerListing
+    // Touched only on the listing's thread, or with its lock held.
+    private var loop: OpaquePointer { listing.loop }
+    /// Joined to the listing (between start and stop).
+    private var joined = false
     private var lingerTimer: OpaquePointer?
     /// One per output, by PCM name, and the deadline each asked for.
     private var machines: [String: LingerStateMachine] = [:]
@@ -43,8 +45,6 @@ final class LingerWatcher: @unchecked Sendable {
     private var defaultSinkName: String?
     private var sinkNames: [UInt32: String] = [:]
     private var streams: [LingerView.Stream] = []
-    private var ownClients: Set<UInt32> = []
-    private let ownProcessID = String(getpid())
 
     /// The outputs followed and what `status` shows of each, updated after every decision.
     private let published: Mutex<(outputs: [String], status: [String: LingerStatus])>
@@ -52,9 +52,8 @@ final class LingerWatcher: @unchecked Sendable {
     private let managerCalls: SerialCalls
 
     /// Loads libpulse. Throws its loader's message when it cannot.
-    init(duration: Duration, outputs: [String], manager: KeepAliveManager, logger: Logger) throws(PulseConnection.LibraryMissing) {
-        connection = try PulseConnection(facilities: CPULSE_WATCH_SINKS | CPULSE_WATCH_SINK_INPUTS | CPULSE_WATCH_SERVER,
-                                         firstRetry: .milliseconds(500))
+    init(duration: Duration, outputs: [String], manager: KeepAliveManager, logger: Logger) throws(ServerListing.LibraryMissing) {
+        listing = try ServerListing.shared(logger: logger)
         self.duration = duration
         self.manager = manager
         self.logger = logger
@@ -63,20 +62,14 @@ final class LingerWatcher: @unchecked Sendable {
         }
         for output in outputs { machines[output] = LingerStateMachine(duration: duration) }
         published = Mutex((outputs, Dictionary(uniqueKeysWithValues: outputs.map { ($0, LingerStatus(seconds: duration.seconds)) })))
-        connection.onReady = { [unowned self] in
-            if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
-            warnedUnreachable = false
-        }
-        connection.queries = queries()
-        connection.onListed = { [unowned self] in listed() }
-        connection.onLost = { [unowned self] error in connectionLost(error) }
     }
 
-    /// Starts the window (the outputs play for DURATION from now) and joins the process's
-    /// connection to the server.
+    /// Starts the window (the outputs play for DURATION from now) and joins the listing of the
+    /// server.
     func start() {
         let userdata = Unmanaged.passUnretained(self).toOpaque()
-        let running = connection.start {
+        let running = listing.join(self) {
+            joined = true
             lingerTimer = cpulse_timer_new(loop, { LingerWatcher.from($0).lingerTimerFired() }, userdata)
             started = true
             let now = ContinuousClock.now
@@ -91,9 +84,10 @@ final class LingerWatcher: @unchecked Sendable {
     /// Leaves the connection to the server once every pause and resume decided was carried
     /// out; the outputs stay as they are (the manager stops them next).
     func stop() {
-        connection.stop {
+        listing.leave(self) {
             if let lingerTimer { cpulse_timer_free(loop, lingerTimer) }
             lingerTimer = nil
+            joined = false
         }
         // Unlocked: a pause under way waits for a sink stream's close, which takes the lock.
         managerCalls.waitUntilDone()
@@ -108,7 +102,7 @@ final class LingerWatcher: @unchecked Sendable {
     /// Lingers exactly `outputs` from now on: a new one starts with a whole window (as at
     /// start), one no longer named is let go of (resumed, should linger have paused it).
     func follow(_ outputs: [String]) {
-        connection.withLock { follow(locked: outputs) }
+        listing.withLock { follow(locked: outputs) }
     }
 
     private func follow(locked outputs: [String]) {
@@ -136,9 +130,14 @@ final class LingerWatcher: @unchecked Sendable {
         Unmanaged<LingerWatcher>.fromOpaque(userdata!).takeUnretainedValue()
     }
 
-    // MARK: - The connection
+    // MARK: - ServerListingWatcher, on the listing's thread
 
-    private func connectionLost(_ error: String) {
+    func serverAnswered() {
+        if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
+        warnedUnreachable = false
+    }
+
+    func serverLost(_ error: String) {
         if !warnedUnreachable {
             warnedUnreachable = true
             logger.warning("--linger: cannot watch the sound server (\(error)): keeping \(outputs.joined(separator: ", ")) awake; retrying")
@@ -150,43 +149,16 @@ final class LingerWatcher: @unchecked Sendable {
         armTimer()
     }
 
-    // MARK: - What the server shows
-
-    /// The default sink, the sinks, the clients and the streams, listed on every event
-    /// (``PulseConnection``).
-    private func queries() -> [PulseConnection.Query] {
-        [
-            .server { [unowned self] server in
-                defaultSinkName = server.default_sink.map { String(cString: $0) }
-                sinkNames = [:]
-                ownClients = []
-                streams = []
-            },
-            .sinks { [unowned self] sink in sinkNames[sink.index] = String(cString: sink.name) },
-            .clients { [unowned self] client in
-                if client.process_id.map({ String(cString: $0) }) == ownProcessID { ownClients.insert(client.index) }
-            },
-            .sinkInputs { [unowned self] input in streamListed(input) },
-        ]
-    }
-
-    private func streamListed(_ input: cpulse_sink_input) {
-        // PulseAudio copies the client's process id onto its streams; PipeWire leaves it on the
-        // client.
-        let pid = input.process_id.map { String(cString: $0) }
-        let isOwn = pid == ownProcessID || ownClients.contains(input.client)
-        let application = input.application.map { String(cString: $0) } ?? ""
+    func serverListed(_ view: SoundServerView) {
+        defaultSinkName = view.defaultSink
+        sinkNames = Dictionary(view.sinks.map { ($0.index, $0.name) }, uniquingKeysWith: { first, _ in first })
         // Another keepalived's stream keeps a sink awake; it is not a sound that needs it (two
         // lingering daemons would keep each other awake for ever).
-        if !isOwn, application == "keepalived" || application.hasSuffix("[keepalived]") { return }
-        streams.append(LingerView.Stream(sink: input.sink, isCorked: input.corked != 0, isOwn: isOwn))
-    }
-
-    private func listed() {
-        let view = makeViews()
-        lastView = view
+        streams = view.streams.filter { !$0.isAnotherKeepalived }.map { LingerView.Stream(sink: $0.sink, isCorked: $0.isCorked, isOwn: $0.isOwn) }
+        let views = makeViews()
+        lastView = views
         let now = ContinuousClock.now
-        for output in machines.keys.sorted() { apply(machines[output]!.serverChanged(view(output), at: now), to: output, because: "") }
+        for output in machines.keys.sorted() { apply(machines[output]!.serverChanged(views(output), at: now), to: output, because: "") }
         armTimer()
     }
 
@@ -257,7 +229,7 @@ final class LingerWatcher: @unchecked Sendable {
         case .cancelTimer:
             deadlines.removeValue(forKey: output)
         }
-        let connected = connection.isStarted && machine.isConnected
+        let connected = joined && machine.isConnected
         let status = LingerStatus(seconds: duration.seconds, sink: machine.sink.flatMap { sinkNames[$0] }, othersPlaying: machine.othersPlaying,
                                   connected: connected, paused: machine.isPaused, deadline: machine.deadline)
         published.withLock { if $0.outputs.contains(output) { $0.status[output] = status } }

@@ -1,6 +1,6 @@
-/// What the sound server showed the last time it was asked: its sinks, its cards, its default
-/// sink. A card it lists, through a sink or through its card list, belongs to it, also while its
-/// sink is suspended and the device closed.
+/// What the sound server showed the last time it was asked (``ServerListing``): its sinks, its
+/// cards, its default sink and its streams. A card it lists, through a sink or through its card
+/// list, belongs to it, also while its sink is suspended and the device closed.
 ///
 /// ```swift
 /// let view = SoundServerView(server: "pulseaudio 16.1", sinks: sinks, cards: cards)
@@ -12,12 +12,15 @@ struct SoundServerView: Sendable, Equatable {
     var defaultSink: String?
     var sinks: [ServerSink]
     var cards: [ServerCard]
+    /// The streams playing to sinks (sink inputs), keepalived's own among them.
+    var streams: [ServerStream]
 
-    init(server: String, defaultSink: String? = nil, sinks: [ServerSink], cards: [ServerCard] = []) {
+    init(server: String, defaultSink: String? = nil, sinks: [ServerSink], cards: [ServerCard] = [], streams: [ServerStream] = []) {
         self.server = server
         self.defaultSink = defaultSink
         self.sinks = sinks
         self.cards = cards
+        self.streams = streams
     }
 
     /// The ALSA card indices the server owns.
