@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=usb timeout=150
+# vm: devices=usb timeout=150 manual=yes
 # Rig self-test: the QEMU USB audio card is there, goes away when the host unplugs it through
 # the monitor (QMP device_del), and comes back on replug (device_add); a stream playing on it
 # when it goes gets an error (what keepalived sees as -ENODEV).  Each step waited for with a

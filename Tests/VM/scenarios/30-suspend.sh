@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=hda s3=yes timeout=240
+# vm: devices=hda s3=yes timeout=240 manual=yes
 # Rig self-test: system suspend/resume paths that work in QEMU/TCG, each proven by an ALSA
 # stream (aplay on hw:C,0) seeing it: aplay prints "Suspended. Trying resume." when a write
 # returns -ESTRPIPE, then restarts the stream.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=hda mode=systemd timeout=180
+# vm: devices=hda mode=systemd timeout=180 manual=yes
 # Rig self-test of the systemd mode: systemd is PID 1 over the same root, this script runs as
 # the oneshot unit vm-test.service with its output on the serial line, and the guest powers off
 # after it.  Reports how long the boot took.

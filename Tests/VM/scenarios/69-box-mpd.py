@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# vm: devices=hda,usb,aloop power_save=1 hda_wav=yes mode=systemd timeout=600 alone=yes
+# vm: devices=hda,usb,aloop power_save=1 hda_wav=yes mode=systemd timeout=600
 """A headless music box: Debian's own MPD (the host's mpd package, run by its packaged
 mpd.service as its system user `mpd`, group audio) plays bit-perfect through the package's ALSA
 plugin (`keepalived:CARD=Intel,DEV=0`) on the kernel's HDA driver (snd-hda-intel power_save=1),
