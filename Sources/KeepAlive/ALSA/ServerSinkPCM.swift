@@ -229,7 +229,10 @@ final class ServerSinkPCM {
 
     private func releaseStream() {
         guard let stream else { return }
-        if let rateFollower { connection.remove(rateFollower) }
+        if let rateFollower {
+            rateFollower.retire()
+            connection.remove(rateFollower)
+        }
         rateFollower = nil
         cpulse_stream_release(stream)
         self.stream = nil

@@ -1,4 +1,5 @@
 import CPulse
+import Synchronization
 
 /// Lets a user's stream have its own rate on a PipeWire sink that keepalived's stream keeps
 /// running: follows the sink's other streams on the process's ``SoundServerConnection`` and
@@ -10,10 +11,14 @@ import CPulse
 /// let follower = SinkRateFollower(connection: connection, stream: stream)   // lock held
 /// connection.add(follower)
 /// // …
-/// connection.remove(follower)   // before the stream is released
+/// follower.retire()             // lock held, before the stream is released
+/// connection.remove(follower)
 /// ```
 ///
-/// Concurrency: everything with the connection's lock held or on its loop's thread.
+/// Concurrency: everything with the connection's lock held or on its loop's thread, but the
+/// question to PipeWire: that runs on a thread of its own (it may take ``clockTimeout``, and
+/// every sink stream's write waits for the loop's lock), whose one write is the answer's box;
+/// the loop looks in the box every ``answerPoll`` until it is there.
 final class SinkRateFollower: SoundServerUser {
     private let connection: SoundServerConnection
     private let stream: OpaquePointer
@@ -26,9 +31,15 @@ final class SinkRateFollower: SoundServerUser {
     /// What the listing under way collected.
     private var othersPlaying = false
     private var otherRates: [UInt32] = []
+    /// The question to PipeWire under way, and the timer that looks for its answer.
+    private var question: ClockQuestion?
+    private var answerTimer: OpaquePointer?
 
-    /// How long a question to PipeWire may hold the loop (and with it the sink streams' calls).
+    /// How long a question to PipeWire may take: a user's stream plays at keepalived's rate
+    /// until the answer (PipeWire answers in milliseconds; the bound is for one that does not).
     static let clockTimeout: Duration = .milliseconds(250)
+    /// How often the loop looks for the answer while a question is under way.
+    static let answerPoll: Duration = .milliseconds(10)
 
     init(connection: SoundServerConnection, stream: OpaquePointer) {
         self.connection = connection
@@ -100,9 +111,8 @@ final class SinkRateFollower: SoundServerUser {
         switch action {
         case .none:
             break
-        case .readClock(let rates):
-            let clock = try? PipeWireClock.read(timeout: Self.clockTimeout).get()
-            perform(machine.clockRead(clock, otherRates: rates))
+        case .readClock:
+            ask()
         case .force(let rate):
             update("node.force-rate=\"\(rate)\" node.rate=\"1/\(rate)\"")
         case .release:
@@ -112,6 +122,43 @@ final class SinkRateFollower: SoundServerUser {
             // the server's node: pipewire-pulse only adds and changes a stream's properties.)
             update("node.force-rate=\"0\"")
         }
+    }
+
+    /// Asks PipeWire for its clock settings on a thread of its own; the loop's timer picks the
+    /// answer up (``answerArrived()``). A thread that cannot start is an unanswered question.
+    private func ask() {
+        let question = ClockQuestion()
+        do {
+            try startDetachedThread(named: "keepalive-rate") {
+                question.answer(try? PipeWireClock.read(timeout: SinkRateFollower.clockTimeout).get())
+            }
+        } catch {
+            return perform(machine.clockRead(nil))
+        }
+        self.question = question
+        if answerTimer == nil {
+            answerTimer = cpulse_timer_new(connection.loop, { SinkRateFollower.from($0).answerArrived() }, userdata)
+        }
+        guard let answerTimer else { return }
+        cpulse_timer_arm(connection.loop, answerTimer, Self.answerPoll.microseconds)
+    }
+
+    private func answerArrived() {
+        guard let question else { return }
+        guard let clock = question.answered else {
+            if let answerTimer { cpulse_timer_arm(connection.loop, answerTimer, Self.answerPoll.microseconds) }
+            return
+        }
+        self.question = nil
+        perform(machine.clockRead(clock))
+    }
+
+    /// Forgets a question under way and frees the timer: the stream is about to be released
+    /// (lock held). Its thread ends on its own, its answer unread.
+    func retire() {
+        question = nil
+        if let answerTimer { cpulse_timer_free(connection.loop, answerTimer) }
+        answerTimer = nil
     }
 
     /// Not sent (the stream is failing): the stream is made again, with a new follower.
@@ -125,4 +172,15 @@ final class SinkRateFollower: SoundServerUser {
         guard machine.isChoosing else { return }
         perform(machine.forceAnswered())
     }
+}
+
+/// One question to PipeWire about its clock: written once by the thread that asks, read by the
+/// loop.
+private final class ClockQuestion: Sendable {
+    /// nil until answered; then the settings, or nil inside when PipeWire could not say.
+    private let box = Mutex<PipeWireClock??>(nil)
+
+    func answer(_ clock: PipeWireClock?) { box.withLock { $0 = .some(clock) } }
+
+    var answered: PipeWireClock?? { box.withLock { $0 } }
 }

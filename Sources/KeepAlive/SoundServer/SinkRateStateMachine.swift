@@ -15,8 +15,8 @@
 ///
 /// ```swift
 /// var machine = SinkRateStateMachine()
-/// machine.streamsChanged(othersPlaying: true, otherRates: [48000])   // .readClock([48000])
-/// machine.clockRead(clock, otherRates: [48000])                      // .force(48000)
+/// machine.streamsChanged(othersPlaying: true, otherRates: [48000])   // .readClock
+/// machine.clockRead(clock)                                           // .force(48000)
 /// machine.forceAnswered()                                            // .release
 /// ```
 package struct SinkRateStateMachine: Sendable {
@@ -24,9 +24,10 @@ package struct SinkRateStateMachine: Sendable {
     package enum Action: Equatable, Sendable {
         /// Nothing.
         case none
-        /// Read PipeWire's clock settings, then call ``clockRead(_:otherRates:)`` with these
-        /// rates (the other streams' on the sink).
-        case readClock(otherRates: [UInt32])
+        /// Read PipeWire's clock settings, off the connection's thread (an answer can take the
+        /// question's whole timeout, and the sink streams' writes wait on that thread's lock),
+        /// then call ``clockRead(_:)``. The streams may change meanwhile: say so as usual.
+        case readClock
         /// Ask for this rate on keepalived's stream (`node.force-rate`, with `node.rate` to
         /// match), then call ``forceAnswered()`` once the server answers.
         case force(UInt32)
@@ -39,8 +40,9 @@ package struct SinkRateStateMachine: Sendable {
         case alone
         /// Other streams play: the graph's rate is theirs, as it would be without keepalived.
         case accompanied
-        /// The clock is being read for streams that just started.
-        case reading
+        /// The clock is being read for streams that just started; what the server shows since
+        /// (whether others play, and their rates).
+        case reading(othersPlay: Bool, otherRates: [UInt32])
         /// A rate was asked for and not answered yet; `othersPlay`: what the server shows since.
         case forcing(othersPlay: Bool)
     }
@@ -64,23 +66,33 @@ package struct SinkRateStateMachine: Sendable {
         switch state {
         case .alone:
             guard othersPlaying else { return .none }
-            state = .reading
-            return .readClock(otherRates: otherRates)
+            state = .reading(othersPlay: true, otherRates: otherRates)
+            return .readClock
         case .accompanied:
             if !othersPlaying { state = .alone }
             return .none
         case .reading:
-            preconditionFailure("SinkRateStateMachine: streams changed while the clock was being read")
+            // The answer decides with what the server shows when it comes.
+            state = .reading(othersPlay: othersPlaying, otherRates: otherRates)
+            return .none
         case .forcing:
             state = .forcing(othersPlay: othersPlaying)
             return .none
         }
     }
 
-    /// The clock settings read for ``Action/readClock(otherRates:)`` (nil: PipeWire could not be
-    /// asked). A rate is asked for only when the settings let the graph follow its streams.
-    package mutating func clockRead(_ clock: PipeWireClock?, otherRates: [UInt32]) -> Action {
-        guard state == .reading else { preconditionFailure("SinkRateStateMachine: a clock read nobody asked for") }
+    /// The clock settings read for ``Action/readClock`` (nil: PipeWire could not be asked). A
+    /// rate is asked for only when the settings let the graph follow its streams and the other
+    /// streams still play; it is the rate for their rates now.
+    package mutating func clockRead(_ clock: PipeWireClock?) -> Action {
+        guard case .reading(let othersPlay, let otherRates) = state else {
+            preconditionFailure("SinkRateStateMachine: a clock read nobody asked for")
+        }
+        guard othersPlay else {
+            // They stopped while the clock was read: keepalived's stream is alone again.
+            state = .alone
+            return .none
+        }
         guard let clock, clock.followsStreams else {
             state = .accompanied
             return .none
