@@ -44,14 +44,16 @@ owner's thread → its process), each from the last poll that saw one holder to 
 the next (at most a poll longer than the real gap), and printed as `release_ms=` and
 `takeback_ms=` lines.
 
-The guest runs alone (alone=yes). keepalived answers a release on its control socket's own
-thread, as soon as its output on the device is closed, and nothing else it does (a reload, a
-rescan) delays that; but the plugin's wait for the answer is a bound in the guest's own time, and
-the emulated CPU is tens of times slower than a Raspberry Pi's. Beside another guest, on two host
-cores also running the sanitizer suites, one release took 262 ms inside the daemon (its output
-was recovering from an underrun of the starved guest), QEMU's capture lost a third of the 44.1 kHz
-track (a44-bit-perfect), and a take-back took 1.35 s. The players here (MPD's unit, the
-scenario's aplay) therefore get `KEEPALIVED_RELEASE_TIMEOUT=1000`, as docs/players.md advises for
+The guest runs beside another (it ran alone until scripts/test put the host's builds at the
+idle scheduling policy). keepalived answers a release on its control socket's own thread, as soon
+as its output on the device is closed, and nothing else it does (a reload, a rescan) delays
+that; but the plugin's wait for the answer is a bound in the guest's own time, and the emulated
+CPU is tens of times slower than a Raspberry Pi's. Beside another guest, on two host cores also
+running the sanitizer suites and builds that SwiftPM ran ahead of the guests, one release took
+262 ms inside the daemon (its output was recovering from an underrun of the starved guest),
+QEMU's capture lost a third of the 44.1 kHz track (a44-bit-perfect), and a take-back took
+1.35 s; with the builds at the idle policy the releases took 10-116 ms. The players here (MPD's
+unit, the scenario's aplay) get `KEEPALIVED_RELEASE_TIMEOUT=1000`, as docs/players.md advises for
 a slow machine; each release's time is still printed (release_ms=, and keepalived's own ms= in
 its journal, which io/keepalived-journal.txt keeps whole).
 

@@ -16,8 +16,8 @@
 . "$VM_GUEST/bootlib.sh"
 . "$VM_GUEST/boxlib.sh"
 # The boot's first release is code TCG translates as it runs: beside other guests and builds it
-# took 225 ms inside the daemon, past the plug-in's 200 ms (box-mpd runs alone to hold that
-# bound); here the player gives it 1 s with the plug-in's knob, and the daemon's own time for each
+# took 225 ms inside the daemon, past the plug-in's 200 ms (box-mpd gives its players 1 s too, and
+# prints each); here the player gives it 1 s with the plug-in's knob, and the daemon's own time for each
 # hand-over is printed.
 BOX_RELEASE_TIMEOUT=1000
 # Beside package-arm64 on two busy cores the HDA card played 1.87 s after udev made its node:
