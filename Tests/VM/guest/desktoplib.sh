@@ -148,10 +148,11 @@ desk_usb_replug() {
     _desk_subscribed() { as_user pactl set-sink-volume "$hda_sink" 100% && grep -q "on sink #" /tmp/desk-events.log; }
     vm_wait 10 _desk_subscribed
     vm_host replug usbaudio >/dev/null
-    vm_wait 30 _desk_usb_running
+    # Until keepalived's own new stream is on the new sink: the sink may run before that with a
+    # stream PulseAudio's module-switch-on-connect moved there (keepalived's HDA one, moved back
+    # later), which is no new stream of the USB output.
+    vm_wait 30 _desk_usb_kept
     pkill -u $DESK_USER -f "pactl subscribe"
-    _idx=$(sinks | grep alsa_output.usb | cut -f1)
-    _input=$(as_user pactl list short sink-inputs | awk -v i="$_idx" '$2 == i {print $1; exit}')
     _made=$(awk -v e="'new' on sink #$_idx" 'index($0, e) && substr($0, index($0, e)) == e {print $1; exit}' /tmp/desk-events.log)
     _kept=$(awk -v e="'new' on sink-input #$_input" 'index($0, e) && substr($0, index($0, e)) == e {print $1; exit}' /tmp/desk-events.log)
     _delay=$(awk -v a="$_made" -v b="$_kept" 'BEGIN { if (a == "" || b == "") print "none"; else printf "%.2f", b - a }')
@@ -173,6 +174,17 @@ _desk_each_sink_played() {
 _desk_usb_gone() { ! sinks | grep -q alsa_output.usb && ! as_user "$KEEPALIVED" status --json 2>/dev/null | grep -q "alsa_output.usb"; }
 _desk_usb_sink() { sinks | grep -q alsa_output.usb; }
 _desk_usb_running() { sinks | grep alsa_output.usb | grep -q RUNNING; }
+# Sets _idx to the USB sink and _input to a stream on it whose 'new' event came after the
+# replug, once keepalived says its USB output plays.
+_desk_usb_kept() {
+    _desk_usb_output || return 1
+    _idx=$(sinks | grep alsa_output.usb | cut -f1)
+    [ -n "$_idx" ] || return 1
+    for _input in $(as_user pactl list short sink-inputs | awk -v i="$_idx" '$2 == i {print $1}'); do
+        grep -q "'new' on sink-input #$_input\$" /tmp/desk-events.log && return 0
+    done
+    return 1
+}
 _desk_usb_output() { as_user "$KEEPALIVED" status | grep -q '^output pulse:DEVICE=alsa_output.usb.*: playing'; }
 
 desk_server_restart() {
