@@ -21,6 +21,6 @@
 # hand-over is printed.
 BOX_RELEASE_TIMEOUT=1000
 # Beside package-arm64 on two busy cores the HDA card played 1.87 s after udev made its node:
-# package-boot and package-late-card hold the 2 s bound of a box's boot; this one allows 3.
+# package-boot holds the 2 s bound of a box's boot; this one and package-late-card allow 3.
 BOX_CARD_BOUND=3
 box_scenario
