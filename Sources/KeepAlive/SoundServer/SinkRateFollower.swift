@@ -139,7 +139,12 @@ final class SinkRateFollower: SoundServerUser {
         if answerTimer == nil {
             answerTimer = cpulse_timer_new(connection.loop, { SinkRateFollower.from($0).answerArrived() }, userdata)
         }
-        guard let answerTimer else { return }
+        guard let answerTimer else {
+            // No timer to pick the answer up: as a question PipeWire did not answer, rather
+            // than a machine left reading for good.
+            self.question = nil
+            return perform(machine.clockRead(nil))
+        }
         cpulse_timer_arm(connection.loop, answerTimer, Self.answerPoll.microseconds)
     }
 
