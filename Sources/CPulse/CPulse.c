@@ -38,6 +38,7 @@
     X(const char *, pa_proplist_gets, (const pa_proplist *, const char *))                               \
     X(void, pa_threaded_mainloop_signal, (pa_threaded_mainloop *, int))                                  \
     X(void, pa_threaded_mainloop_wait, (pa_threaded_mainloop *))                                         \
+    X(int, pa_threaded_mainloop_in_thread, (pa_threaded_mainloop *))                                    \
     X(pa_channel_map *, pa_channel_map_init_auto, (pa_channel_map *, unsigned, pa_channel_map_def_t))    \
     X(pa_stream *, pa_stream_new, (pa_context *, const char *, const pa_sample_spec *, const pa_channel_map *)) \
     X(void, pa_stream_unref, (pa_stream *))                                                              \
@@ -416,6 +417,7 @@ int cpulse_move_sink_input(cpulse_context *context, uint32_t index, const char *
 
 void cpulse_mainloop_signal(cpulse_mainloop *loop) { fn.pa_threaded_mainloop_signal(loop->loop, 0); }
 void cpulse_mainloop_wait(cpulse_mainloop *loop) { fn.pa_threaded_mainloop_wait(loop->loop); }
+int cpulse_mainloop_in_thread(cpulse_mainloop *loop) { return fn.pa_threaded_mainloop_in_thread(loop->loop); }
 
 _Static_assert(CPULSE_FORMAT_U8 == PA_SAMPLE_U8 && CPULSE_FORMAT_S16LE == PA_SAMPLE_S16LE &&
                    CPULSE_FORMAT_S16BE == PA_SAMPLE_S16BE && CPULSE_FORMAT_FLOAT32LE == PA_SAMPLE_FLOAT32LE &&

@@ -17,14 +17,26 @@ public enum Sanitizer: Sendable {
         return nil
     }()
 
-    /// How much longer a time bound may be under the active sanitizer.
+    /// How much longer a time bound may be under the active sanitizer, times ``emulationSlowdown``.
     public static var timeScale: Double {
-        switch active {
-        case .thread: 8
-        case .address: 5
-        case nil: 1
-        }
+        let sanitizer: Double =
+            switch active {
+            case .thread: 8
+            case .address: 5
+            case nil: 1
+            }
+        return sanitizer * emulationSlowdown
     }
+
+    /// How much slower than the hardware an emulator runs this binary: `KEEPALIVED_TEST_SLOWDOWN`,
+    /// which `scripts/test-arm64` sets for its run under qemu-user (an aarch64 binary translated
+    /// instruction by instruction on an amd64 host), else 1. Bounds then test what they mean
+    /// (a publish never waits on a reader) rather than the emulator's speed.
+    public static let emulationSlowdown: Double = {
+        guard let text = getenv("KEEPALIVED_TEST_SLOWDOWN"), let value = Double(String(cString: text)), value >= 1
+        else { return 1 }
+        return value
+    }()
 }
 
 extension Duration {

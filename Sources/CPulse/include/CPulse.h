@@ -192,6 +192,9 @@ void cpulse_mainloop_signal(cpulse_mainloop *loop);
 /// Unlocks the loop until a callback calls cpulse_mainloop_signal; call with the loop locked,
 /// never from its own thread.
 void cpulse_mainloop_wait(cpulse_mainloop *loop);
+/// Whether the calling thread is the loop's own (in a callback): for the checks of who may touch
+/// what the loop owns.
+int cpulse_mainloop_in_thread(cpulse_mainloop *loop);
 
 /// A playback stream: keepalived's own, so that it asks the server for nothing it does not use
 /// (ALSA's pulse plug-in asks for timing updates every 1.5 s, which no keep-alive reads).

@@ -2,10 +2,11 @@ import CPulse
 import Synchronization
 
 /// Lets a user's stream have its own rate on a PipeWire sink that keepalived's stream keeps
-/// running: follows the sink's other streams on the process's ``SoundServerConnection`` and
-/// carries out what ``SinkRateStateMachine`` decides. One per sink stream of keepalived's
+/// running: follows the sink's other streams in the process's one listing of the server
+/// (``ServerListing``, through the ``SoundServerConnection``) and carries out what
+/// ``SinkRateStateMachine`` decides. One per sink stream of keepalived's
 /// (``ServerSinkPCM``), from the moment the stream is ready until it is released; on a server
-/// that is not PipeWire (PulseAudio) it does nothing after its first question.
+/// that is not PipeWire (PulseAudio) it does nothing.
 ///
 /// ```swift
 /// let follower = SinkRateFollower(connection: connection, stream: stream)   // lock held
@@ -23,14 +24,6 @@ final class SinkRateFollower: SoundServerUser {
     private let connection: SoundServerConnection
     private let stream: OpaquePointer
     private var machine = SinkRateStateMachine()
-    /// nil until the server said who it is.
-    private var isPipeWire: Bool?
-    /// A sink input listing is under way; `stale`: an event came during it.
-    private var listing = false
-    private var stale = false
-    /// What the listing under way collected.
-    private var othersPlaying = false
-    private var otherRates: [UInt32] = []
     /// The question to PipeWire under way, and the timer that looks for its answer.
     private var question: ClockQuestion?
     private var answerTimer: OpaquePointer?
@@ -56,56 +49,20 @@ final class SinkRateFollower: SoundServerUser {
         Unmanaged<SinkRateFollower>.fromOpaque(userdata!).takeUnretainedValue()
     }
 
-    func connectionReady() {
-        guard isPipeWire == nil, let context = connection.context else { return list() }
-        _ = cpulse_list(context, Int32(CPULSE_LIST_SERVER), { userdata, entry in
-            SinkRateFollower.from(userdata).serverListed(entry?.assumingMemoryBound(to: cpulse_server.self).pointee)
-        }, userdata)
+    func connectionReady() {}
+
+    func serverListed(_ view: SoundServerView) {
+        connection.preconditionLocked("SinkRateFollower.serverListed")
+        // PulseAudio keeps a sink's rate with `avoid-resampling` or not at all: nothing to follow.
+        guard view.server.contains("PipeWire") else { return }
+        let sink = cpulse_stream_sink(stream), own = cpulse_stream_index(stream)
+        // The user's streams on this sink: keepalived's own (this one, another output's) are no
+        // sound that would have chosen the graph's rate.
+        let others = view.streams.filter { $0.sink == sink && $0.index != own && !$0.isOwn }
+        perform(machine.streamsChanged(othersPlaying: others.contains { !$0.isCorked }, otherRates: others.map(\.rate)))
     }
 
-    func serverChanged() { list() }
-
-    func connectionLost(_ error: String) {
-        listing = false
-    }
-
-    private func serverListed(_ server: cpulse_server?) {
-        // The server's entry comes once, then the end of the list (nil).
-        guard let server else { return }
-        let name = server.name.map { String(cString: $0) } ?? ""
-        isPipeWire = name.contains("PipeWire")
-        list()
-    }
-
-    /// Lists the sink inputs, once at a time: an event during a listing lists again after it.
-    private func list() {
-        guard isPipeWire == true, let context = connection.context else { return }
-        guard !listing else {
-            stale = true
-            return
-        }
-        listing = true
-        stale = false
-        othersPlaying = false
-        otherRates = []
-        let listed = cpulse_list(context, Int32(CPULSE_LIST_SINK_INPUTS), { userdata, entry in
-            SinkRateFollower.from(userdata).sinkInputListed(entry?.assumingMemoryBound(to: cpulse_sink_input.self).pointee)
-        }, userdata)
-        if listed < 0 { listing = false }
-    }
-
-    private func sinkInputListed(_ input: cpulse_sink_input?) {
-        guard let input else { return listed() }
-        guard input.sink == cpulse_stream_sink(stream), input.index != cpulse_stream_index(stream) else { return }
-        if input.corked == 0 { othersPlaying = true }
-        otherRates.append(input.rate)
-    }
-
-    private func listed() {
-        listing = false
-        if stale { return list() }
-        perform(machine.streamsChanged(othersPlaying: othersPlaying, otherRates: otherRates))
-    }
+    func connectionLost(_ error: String) {}
 
     private func perform(_ action: SinkRateStateMachine.Action) {
         switch action {
@@ -149,6 +106,7 @@ final class SinkRateFollower: SoundServerUser {
     }
 
     private func answerArrived() {
+        connection.preconditionLocked("SinkRateFollower.answerArrived")
         guard let question else { return }
         guard let clock = question.answered else {
             if let answerTimer { cpulse_timer_arm(connection.loop, answerTimer, Self.answerPoll.microseconds) }
@@ -161,6 +119,7 @@ final class SinkRateFollower: SoundServerUser {
     /// Forgets a question under way and frees the timer: the stream is about to be released
     /// (lock held). Its thread ends on its own, its answer unread.
     func retire() {
+        connection.preconditionLocked("SinkRateFollower.retire")
         question = nil
         if let answerTimer { cpulse_timer_free(connection.loop, answerTimer) }
         answerTimer = nil

@@ -1,10 +1,12 @@
 import CPulse
 import Glibc
+import Synchronization
 
 /// The process's one connection to the sound server through libpulse: one threaded main loop
 /// (its thread named `keepalive-pulse`) and one context, shared by everything in the process that
-/// talks to the server: each sink output's stream (``ServerSinkPCM``), and the daemon's sink
-/// watcher and `--linger` watcher (``SoundServerUser``). A sink that comes adds its stream, not
+/// talks to the server: each sink output's stream (``ServerSinkPCM``) and its rate follower, and
+/// the daemon's sink and `--linger` watchers (``SoundServerUser``), which all get the same
+/// listing of the server after each event (``ServerListing``). A sink that comes adds its stream, not
 /// a thread or a connection of its own (each used to cost a libpulse thread and about 0.65 MB).
 ///
 /// Made by the first that needs it (``acquire()``, which loads libpulse) and let go of by the
@@ -55,6 +57,12 @@ package final class SoundServerConnection: @unchecked Sendable {
     private var lostContext: OpaquePointer?
     /// The facilities the context is subscribed to.
     private var subscribed: UInt32 = 0
+    /// The one listing of the server, for every user.
+    private lazy var listing = ServerListing { [unowned self] view in self.listed(view) }
+    /// The thread that holds the lock from outside the loop's thread (`pthread_t`; 0: none), and
+    /// how often it took it (libpulse's lock is recursive): for ``preconditionLocked(_:)``.
+    private let holder = Atomic<UInt>(0)
+    private var depth = 0
 
     /// libpulse cannot be used.
     package enum Unavailable: Error, Equatable, CustomStringConvertible {
@@ -126,6 +134,7 @@ package final class SoundServerConnection: @unchecked Sendable {
 
     private func shutDown() {
         cpulse_mainloop_stop(loop)
+        listing.forget()
         if let context { cpulse_context_release(context) }
         context = nil
         if let reconnectTimer { cpulse_timer_free(loop, reconnectTimer) }
@@ -141,16 +150,45 @@ package final class SoundServerConnection: @unchecked Sendable {
 
     // MARK: - With the lock held
 
-    package func lock() { cpulse_mainloop_lock(loop) }
-    package func unlock() { cpulse_mainloop_unlock(loop) }
+    package func lock() {
+        cpulse_mainloop_lock(loop)
+        depth += 1
+        if depth == 1 { holder.store(UInt(pthread_self()), ordering: .relaxed) }
+    }
+
+    package func unlock() {
+        depth -= 1
+        if depth == 0 { holder.store(0, ordering: .relaxed) }
+        cpulse_mainloop_unlock(loop)
+    }
+
     /// Unlocks until the connection or a stream changes state (or a ``signal()``); never on the
     /// loop's thread.
-    package func wait() { cpulse_mainloop_wait(loop) }
+    package func wait() {
+        let held = depth
+        depth = 0
+        holder.store(0, ordering: .relaxed)
+        cpulse_mainloop_wait(loop)
+        depth = held
+        holder.store(UInt(pthread_self()), ordering: .relaxed)
+    }
+
+    /// Stops a debug or test build when the caller neither holds the lock nor runs on the loop's
+    /// thread, as swift-nio's `preconditionInEventLoop` does: what the loop owns (the context,
+    /// the streams, every user's state) is touched only so. Release builds check nothing.
+    package func preconditionLocked(_ what: @autoclosure () -> String = "", file: StaticString = #fileID, line: UInt = #line) {
+        assert(cpulse_mainloop_in_thread(loop) != 0 || holder.load(ordering: .relaxed) == UInt(pthread_self()),
+               "\(what()) called without the sound server connection's lock, off its loop's thread", file: file, line: line)
+    }
+
     /// Wakes every thread in ``wait()``; on the loop's thread.
     package func signal() { cpulse_mainloop_signal(loop) }
 
     /// Whether the connection is ready now.
-    package var isReady: Bool { state == Int(CPULSE_READY) }
+    package var isReady: Bool {
+        preconditionLocked("SoundServerConnection.isReady")
+        return state == Int(CPULSE_READY)
+    }
 
     /// Whether an attempt is under way: ``wait()`` for its end.
     package var isConnecting: Bool { state == Int(CPULSE_CONNECTING) }
@@ -164,6 +202,7 @@ package final class SoundServerConnection: @unchecked Sendable {
     /// Starts an attempt now unless the connection is ready or being made: a stream about to be
     /// made does not wait for the users' backoff.
     package func connectIfNeeded() {
+        preconditionLocked("SoundServerConnection.connectIfNeeded")
         if let context, context != lostContext { return }
         connect()
     }
@@ -171,15 +210,18 @@ package final class SoundServerConnection: @unchecked Sendable {
     /// Adds a user: it hears of the server from now on, and at once that it is ready if it is.
     /// A connection that is not there is tried now.
     package func add(_ user: any SoundServerUser) {
+        preconditionLocked("SoundServerConnection.add")
         users.append(user)
         guard isReady else { return connectIfNeeded() }
         subscribe()
         user.connectionReady()
+        list()
     }
 
     /// Removes a user: nothing of it runs afterwards, its queries sent with itself as their
     /// userdata (cpulse_list) included.
     package func remove(_ user: any SoundServerUser) {
+        preconditionLocked("SoundServerConnection.remove")
         users.removeAll { $0 === user }
         if let context { cpulse_context_forget(context, Unmanaged.passUnretained(user as AnyObject).toOpaque()) }
         subscribe()
@@ -191,6 +233,22 @@ package final class SoundServerConnection: @unchecked Sendable {
         guard context == nil || lostContext == context, let reconnectTimer else { return }
         retryDelay = nil
         cpulse_timer_arm(loop, reconnectTimer, 0)
+    }
+
+    /// Lists the server for every user (once more after a listing under way): for a user that
+    /// needs a listing without an event, as a watcher joining. Nothing while not ready: the
+    /// next ready connection is listed.
+    package func list() {
+        preconditionLocked("SoundServerConnection.list")
+        guard isReady, let context else { return }
+        listing.list(on: context, watching: subscribed)
+    }
+
+    private func listed(_ view: SoundServerView) {
+        // A query that ended because the connection failed lists nothing: the state callback
+        // reports the loss instead.
+        guard isReady else { return }
+        for user in users { user.serverListed(view) }
     }
 
     /// Subscribes to what the users watch, when that changed.
@@ -208,6 +266,7 @@ package final class SoundServerConnection: @unchecked Sendable {
         if let reconnectTimer { cpulse_timer_disarm(loop, reconnectTimer) }
         // Never from the context's own callback: the last one was lost or never made. Its streams
         // were failed and let go of by libpulse when it was lost.
+        listing.forget()
         if let context { cpulse_context_release(context) }
         // A new context may get the freed one's address.
         lostContext = nil
@@ -234,6 +293,7 @@ package final class SoundServerConnection: @unchecked Sendable {
             retryDelay = nil
             subscribe()
             for user in users { user.connectionReady() }
+            list()
         case Int(CPULSE_FAILED), Int(CPULSE_TERMINATED):
             lost(String(cString: cpulse_context_error(context)))
         default:
@@ -242,12 +302,13 @@ package final class SoundServerConnection: @unchecked Sendable {
     }
 
     private func changed(_ facility: UInt32) {
-        for user in users where user.facilities & facility != 0 { user.serverChanged() }
+        list()
     }
 
     private func lost(_ error: String) {
         guard context == nil || lostContext != context else { return }
         lostContext = context
+        listing.forget()
         signal()
         for user in users { user.connectionLost(error) }
         // Streams come back when they are made again; only users wait for the server.
@@ -260,18 +321,21 @@ package final class SoundServerConnection: @unchecked Sendable {
 }
 
 /// What follows the sound server on the process's ``SoundServerConnection`` (the daemon's sink
-/// and `--linger` watchers): told when it is ready, what changed, and when it went away. Every
+/// and `--linger` watchers, each sink stream's rate follower): told when it is ready, what the
+/// server shows after each event (one ``ServerListing`` for all), and when it went away. Every
 /// call comes with the connection's lock held.
 package protocol SoundServerUser: AnyObject {
-    /// The facilities whose events it hears of (`CPULSE_WATCH_*` or'ed).
+    /// The facilities whose events it hears of (`CPULSE_WATCH_*` or'ed): what is listed.
     var facilities: UInt32 { get }
     /// How soon a lost or refused connection is tried again while this user is there: the first
     /// step of a backoff that doubles to ``SoundServerConnection/longestRetry``.
     var firstRetry: Duration { get }
-    /// The connection is ready (again, after a loss), subscribed to every user's facilities.
+    /// The connection is ready (again, after a loss), subscribed to every user's facilities; a
+    /// listing follows.
     func connectionReady()
-    /// An event of one of its facilities.
-    func serverChanged()
+    /// The server as one listing found it, after each event of the users' facilities, after each
+    /// ready connection, and after a ``SoundServerConnection/list()``.
+    func serverListed(_ view: SoundServerView)
     /// An attempt failed or the connection was lost, in libpulse's words; once per loss.
     func connectionLost(_ error: String)
 }

@@ -13,7 +13,7 @@ import Glibc
 /// streams and carries the actions out. Outputs a selection adds or drops while running are
 /// followed with ``follow(_:)``, each new one with a whole window.
 ///
-/// Everything runs on the daemon's one listing of the server (``ServerListing``, shared with the
+/// Everything runs on the daemon's one listing of the server (``ServerWatchers``, shared with the
 /// sink watcher) and the process's one libpulse connection and main loop: one thread
 /// blocked in poll while nothing changes, so an idle daemon gets no wakeup from it. The
 /// manager's pause and resume are carried out in order off that thread (``SerialCalls``): they
@@ -31,7 +31,7 @@ final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
     let manager: KeepAliveManager
     let logger: Logger
 
-    private let listing: ServerListing
+    private let listing: ServerWatchers
     // Touched only on the listing's thread, or with its lock held.
     private var loop: OpaquePointer { listing.loop }
     /// Joined to the listing (between start and stop).
@@ -52,8 +52,8 @@ final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
     private let managerCalls: SerialCalls
 
     /// Loads libpulse. Throws its loader's message when it cannot.
-    init(duration: Duration, outputs: [String], manager: KeepAliveManager, logger: Logger) throws(ServerListing.LibraryMissing) {
-        listing = try ServerListing.shared(logger: logger)
+    init(duration: Duration, outputs: [String], manager: KeepAliveManager, logger: Logger) throws(ServerWatchers.LibraryMissing) {
+        listing = try ServerWatchers.shared(logger: logger)
         self.duration = duration
         self.manager = manager
         self.logger = logger

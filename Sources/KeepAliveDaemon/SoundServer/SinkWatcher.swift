@@ -11,7 +11,7 @@ import Glibc
 /// rescans. A stream of keepalived's that the server moved off the sink its output keeps awake
 /// is moved back (``StreamHomes``).
 ///
-/// Hears the daemon's one listing of the server (``ServerListing``, shared with `--linger`), on
+/// Hears the daemon's one listing of the server (``ServerWatchers``, shared with `--linger`), on
 /// the process's one libpulse connection: one thread blocked in poll while nothing changes. When
 /// the server goes away it reports ``SoundServerReachability/unreachable(_:)``; the listing
 /// reconnects with backoff, so a restarted server's sinks come back.
@@ -28,7 +28,7 @@ final class SinkWatcher: ServerListingWatcher, @unchecked Sendable {
     /// Rung when the server's view changed in a way a selection sees, or it came or went.
     let doorbell = Doorbell()
 
-    private let listing: ServerListing
+    private let listing: ServerWatchers
     // Touched only on the listing's thread, or with its lock held.
     private var warnedUnreachable = false
     private var homes = StreamHomes()
@@ -41,8 +41,8 @@ final class SinkWatcher: ServerListingWatcher, @unchecked Sendable {
     private let answered = Doorbell()
 
     /// Loads libpulse. Throws its loader's message when it cannot.
-    init(logger: Logger) throws(ServerListing.LibraryMissing) {
-        listing = try ServerListing.shared(logger: logger)
+    init(logger: Logger) throws(ServerWatchers.LibraryMissing) {
+        listing = try ServerWatchers.shared(logger: logger)
         self.logger = logger
     }
 
@@ -73,7 +73,7 @@ final class SinkWatcher: ServerListingWatcher, @unchecked Sendable {
     /// Leaves the listing (the last to leave stops its thread and lets go of the server).
     func stop() { listing.leave(self) }
 
-    /// Tries the server again now when it does not answer (``ServerListing/retryNow()``).
+    /// Tries the server again now when it does not answer (``ServerWatchers/retryNow()``).
     func retryNow() { listing.retryNow() }
 
     /// Waits until the server answered (or was found unreachable), at most `timeout`; returns

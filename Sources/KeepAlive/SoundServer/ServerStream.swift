@@ -5,20 +5,31 @@
 /// let stream = ServerStream(index: 7, sink: 0, isCorked: false, isOwn: false, application: "mpv")
 /// stream.isAnotherKeepalived   // false: a sound that needs its sink awake
 /// ```
-struct ServerStream: Sendable, Equatable {
-    var index: UInt32
+package struct ServerStream: Sendable, Equatable {
+    package var index: UInt32
     /// The index of the sink it plays to.
-    var sink: UInt32
+    package var sink: UInt32
     /// Paused by its client (a corked stream plays nothing).
-    var isCorked: Bool
+    package var isCorked: Bool
     /// One of this process's: its process id, or its client's (PipeWire leaves the id on the
     /// client only), is keepalived's.
-    var isOwn: Bool
+    package var isOwn: Bool
     /// Its `application.name` ("keepalived" for keepalived's streams).
-    var application: String
+    package var application: String
+    /// Its sample rate (0 when the server gave none).
+    package var rate: UInt32
+
+    package init(index: UInt32, sink: UInt32, isCorked: Bool, isOwn: Bool, application: String, rate: UInt32 = 0) {
+        self.index = index
+        self.sink = sink
+        self.isCorked = isCorked
+        self.isOwn = isOwn
+        self.application = application
+        self.rate = rate
+    }
 
     /// Another keepalived's stream: it keeps a sink awake, but is not a sound that needs it.
-    var isAnotherKeepalived: Bool {
+    package var isAnotherKeepalived: Bool {
         !isOwn && (application == "keepalived" || application.hasSuffix("[keepalived]"))
     }
 }

@@ -1,5 +1,3 @@
-import KeepAlive
-
 /// One of the sound server's sinks (PulseAudio's, or PipeWire's through pipewire-pulse), as
 /// libpulse's introspection describes it, with what keepalived makes of it: its kind, whether it
 /// is a device at all, and the ALSA PCM that plays to it.
@@ -10,51 +8,57 @@ import KeepAlive
 /// sink.kind    // .hdmi
 /// sink.pcm     // pulse:DEVICE=alsa_output.pci-0000_00_1f.3.hdmi-stereo
 /// ```
-struct ServerSink: Sendable, Equatable {
-    var index: UInt32 = 0
-    var name: String
-    var description: String
+package struct ServerSink: Sendable, Equatable {
+    package var index: UInt32 = 0
+    package var name: String
+    package var description: String
     /// The server module that made it: `module-alsa-card.c`, `module-null-sink.c`, PipeWire's own.
-    var driver: String = ""
-    var state: State = .suspended
+    package var driver: String = ""
+    package var state: State = .suspended
     /// PulseAudio's PA_SINK_HARDWARE flag.
-    var isHardware = false
-    var activePort: String?
+    package var isHardware = false
+    package var activePort: String?
     /// libpulse's port type (14 and later); 0 when unknown.
-    var activePortType: Int = 0
+    package var activePortType: Int = 0
     /// The rate the sink mixes at; nil when the server gave none.
-    var sampleRate: Int?
+    package var sampleRate: Int?
     /// The properties keepalived reads (``Property``), as the server gives them.
-    var properties: [String: String] = [:]
+    package var properties: [String: String] = [:]
 
-    enum State: String, Sendable, Equatable {
+    package init(name: String, description: String, properties: [String: String] = [:]) {
+        self.name = name
+        self.description = description
+        self.properties = properties
+    }
+
+    package enum State: String, Sendable, Equatable {
         case running, idle, suspended, other
     }
 
     /// The property keys read from a sink or a card.
-    enum Property {
-        static let deviceClass = "device.class"
-        static let api = "device.api"
-        static let bus = "device.bus"
-        static let formFactor = "device.form_factor"
-        static let profile = "device.profile.name"
-        static let alsaCard = "alsa.card"
-        static let all = [deviceClass, api, bus, formFactor, profile, alsaCard]
+    package enum Property {
+        package static let deviceClass = "device.class"
+        package static let api = "device.api"
+        package static let bus = "device.bus"
+        package static let formFactor = "device.form_factor"
+        package static let profile = "device.profile.name"
+        package static let alsaCard = "alsa.card"
+        package static let all = [deviceClass, api, bus, formFactor, profile, alsaCard]
     }
 
     /// The port types libpulse names (pa_device_port_type_t).
-    enum PortType {
-        static let spdif = 9
-        static let hdmi = 10
+    package enum PortType {
+        package static let spdif = 9
+        package static let hdmi = 10
     }
 
     /// The ALSA card behind it (`alsa.card`), when the server plays to one.
-    var alsaCard: Int? { properties[Property.alsaCard].flatMap { Int($0) } }
+    package var alsaCard: Int? { properties[Property.alsaCard].flatMap { Int($0) } }
 
     /// Whether it plays to a device. A sink that plays into other sinks or nowhere (a null sink,
     /// a combine, remap, loopback or filter-chain sink, EasyEffects' sinks) is virtual: keeping it
     /// awake keeps nothing awake, so a selection never picks it; it is played only by name.
-    var isVirtual: Bool {
+    package var isVirtual: Bool {
         if let deviceClass = properties[Property.deviceClass], ["abstract", "filter", "monitor"].contains(deviceClass) { return true }
         let api = properties[Property.api] ?? ""
         let playsToDevice = isHardware || api == "alsa" || api.hasPrefix("bluez") || alsaCard != nil || properties[Property.bus] == "bluetooth"
@@ -63,7 +67,7 @@ struct ServerSink: Sendable, Equatable {
 
     /// What it is, from the bus, the active port's type, then the names of its profile, its port
     /// and its description (the server names digital profiles `hdmi-stereo`, `iec958-stereo`).
-    var kind: OutputKind {
+    package var kind: OutputKind {
         let api = properties[Property.api] ?? ""
         if properties[Property.bus] == "bluetooth" || api.hasPrefix("bluez") { return .bluetooth }
         if activePortType == PortType.hdmi { return .hdmi }
@@ -79,9 +83,9 @@ struct ServerSink: Sendable, Equatable {
     /// keepalived itself plays to the sink through a stream of its own (`ServerSinkPCM`), and
     /// opens this PCM only when it cannot load libpulse. A name with characters ALSA's argument
     /// syntax gives a meaning to is quoted.
-    var pcm: String { Self.pcm(forSink: name) }
+    package var pcm: String { Self.pcm(forSink: name) }
 
-    static func pcm(forSink name: String) -> String {
+    package static func pcm(forSink name: String) -> String {
         let plain = name.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || [0x2E, 0x2D, 0x5F].contains(byte)
         }
@@ -95,7 +99,7 @@ struct ServerSink: Sendable, Equatable {
     }
 
     /// The sink a `pulse:DEVICE=…` PCM name plays to, or nil for any other name.
-    static func sinkName(fromPCM pcm: String) -> String? {
+    package static func sinkName(fromPCM pcm: String) -> String? {
         guard pcm.hasPrefix("pulse:DEVICE=") else { return nil }
         var value = Substring(pcm.dropFirst("pulse:DEVICE=".count))
         guard value.first == "\"" else { return value.isEmpty ? nil : String(value) }
@@ -116,20 +120,4 @@ struct ServerSink: Sendable, Equatable {
         }
         return nil
     }
-}
-
-/// One of the server's cards: a device it has profiles for, whether or not a sink of it exists
-/// now (a card switched to the `off` profile still belongs to the server).
-///
-/// ```swift
-/// let card = ServerCard(name: "alsa_card.pci-0000_00_1f.3", properties: ["alsa.card": "0"])
-/// card.alsaCard   // 0
-/// ```
-struct ServerCard: Sendable, Equatable {
-    var index: UInt32 = 0
-    var name: String
-    var activeProfile: String?
-    var properties: [String: String] = [:]
-
-    var alsaCard: Int? { properties[ServerSink.Property.alsaCard].flatMap { Int($0) } }
 }
