@@ -65,4 +65,17 @@ struct StallDetectorTests {
         #expect(stalls.remaining(at: at(0)) == .seconds(12))
         #expect(stalls.stalled(at: at(12_001)) == at(0))
     }
+
+    @Test("a started device that frees nothing for half the window holds back; a top-up is no progress: a stalled one is still noticed when the window runs out")
+    func holdsBack() {
+        var stalls = halfSecondStream()
+        stalls.observe(available: 14_700, bufferFrames: 22_050, at: at(300))
+        #expect(stalls.started)
+        #expect(!stalls.holdsBack(at: at(700)))
+        #expect(stalls.holdsBack(at: at(801)))
+        stalls.toppedUp(availableAfter: 0)
+        stalls.observe(available: 0, bufferFrames: 22_050, at: at(900))
+        #expect(stalls.stalled(at: at(1_300)) == nil)
+        #expect(stalls.stalled(at: at(1_301)) == at(300))
+    }
 }

@@ -130,4 +130,53 @@ struct StreamPacerTests {
         #expect(!found)
         #expect(!pacer.pacedByClock)
     }
+
+    @Test("a server that keeps more queued than the threshold leaves (pipewire-pulse: a period and a graph cycle), at a 0.3 s buffer: given its room once it holds back, then written a period at a time, never stalled")
+    func serverThatHoldsBack() {
+        // keepalived's own stream at --buffer 0.3 on pipewire-pulse, measured: three periods of
+        // 4800 frames; the server takes 2048-frame cycles only while more than a period and a
+        // cycle stays queued, and stopped at 5856 queued (ALSA's room 8544 < the 9600 threshold).
+        let format = OutputFormat(sampleFormat: .s16, sampleRate: 48000, channels: 1, bufferFrames: 14_400, periodFrames: 4800)
+        let cycle = 2048
+        let start = ContinuousClock.now
+        var now = start
+        var pacer = StreamPacer(format: format, at: now)
+        var stalls = StallDetector(window: StallDetector.window(threshold: pacer.threshold, rate: 48000), at: now)
+        #expect(pacer.threshold == 9600)
+        var (queued, cycles, wakeups, stalled, heldBack) = (0, 0, 0, 0, 0)
+        while start.duration(to: now) < .seconds(60) {
+            let available = format.bufferFrames - queued
+            stalls.observe(available: available, bufferFrames: format.bufferFrames, at: now)
+            var writable = pacer.writable(available: available, at: now)
+            let toppingUp = writable == 0 && available > 0 && stalls.holdsBack(at: now)
+            if toppingUp {
+                writable = pacer.heldBack(available: available)
+                heldBack += 1
+            }
+            if writable > 0 {
+                queued += writable
+                _ = pacer.wrote(writable, availableBefore: available, availableAfter: nil)
+                if toppingUp { stalls.toppedUp(availableAfter: format.bufferFrames - queued) } else {
+                    stalls.wrote(availableAfter: format.bufferFrames - queued, at: now)
+                }
+            }
+            if stalls.stalled(at: now) != nil {
+                stalled += 1
+                break
+            }
+            let next = min(pacer.nextCheck(available: format.bufferFrames - queued, at: now), now + stalls.remaining(at: now))
+            let due = Int(start.duration(to: next).seconds * 48000) / cycle
+            while cycles < due {
+                if queued >= format.periodFrames + cycle { queued -= cycle }
+                cycles += 1
+            }
+            now = next
+            wakeups += 1
+        }
+        #expect(stalled == 0)
+        #expect(heldBack == 1, "\(heldBack) hold-backs")
+        #expect(pacer.threshold == 4800)
+        // A period is 0.1 s: about 10 writes a second, and no more than twice that in wakeups.
+        #expect(Double(wakeups) / 60 <= 20, "\(wakeups) wakeups in 60 s")
+    }
 }

@@ -52,6 +52,13 @@ struct StallDetector {
         lastAvailable = availableAfter
     }
 
+    /// The room a device that held back was given (``holdsBack(at:)``) was written: it had
+    /// `availableAfter` free afterwards. No progress of the device's: one that is stalled, not
+    /// holding back, is still noticed when the window runs out.
+    mutating func toppedUp(availableAfter: Int) {
+        lastAvailable = availableAfter
+    }
+
     /// The stream starts again (prepared or resumed).
     mutating func restart(at now: ContinuousClock.Instant) {
         lastAvailable = -1
@@ -62,6 +69,13 @@ struct StallDetector {
     /// When the device last made progress, if that is longer ago than the window.
     func stalled(at now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
         lastProgress.duration(to: now) > currentWindow ? lastProgress : nil
+    }
+
+    /// Whether the device, started, has freed nothing for half the window: one that holds back
+    /// until it is written more (``StreamPacer/heldBack(available:)``) is given its room then,
+    /// before it would be called stalled.
+    func holdsBack(at now: ContinuousClock.Instant) -> Bool {
+        started && lastProgress.duration(to: now) > currentWindow / 2
     }
 
     /// How long until the window would run out.

@@ -23,8 +23,10 @@ struct StreamPacer {
     /// Free frames that make a write worth a wakeup: half the buffer rounded up to whole
     /// periods, at least one. A sound server grants room a period at a time, and ALSA's pulse
     /// plug-in wants at least three: with half of three periods the first look found one period
-    /// free and the thread slept again until the second came, two wakeups per write.
-    let threshold: Int
+    /// free and the thread slept again until the second came, two wakeups per write. Lowered
+    /// for a device that holds back (``heldBack(available:)``).
+    private(set) var threshold: Int
+    private let periodFrames: Int
     /// A device that does not pace is held to real time plus this margin and one buffer.
     static let tolerance = 1.002
 
@@ -41,6 +43,7 @@ struct StreamPacer {
     init(format: OutputFormat, at now: ContinuousClock.Instant) {
         rate = Double(format.sampleRate)
         bufferFrames = format.bufferFrames
+        periodFrames = max(format.periodFrames, 1)
         threshold = Self.threshold(for: format)
         epoch = now
     }
@@ -50,6 +53,17 @@ struct StreamPacer {
         let period = max(format.periodFrames, 1)
         let periods = max(1, (format.bufferFrames / 2 + period - 1) / period)
         return min(format.bufferFrames, periods * period)
+    }
+
+    /// The device stopped freeing room with `available` frames free, short of the threshold: it
+    /// takes nothing more until it holds more than that leaves queued. pipewire-pulse does so: it
+    /// keeps about a period and a graph cycle queued, which a 0.3 s buffer's threshold (two of
+    /// its three periods) never leaves it, and the stream stalled. Returns what to write now (the
+    /// room there is); from now on a write is due at what such a device frees, in whole periods,
+    /// at least one.
+    mutating func heldBack(available: Int) -> Int {
+        threshold = min(threshold, max(periodFrames, available / periodFrames * periodFrames))
+        return available
     }
 
     /// The stream starts again on an empty (prepared) or resumed buffer.

@@ -61,7 +61,9 @@ struct StreamPlayback {
             }
             let now = clock.now
             stalls.observe(available: available, bufferFrames: buffer, at: now)
-            let writable = pacer.writable(available: available, at: now)
+            var writable = pacer.writable(available: available, at: now)
+            let toppingUp = writable == 0 && available > 0 && stalls.holdsBack(at: now)
+            if toppingUp { writable = pacer.heldBack(available: available) }
             if writable > 0 {
                 var remaining = writable
                 var total = 0
@@ -97,7 +99,7 @@ struct StreamPlayback {
                     if pacer.wrote(total, availableBefore: available, availableAfter: reread) {
                         context.report(.notice("device takes audio faster than real time; pacing writes to the clock"))
                     }
-                    stalls.wrote(availableAfter: left, at: after)
+                    if toppingUp { stalls.toppedUp(availableAfter: left) } else { stalls.wrote(availableAfter: left, at: after) }
                     drainsAt = after + .seconds(Double(buffer - left) / rate)
                     if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
                     context.flowing()
