@@ -82,4 +82,29 @@ struct OutputScannerTests {
         let scanner = OutputScanner(logger: Self.logger)
         #expect(scanner.cardsOpened(by: ["null", "pulse", "default", "pulse:DEVICE=alsa_output.x"]).isEmpty)
     }
+
+    @Test("an output on the server's default sink waits while the server has not answered or has no sink, and only then")
+    func defaultSinkWait() {
+        // `default` as a desktop's ALSA configuration makes it (the pulse plug-in), `dmix` a box's.
+        let follows: (String) -> Bool = { ["default", "pulse"].contains($0) }
+        func wait(_ pcm: String, _ server: SoundServerReachability) -> String? {
+            OutputScanner.defaultSinkWait(pcm, server: server, follows: follows)
+        }
+        let starting = SoundServerView(server: "PulseAudio (on PipeWire 0.3.65)", defaultSink: "auto_null", sinks: [])
+        let card = ServerSink(name: "alsa_output.pci-0000_00_04.0.analog-stereo", description: "Built-in Audio",
+                              properties: ["device.api": "alsa", "alsa.card": "0"])
+        let ready = SoundServerView(server: "PulseAudio (on PipeWire 0.3.65)", defaultSink: card.name, sinks: [card])
+        // A session starting: the server not answering yet, then answering without a sink.
+        #expect(wait("default", .unknown) == "the sound server has not answered yet: plays once it does")
+        #expect(wait("default", .connected(starting)) == "PulseAudio (on PipeWire 0.3.65) has no sink yet: plays on its default sink once it has one")
+        #expect(wait("pulse", .connected(starting)) != nil)
+        // The card's sink made: it plays. No server: as named, as before.
+        #expect(wait("default", .connected(ready)) == nil)
+        #expect(wait("default", .unreachable("Connection refused")) == nil)
+        // Names that play to no default sink never wait for one.
+        for pcm in ["dmix:CARD=Intel,DEV=0", "pulse:DEVICE=\(card.name)", "null"] {
+            #expect(wait(pcm, .unknown) == nil)
+            #expect(wait(pcm, .connected(starting)) == nil)
+        }
+    }
 }

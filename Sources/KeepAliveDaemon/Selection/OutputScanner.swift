@@ -206,6 +206,7 @@ final class OutputScanner: Sendable {
                 configuration.devices.append(pick.pcm)
             }
         }
+        configuration.devices.removeAll { Self.defaultSinkWait($0, server: server) != nil }
         withPlayerFormats(&configuration)
         if let view = server.view {
             var kept: Set<String> = []
@@ -213,6 +214,7 @@ final class OutputScanner: Sendable {
             for device in configuration.devices where configuration.outputSettings[device]?.serverSink == nil {
                 let follows = ServerDefaultOutput.followsDefaultSink(device)
                 // The default sink is followed by the server itself: nothing to move back.
+                // (With no sink at all, defaultSinkWait held it back above.)
                 guard let sink = follows ? view.sinks.first(where: { $0.name == view.defaultSink }) : view.sink(forPCM: device) else {
                     if follows {
                         var settings = configuration.outputSettings[device] ?? OutputSettings()
@@ -236,11 +238,38 @@ final class OutputScanner: Sendable {
         return configuration
     }
 
-    /// The outputs the choice's selection would pick from the cards but leaves alone now, with
-    /// why (for `status`).
+    /// Why `pcm` waits rather than opens now (nil: it opens): an output on the sound server's
+    /// default sink (`default` on a desktop, `pulse`, `pipewire`) has nowhere to play until the
+    /// server has answered and has a sink. That is how a session starts, not a fault: the
+    /// socket-activated server answers seconds after the login, and WirePlumber makes the
+    /// card's sink seconds after that. A stream made meanwhile fails (WirePlumber 0.4 tells a
+    /// stream it finds no sink for "no node available", which the pulse server passes on as
+    /// EIO) or sits unlinked until the stall check gives up on it: each was a warning and a
+    /// recovery (two logins of three on a box; every login in Tests/VM/scenarios/
+    /// 72-desktop-login.sh). The first listing, and the first sink, change what the
+    /// watcher's doorbell rings for (``SinkWatcher/selectionSees(_:)``), so a rescan opens the
+    /// output then. An unreachable server leaves the output as named (ALSA's plug-in, which
+    /// fails and retries as any device does).
+    static func defaultSinkWait(_ pcm: String, server: SoundServerReachability,
+                                follows: (String) -> Bool = { ServerDefaultOutput.followsDefaultSink($0) }) -> String? {
+        switch server {
+        case .unreachable: return nil
+        case .unknown: return follows(pcm) ? "the sound server has not answered yet: plays once it does" : nil
+        case .connected(let view):
+            guard view.sinks.isEmpty, follows(pcm) else { return nil }
+            return "\(view.server) has no sink yet: plays on its default sink once it has one"
+        }
+    }
+
+    /// The outputs the choice's selection would pick from the cards but leaves alone now, and
+    /// the named ones that wait for the server's sink, with why (for `status`).
     func withheld() -> [String: String] {
         let (base, choice) = state.withLock { ($0.base, $0.choice) }
         var withheld: [String: String] = [:]
+        let server = server
+        for pcm in base.devices {
+            if let why = Self.defaultSinkWait(pcm, server: server) { withheld[pcm] = why }
+        }
         let reserved = reservations?.reservedByOthers ?? [:]
         guard choice.selection != nil || !reserved.isEmpty else { return withheld }
         let hints = currentHints()
