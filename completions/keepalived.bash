@@ -173,13 +173,13 @@ _keepalived() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    run|start|stop|status|devices|test|help)
+    run|start|stop|status|events|devices|test|help)
         # Offer subcommand argument completions
         "_keepalived_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'run start stop status devices test help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'run start stop status events devices test help' -- "${cur}"))
         ;;
     esac
 }
@@ -188,7 +188,7 @@ _keepalived_run() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket --config --player-group)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --retry-max --buffer --linger --socket --config --player-group)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -234,6 +234,18 @@ _keepalived_run() {
         return
         ;;
     '--idle-after')
+        return
+        ;;
+    '--on-active')
+        return
+        ;;
+    '--on-idle')
+        return
+        ;;
+    '--on-idle-after')
+        return
+        ;;
+    '--hook-timeout')
         return
         ;;
     '--retry-max')
@@ -261,7 +273,7 @@ _keepalived_start() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --retry-max --buffer --linger --socket)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -307,6 +319,18 @@ _keepalived_start() {
         return
         ;;
     '--idle-after')
+        return
+        ;;
+    '--on-active')
+        return
+        ;;
+    '--on-idle')
+        return
+        ;;
+    '--on-idle-after')
+        return
+        ;;
+    '--hook-timeout')
         return
         ;;
     '--retry-max')
@@ -354,6 +378,21 @@ _keepalived_status() {
     esac
 }
 
+_keepalived_events() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--socket)
+    __keepalived_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--socket')
+        return
+        ;;
+    esac
+}
+
 _keepalived_devices() {
     repeating_flags=()
     non_repeating_flags=(--json --exclusive -v --verbose --all-pcms --version -h --help)
@@ -376,7 +415,7 @@ _keepalived_test() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v -y --yes --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --retry-max --buffer --linger --socket --config)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --retry-max --buffer --linger --socket --config)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -422,6 +461,18 @@ _keepalived_test() {
         return
         ;;
     '--idle-after')
+        return
+        ;;
+    '--on-active')
+        return
+        ;;
+    '--on-idle')
+        return
+        ;;
+    '--on-idle-after')
+        return
+        ;;
+    '--hook-timeout')
         return
         ;;
     '--retry-max')

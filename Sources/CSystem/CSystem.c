@@ -79,17 +79,22 @@ int csystem_spawn(pid_t *pid, const char *path, char *const argv[], char *const 
         result = posix_spawn_file_actions_adddup2(&actions, 1, 2);
     else if (result == 0 && options->stderr_path)
         result = posix_spawn_file_actions_addopen(&actions, 2, options->stderr_path, output, 0600);
+    if (result == 0 && options->output_fd >= 0) result = posix_spawn_file_actions_adddup2(&actions, options->output_fd, 1);
+    if (result == 0 && options->output_fd >= 0) result = posix_spawn_file_actions_adddup2(&actions, options->output_fd, 2);
 
     // The parent may block signals (a test runner, a service manager's thread) or ignore some;
     // a child starts clean either way.
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
-    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (options->new_session ? POSIX_SPAWN_SETSID : 0);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (options->new_session ? POSIX_SPAWN_SETSID : 0) |
+                  (options->new_process_group && !options->new_session ? POSIX_SPAWN_SETPGROUP : 0);
     if (result == 0) result = posix_spawnattr_setsigmask(&attributes, &none);
     if (result == 0) result = posix_spawnattr_setsigdefault(&attributes, &all);
     if (result == 0) result = posix_spawnattr_setflags(&attributes, flags);
-    if (result == 0) result = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    if (result == 0) result = posix_spawnattr_setpgroup(&attributes, 0);
+    if (result == 0) result = options->search_path ? posix_spawnp(pid, path, &actions, &attributes, argv, envp)
+                                                   : posix_spawn(pid, path, &actions, &attributes, argv, envp);
 
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);

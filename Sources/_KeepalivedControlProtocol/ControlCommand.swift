@@ -13,6 +13,8 @@ public enum ControlCommand: Equatable, Sendable {
     /// Let the caller have one card device: close keepalived's outputs on it until the caller
     /// closes it.
     case release(ReleaseRequest)
+    /// Keep the connection open and send an ``ActivityEvent`` line for each change of activity.
+    case events
 
     /// The request's name on the wire.
     public var name: String {
@@ -21,6 +23,7 @@ public enum ControlCommand: Equatable, Sendable {
         case .stop: "stop"
         case .reload: "reload"
         case .release: "release"
+        case .events: "events"
         }
     }
 
@@ -37,6 +40,7 @@ public enum ControlCommand: Equatable, Sendable {
         case "stop": self = .stop
         case "reload": self = .reload
         case "release": self = .release(try ReleaseRequest(request))
+        case "events": self = .events
         default: throw .unknown(String(request.request.prefix(64)))
         }
     }

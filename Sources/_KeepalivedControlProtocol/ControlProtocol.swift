@@ -180,6 +180,9 @@ public struct OutputReport: Codable, Equatable, Sendable {
     /// the sink is (`HDMI/DisplayPort`, `Bluetooth`, …).
     public var sink: String?
     public var sinkKind: String?
+    /// Whether real audio plays on this output (a player through `keepalived:`, another stream
+    /// on its sink), as `--on-active`/`--on-idle` and `keepalived events` see it.
+    public var activity: ActivityReport?
 
     /// A report; ``recoveries`` is counted from ``recoveriesByReason``, so the two always agree.
     public init(device: String, state: String, reason: String? = nil, mode: String? = nil, format: String? = nil,
@@ -298,5 +301,64 @@ public enum ControlJSON {
     /// Reads one JSON value from `bytes`.
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: some Collection<UInt8>) throws -> T {
         try JSONDecoder().decode(type, from: Data(bytes))
+    }
+}
+
+/// Whether real audio plays on one output, in ``OutputReport``: `active` from a player's first
+/// audio until nothing has played for `--on-idle-after`, then `idle`.
+///
+/// ```swift
+/// if let activity = output.activity, activity.state == "active" { print(activity.program ?? "?") }
+/// ```
+public struct ActivityReport: Codable, Equatable, Sendable {
+    /// `active` or `idle`.
+    public var state: String
+    /// Seconds since it became what it is (absent when idle since the daemon started).
+    public var sinceSeconds: Double?
+    /// Who plays (or played last, while active between tracks).
+    public var program: String?
+    /// Seconds until it goes idle if nothing plays meanwhile (active and silent only).
+    public var idleInSeconds: Double?
+
+    /// A report; only the fields that apply are set.
+    public init(state: String, sinceSeconds: Double? = nil, program: String? = nil, idleInSeconds: Double? = nil) {
+        self.state = state
+        self.sinceSeconds = sinceSeconds
+        self.program = program
+        self.idleInSeconds = idleInSeconds
+    }
+}
+
+/// One line of `keepalived events` (the control socket's `events` request): an output became
+/// active or idle.
+///
+/// ```swift
+/// let event = try ControlJSON.decode(ActivityEvent.self, from: Array(line.utf8))
+/// if event.event == "active" { print("\(event.output): \(event.program ?? "?")") }
+/// ```
+public struct ActivityEvent: Codable, Equatable, Sendable {
+    /// `active` or `idle`.
+    public var event: String
+    /// The output, as keepalived names it (its ALSA PCM).
+    public var output: String
+    /// Who plays (`active`), or played last (`idle`).
+    public var program: String?
+    /// The card and device it plays to, when it is a card's.
+    public var card: Int?
+    public var device: Int?
+    /// The sound server's sink, when it is a sink's.
+    public var sink: String?
+    /// When, in seconds since the Unix epoch.
+    public var time: Double
+
+    /// An event; only the fields that apply are set.
+    public init(event: String, output: String, program: String? = nil, card: Int? = nil, device: Int? = nil, sink: String? = nil, time: Double) {
+        self.event = event
+        self.output = output
+        self.program = program
+        self.card = card
+        self.device = device
+        self.sink = sink
+        self.time = time
     }
 }

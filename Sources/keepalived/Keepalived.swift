@@ -13,7 +13,7 @@ struct Keepalived: ParsableCommand {
             Not related to the VRRP daemon of the same name: system-wide files use 'keepalived-audio'.
             """,
         version: Keepalived.version,
-        subcommands: [RunCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, DevicesCommand.self, TestCommand.self],
+        subcommands: [RunCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, EventsCommand.self, DevicesCommand.self, TestCommand.self],
         defaultSubcommand: nil
     )
 }

@@ -70,6 +70,14 @@ typedef struct csystem_spawn_options {
     /// The child leads a session of its own (POSIX_SPAWN_SETSID): no controlling terminal, and
     /// out of reach of the signals sent to its parent's process group.
     int new_session;
+    /// The child leads a process group of its own (ignored with `new_session`): what it starts
+    /// can be signalled with it.
+    int new_process_group;
+    /// When 0 or more: descriptors 1 and 2 are duplicates of it (a pipe the parent reads), over
+    /// the paths above.
+    int output_fd;
+    /// `path` is looked up in PATH when it has no slash (posix_spawnp).
+    int search_path;
 } csystem_spawn_options;
 
 /// posix_spawn with the setup every child of keepalived (and of its tests) gets: the descriptors

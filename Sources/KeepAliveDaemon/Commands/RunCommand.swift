@@ -116,12 +116,19 @@ package struct RunCommand: ParsableCommand {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
+        let activity: OutputActivity
+        do { activity = try OutputActivity(settings: try options.power.settings, logger: logger) } catch {
+            printError("keepalived: error: cannot create a timer: \(error)")
+            throw SysExit.osError
+        }
         let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: { try currentOptions() }, prepare: { next, configuration in
             let policy = (try? next.session.policy) ?? PauseStateMachine.Policy()
             let plan = try next.lingerPlan(for: configuration)
+            let power = try next.power.settings
             return {
                 logind.policyChanged(policy)
                 linger.apply(plan)
+                activity.apply(power)
             }
         })
 
@@ -133,17 +140,18 @@ package struct RunCommand: ParsableCommand {
             throw SysExit.osError
         }
         let loans: PlayerLoans
-        do { loans = try PlayerLoans(manager: manager, scanner: scanner, logger: logger) } catch {
+        do { loans = try PlayerLoans(manager: manager, scanner: scanner, activity: activity, logger: logger) } catch {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
         let control: ControlServer
         do {
-            control = try ControlServer(paths: paths, logger: logger, playerGroup: playerGroup, handlers: .init(
+            control = try ControlServer(paths: paths, logger: logger, playerGroup: playerGroup, events: activity.events, handlers: .init(
                 status: {
                     var status = DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot)
                     let lent = loans.reports
                     status.loans = lent.isEmpty ? nil : lent
+                    for index in status.outputs.indices { status.outputs[index].activity = activity.report(for: status.outputs[index].device) }
                     return status
                 },
                 stop: { stopRequest.trigger() },
@@ -156,7 +164,7 @@ package struct RunCommand: ParsableCommand {
         }
         let runtime = DaemonRuntime(
             manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
-            notifier: SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, withheld: { scanner.withheld() }, logger: logger), scanner: scanner, logind: logind, linger: linger, signals: signals, logger: logger)
+            notifier: SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, withheld: { scanner.withheld() }, logger: logger), scanner: scanner, logind: logind, linger: linger, activity: activity, signals: signals, logger: logger)
         stopRequest.arm(runtime)
         // The control socket's handlers hold the request, the request the runtime, the runtime
         // the control socket: let go once it ran, so nothing outlives the command unreachable.

@@ -108,7 +108,8 @@ package struct StartCommand: ParsableCommand {
         let result = "/dev/null".withCString { devNull in
             logFile.withOptionalCString { log in
                 var options = csystem_spawn_options(stdin_path: devNull, stdout_path: log, stderr_path: nil,
-                                                    stderr_to_stdout: log == nil ? 0 : 1, append: 1, new_session: 1)
+                                                    stderr_to_stdout: log == nil ? 0 : 1, append: 1, new_session: 1,
+                                                    new_process_group: 0, output_fd: -1, search_path: 0)
                 return csystem_spawn(&pid, path, argv, environ, &options)
             }
         }

@@ -30,6 +30,15 @@ package struct StatusCommand: ParsableCommand {
         }
     }
 
+    /// `active (mpd) for 12.5 s`, `active (mpd), silent: idle in 290 s`, `idle for 3 s`, `idle`.
+    static func describe(_ activity: ActivityReport) -> String {
+        var text = activity.state
+        if let program = activity.program, activity.state == "active" { text += " (\(program))" }
+        if let since = activity.sinceSeconds { text += " for \(formatDuration(since))" }
+        if let left = activity.idleInSeconds { text += ", silent: idle in \(formatDuration(left))" }
+        return text
+    }
+
     static func describe(_ status: DaemonStatus) -> String {
         var lines = ["keepalived is running (pid \(status.pid), up \(formatDuration(status.uptimeSeconds)))"]
         lines.append("state: \(status.state)\(status.reason.map { " (\($0))" } ?? "")")
@@ -57,6 +66,7 @@ package struct StatusCommand: ParsableCommand {
                 lines.append("  sink: \(sink)\(output.sinkKind.map { " (\($0))" } ?? "") on \(output.server ?? "the sound server")")
             }
             if let mode = output.mode { lines.append("  mode: \(Self.describe(mode: mode))") }
+            if let activity = output.activity { lines.append("  activity: \(Self.describe(activity))") }
             let signal = output.signal.map { "signal: \($0), " } ?? ""
             lines.append("  \(signal)level: \(Self.level(output.volume)) (ceiling \(Self.level(output.ceiling))), frames played: \(output.framesPlayed)")
             let reasons = output.recoveriesByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")

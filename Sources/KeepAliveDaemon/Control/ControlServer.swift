@@ -15,7 +15,9 @@ import Glibc
 /// comes, while the other clients are served; a release is answered here, as soon as the
 /// outputs on its device are closed. Each connection gets at most
 /// ``maximumRequestBytes`` per line, ``maximumClients`` connections are served at once (more are
-/// told "busy" and closed), and a connection idle for ``clientTimeout`` is closed.
+/// told "busy" and closed), and a connection idle for ``clientTimeout`` is closed, but one that
+/// asked for `events`: it stays open and gets each ``ActivityEvent`` as a line, until it hangs up
+/// or stops reading (a subscriber whose socket is full is closed, never waited for).
 final class ControlServer: @unchecked Sendable {
     static let maximumRequestBytes = 64 * 1024
     static let maximumClients = 32
@@ -41,6 +43,8 @@ final class ControlServer: @unchecked Sendable {
     let path: String
     private let logger: Logger
     private let handlers: Handlers
+    /// The activity events for `events` subscribers.
+    private let events: EventLines?
     private let listener: Int32
     /// A pipe whose read end wakes the server thread when the service shuts down.
     private let stopSignal: Int32
@@ -52,10 +56,11 @@ final class ControlServer: @unchecked Sendable {
 
     /// Binds the socket now, so that "already running" is reported before anything plays. With
     /// a `playerGroup` the socket is that group's, mode 0660, so that its members can connect.
-    init(paths: RuntimePaths, logger: Logger, playerGroup: PlayerGroup? = nil, handlers: Handlers) throws(ControlSocketError) {
+    init(paths: RuntimePaths, logger: Logger, playerGroup: PlayerGroup? = nil, events: EventLines? = nil, handlers: Handlers) throws(ControlSocketError) {
         self.path = paths.socket
         self.logger = logger
         self.handlers = handlers
+        self.events = events
         self.playerGroup = playerGroup
         do { try paths.prepareDirectory() } catch { throw .directory(paths.directory, error) }
         // A daemon that answers owns the socket; one that does not left a stale file behind.
@@ -158,6 +163,8 @@ final class ControlServer: @unchecked Sendable {
         /// A reload queued for the main loop: its reply goes out before the client's next line
         /// is read, at the latest at `deadline`.
         var pending: MainLoopRequest?
+        /// Asked for `events`: no deadline, and each event line is sent to it.
+        var subscribed = false
     }
 
     private func serve() {
@@ -172,22 +179,25 @@ final class ControlServer: @unchecked Sendable {
             descriptors.append(pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0))
             // Left out while accept fails: a client waiting keeps it readable, every turn.
             descriptors.append(pollfd(fd: backoff.listens(at: now) ? listener : -1, events: Int16(POLLIN), revents: 0))
+            descriptors.append(pollfd(fd: events?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
             // A client waiting for a reload: its reply's descriptor, not its own.
             for client in clients { descriptors.append(pollfd(fd: client.pending?.readyDescriptor ?? client.fd, events: Int16(POLLIN), revents: 0)) }
             // Rounded up: a deadline less than 1 ms ahead would otherwise be polled for at once,
             // again and again.
-            let nearest = clients.map(\.deadline).min().map { now.duration(to: $0).pollTimeout } ?? -1
+            let nearest = clients.filter { !$0.subscribed }.map(\.deadline).min().map { now.duration(to: $0).pollTimeout } ?? -1
             let timeout = DaemonRuntime.earliest(nearest, backoff.rest(at: now).map(\.pollTimeout) ?? -1)
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
             if ready < 0, errno != EINTR { logger.error("control socket poll failed", metadata: ["error": "\(Errno(errno))"]) ; return }
             if descriptors[0].revents != 0 { break }
             var closing = Set<Int32>()
-            for (index, descriptor) in descriptors.enumerated().dropFirst(2) where descriptor.revents != 0 {
-                let open = clients[index - 2].pending == nil ? readRequests(&clients[index - 2]) : replyPending(&clients[index - 2], timedOut: false)
-                if !open { closing.insert(clients[index - 2].fd) }
+            for (index, descriptor) in descriptors.enumerated().dropFirst(Self.fixedDescriptors) where descriptor.revents != 0 {
+                let client = index - Self.fixedDescriptors
+                let open = clients[client].pending == nil ? readRequests(&clients[client]) : replyPending(&clients[client], timedOut: false)
+                if !open { closing.insert(clients[client].fd) }
             }
+            if descriptors[2].revents != 0, let events { send(events.take(), to: clients, closing: &closing) }
             let expired = clock.now
-            for index in clients.indices where clients[index].deadline < expired && !closing.contains(clients[index].fd) {
+            for index in clients.indices where !clients[index].subscribed && clients[index].deadline < expired && !closing.contains(clients[index].fd) {
                 if clients[index].pending != nil {
                     if !replyPending(&clients[index], timedOut: true) { closing.insert(clients[index].fd) }
                     continue
@@ -204,6 +214,22 @@ final class ControlServer: @unchecked Sendable {
             if descriptors[1].revents != 0 || backoff.retries(at: later) { acceptClients(&clients, backoff: &backoff, at: later) }
         }
         for client in clients { close(client.fd) }
+    }
+
+    /// The stop pipe, the listener and the event lines come before the clients in each poll.
+    private static let fixedDescriptors = 3
+
+    /// Sends each event line to every subscriber; one that cannot take a line now is closed.
+    private func send(_ lines: [String], to clients: [Client], closing: inout Set<Int32>) {
+        guard !lines.isEmpty else { return }
+        let text = lines.joined()
+        for client in clients where client.subscribed && !closing.contains(client.fd) {
+            // Never waits: the client socket is non-blocking; a full one is a reader that stopped.
+            if !UnixSocket.send(client.fd, text) {
+                logger.notice("control socket: closed an events subscriber that stopped reading", metadata: ["pid": "\(client.pid)"])
+                closing.insert(client.fd)
+            }
+        }
     }
 
     private func acceptClients(_ clients: inout [Client], backoff: inout AcceptBackoff, at now: ContinuousClock.Instant) {
@@ -311,6 +337,10 @@ final class ControlServer: @unchecked Sendable {
         case .stop:
             logger.info("stop requested on the control socket")
             handlers.stop()
+            return ControlReply(ok: true, pid: getpid())
+        case .events:
+            guard events != nil else { return .failure("events are not available") }
+            client.subscribed = true
             return ControlReply(ok: true, pid: getpid())
         case .reload:
             switch handlers.reload() {

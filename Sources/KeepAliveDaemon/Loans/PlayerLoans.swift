@@ -31,6 +31,8 @@ final class PlayerLoans: Sendable {
     let logger: Logger
     private let manager: KeepAliveManager
     private let scanner: OutputScanner
+    /// Told of every change of what is lent: a loan is real audio on its outputs.
+    private let activity: OutputActivity?
     let timer: IntervalTimer
     private let proc: String
     /// The inotify descriptor, -1 without inotify.
@@ -47,9 +49,10 @@ final class PlayerLoans: Sendable {
     private let state: Locked<State>
 
     /// - Throws: `Errno` when the system refuses a timer.
-    init(manager: KeepAliveManager, scanner: OutputScanner, logger: Logger, proc: String = "/proc") throws(Errno) {
+    init(manager: KeepAliveManager, scanner: OutputScanner, activity: OutputActivity? = nil, logger: Logger, proc: String = "/proc") throws(Errno) {
         self.manager = manager
         self.scanner = scanner
+        self.activity = activity
         self.logger = logger
         self.proc = proc
         timer = try IntervalTimer()
@@ -171,10 +174,21 @@ final class PlayerLoans: Sendable {
 
     private func publish(_ state: inout State) {
         let now = ContinuousClock.now
-        state.reports = state.machine.loans.map { device, loan, playing in
+        let loans = state.machine.loans
+        state.reports = loans.map { device, loan, playing in
             LoanReport(pcm: device.pcm, card: device.card, device: device.device, pid: loan.holder.pid, program: loan.holder.program,
                        state: playing ? "playing" : "lent", sinceSeconds: (now - loan.since).seconds, outputs: loan.outputs,
                        format: loan.format?.name, rate: loan.format?.rate, channels: loan.format?.channels)
         }
+        guard let activity else { return }
+        // From the release on: the player opens the device next, and what comes back after its
+        // close waits the loan's grace (a track of another format reopens within it).
+        var players: [String: OutputActivity.Player] = [:]
+        for (device, loan, _) in loans {
+            for output in loan.outputs {
+                players[output] = OutputActivity.Player(program: loan.holder.program ?? "pid \(loan.holder.pid)", card: device.card, device: device.device)
+            }
+        }
+        activity.loansChanged(players)
     }
 }

@@ -37,6 +37,8 @@ struct PlaybackOptions: ParsableArguments {
 
     @OptionGroup var session: SessionOptions
 
+    @OptionGroup var power: PowerOptions
+
     @Option(help: .hidden)
     var seed: UInt64?
 

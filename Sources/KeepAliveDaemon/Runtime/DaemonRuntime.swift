@@ -35,6 +35,10 @@ final class DaemonRuntime: @unchecked Sendable {
     /// `--linger`'s watcher (swapped on reload): runs on libpulse's own thread, started after
     /// the outputs, stopped before them.
     let linger: LingerController?
+    /// Whether real audio plays on each output (its idle timer is on this loop), and the
+    /// watcher that tells it what plays on the sound server's sinks.
+    let activity: OutputActivity
+    let activityWatcher: ActivityWatcher
     let logger: Logger
     private let signals: SignalDescriptor
     /// Rung by playback threads on every event, raised by a `stop` request. Thread-safe.
@@ -60,7 +64,7 @@ final class DaemonRuntime: @unchecked Sendable {
     }
 
     init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, reloads: MainLoopQueue, loans: PlayerLoans, notifier: SystemdNotifier?,
-         scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, signals: SignalDescriptor, logger: Logger) {
+         scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, activity: OutputActivity, signals: SignalDescriptor, logger: Logger) {
         self.manager = manager
         self.control = control
         self.reloader = reloader
@@ -70,6 +74,8 @@ final class DaemonRuntime: @unchecked Sendable {
         self.scanner = scanner
         self.logind = logind
         self.linger = linger
+        self.activity = activity
+        activityWatcher = ActivityWatcher(activity: activity, logger: logger)
         self.signals = signals
         self.logger = logger
     }
@@ -87,6 +93,8 @@ final class DaemonRuntime: @unchecked Sendable {
         var reservedFor: [String]?
         /// The outputs `--linger` follows now.
         var lingeredFor: [String]
+        /// The outputs whose activity is read from the sound server now.
+        var activityFor: [String]?
     }
 
     /// Starts everything, waits until stopped, stops everything.
@@ -137,6 +145,8 @@ final class DaemonRuntime: @unchecked Sendable {
         loop.poll.watch(.idleTimer, logind.idleTimer.descriptor)
         loop.poll.watch(.loanNodes, loans.descriptor)
         loop.poll.watch(.loanTimer, loans.timer.descriptor)
+        loop.poll.watch(.activityTimer, activity.timer.descriptor)
+        followOutputs(&loop)
         return loop
     }
 
@@ -199,6 +209,8 @@ final class DaemonRuntime: @unchecked Sendable {
             }
         case .loanNodes, .loanTimer:
             loans.process(on: mainLoop)
+        case .activityTimer:
+            activity.timerFired()
         case .watchdog:
             loop.watchdog.acknowledge()
             notifier?.pingWatchdog()
@@ -234,6 +246,19 @@ final class DaemonRuntime: @unchecked Sendable {
             linger.follow(devices)
             loop.lingeredFor = devices
         }
+        if devices != loop.activityFor {
+            let configuration = manager.configuration
+            var sinks: [String: String?] = [:]
+            for device in devices {
+                if let sink = ServerSink.sinkName(fromPCM: device) {
+                    sinks[device] = .some(sink)
+                } else if configuration.configuration(for: device).serverSink == ServerDefaultOutput.defaultSink {
+                    sinks[device] = .some(nil)
+                }
+            }
+            activityWatcher.follow(sinks)
+            loop.activityFor = devices
+        }
     }
 
     /// Stops everything, the control socket first.
@@ -242,6 +267,7 @@ final class DaemonRuntime: @unchecked Sendable {
         reloads.close(failing: MainLoopQueue.stopping)
         notifier?.stopping()
         control.stop()
+        activityWatcher.stop()
         linger?.stop()
         manager.stop()
         scanner.stop()

@@ -138,6 +138,17 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
         return body()
     }
 
+    /// Lists the server again for every watcher (one whose view of it changed: what it follows);
+    /// nothing while no watcher is joined or the server does not answer.
+    func listAgain() {
+        membership.withLock { _ in
+            guard let connection = self.connection else { return }
+            connection.lock()
+            defer { connection.unlock() }
+            connection.list()
+        }
+    }
+
     /// Tries again at once, with the first delay, when the server does not answer now (a sign
     /// that it just started came from elsewhere); nothing while connected or connecting.
     func retryNow() {

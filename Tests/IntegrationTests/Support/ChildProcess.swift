@@ -41,7 +41,8 @@ final class ChildProcess: @unchecked Sendable {
             outputPath.withCString { output in
                 errorPath.withCString { errors in
                     var options = csystem_spawn_options(stdin_path: input, stdout_path: output, stderr_path: errors,
-                                                        stderr_to_stdout: 0, append: 0, new_session: 0)
+                                                        stderr_to_stdout: 0, append: 0, new_session: 0,
+                                                        new_process_group: 0, output_fd: -1, search_path: 0)
                     return csystem_spawn(&child, path, argv, envp, &options)
                 }
             }

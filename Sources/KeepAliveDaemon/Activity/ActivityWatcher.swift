@@ -1,0 +1,82 @@
+import KeepAlive
+import Logging
+import Synchronization
+
+/// Tells ``OutputActivity`` which sound-server outputs have real audio on their sink: another
+/// stream that plays there (not corked, not keepalived's own, not another keepalived's), from
+/// the daemon's one listing of the server (``ServerWatchers``). A sink output watches its sink
+/// (`pulse:DEVICE=…`), an output that follows the default sink (`default`, `pulse`) the default
+/// sink. It joins the listing only while such an output is followed: a box playing to its cards
+/// loads no libpulse for it.
+///
+/// ```swift
+/// let watcher = ActivityWatcher(activity: activity, logger: logger)
+/// watcher.follow(["pulse:DEVICE=tv": "tv", "default": nil])   // on the main loop, after each change
+/// watcher.stop()
+/// ```
+final class ActivityWatcher: ServerListingWatcher, @unchecked Sendable {
+    let activity: OutputActivity
+    let logger: Logger
+    /// The outputs followed: each with its sink's name, nil for the default sink. Written by the
+    /// main loop, read on the listing's thread.
+    private let followed = Mutex<[String: String?]>([:])
+    /// The listing while joined; joins and leaves happen on the main loop only.
+    private var listing: ServerWatchers?
+
+    init(activity: OutputActivity, logger: Logger) {
+        self.activity = activity
+        self.logger = logger
+    }
+
+    /// The sound-server outputs now, each with its sink (nil: the default sink); on the main loop.
+    func follow(_ outputs: [String: String?]) {
+        let changed = followed.withLock { followed in
+            defer { followed = outputs }
+            return followed != outputs
+        }
+        guard changed else { return }
+        if outputs.isEmpty {
+            stop()
+            return
+        }
+        if let listing {
+            // A listing now, for the outputs just added.
+            listing.listAgain()
+            return
+        }
+        do {
+            let listing = try ServerWatchers.shared(logger: logger)
+            if listing.join(self) { self.listing = listing }
+        } catch {
+            // The sink outputs themselves need libpulse: a box without it has none.
+            logger.debug("activity: libpulse cannot be loaded; no sound-server activity", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Leaves the listing; nothing is reported afterwards.
+    func stop() {
+        guard let listing = self.listing else { return }
+        listing.leave(self)
+        self.listing = nil
+        activity.streamsChanged([:])
+    }
+
+    func serverAnswered() {}
+
+    func serverListed(_ view: SoundServerView) {
+        let outputs = followed.withLock { $0 }
+        var players: [String: OutputActivity.Player] = [:]
+        for (output, named) in outputs {
+            guard let sinkName = named ?? view.defaultSink, let sink = view.sinks.first(where: { $0.name == sinkName }) else { continue }
+            let others = view.streams.filter { $0.sink == sink.index && !$0.isOwn && !$0.isAnotherKeepalived && !$0.isCorked }
+            guard let first = others.first else { continue }
+            players[output] = OutputActivity.Player(program: first.application.isEmpty ? "?" : first.application, sink: sink.name)
+        }
+        activity.streamsChanged(players)
+    }
+
+    func serverLost(_ error: String) {
+        // What plays there cannot be seen now: nothing is known to play.
+        activity.streamsChanged([:])
+    }
+}

@@ -1,0 +1,155 @@
+import CSystem
+import Logging
+import Glibc
+
+/// A command `--on-active` or `--on-idle` runs: its words split as a shell would split plain and
+/// quoted words, and run without a shell (no expansion, no redirection, no `;`): `--on-active
+/// 'gpioset gpiochip0 17=1'` runs `gpioset` with two arguments, found in `PATH`.
+///
+/// It runs with keepalived's environment and `KEEPALIVED_EVENT` (`active`, `idle`),
+/// `KEEPALIVED_OUTPUT`, `KEEPALIVED_PROGRAM`, and `KEEPALIVED_CARD`/`KEEPALIVED_DEVICE` or
+/// `KEEPALIVED_SINK` where they apply; stdin is `/dev/null`, and what it prints goes to the log,
+/// a line each. It may take ``timeout``: then its process group gets SIGTERM, and SIGKILL a
+/// second later. A failure is logged, never fatal.
+///
+/// ```swift
+/// let hook = try Hook(option: "--on-active", command: "mosquitto_pub -t amp/power -m on")
+/// hook.run(environment: ["KEEPALIVED_EVENT": "active"], logger: logger)   // blocks until it ends
+/// ```
+struct Hook: Equatable, Sendable {
+    let arguments: [String]
+    var timeout: Duration = .seconds(30)
+
+    /// - Throws: `CleanExit` (64) naming `option` when the words do not split or name nothing.
+    init(option: String, command: String) throws {
+        guard let words = OptionsFile.split(command), let first = words.first, !first.isEmpty else {
+            throw CleanExit.failure("\(option) '\(command)': give a command and its arguments, as in \(option) 'gpioset gpiochip0 17=1' (no shell: quote words, nothing else)", code: SysExit.usage)
+        }
+        arguments = words
+    }
+
+    /// How it ended, for the log.
+    enum Outcome: Equatable, Sendable {
+        case exited(Int32)
+        case signaled(Int32)
+        case timedOut
+        case notStarted(Errno)
+    }
+
+    /// Runs the command and waits for it (at most ``timeout``, and a second for SIGKILL's turn):
+    /// on a thread that may block that long.
+    @discardableResult
+    func run(environment extra: [String: String], logger: Logger) -> Outcome {
+        let started = ContinuousClock.now
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { return report(.notStarted(Errno(errno)), since: started, logger: logger) }
+        // Neither end for the daemon's other children; the command's copies (1 and 2) stay open.
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        defer { close(ends[0]) }
+        var environment: [String: String] = [:]
+        var entry = environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if let equals = text.firstIndex(of: "=") { environment[String(text[..<equals])] = String(text[text.index(after: equals)...]) }
+            entry += 1
+        }
+        environment.merge(extra) { $1 }
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        // No signal blocked and each at its default (the daemon blocks its own for its
+        // signalfd); a process group of its own, so that a timeout ends what it started too.
+        let spawned = "/dev/null".withCString { devNull in
+            var options = csystem_spawn_options(stdin_path: devNull, stdout_path: nil, stderr_path: nil, stderr_to_stdout: 0, append: 0,
+                                                new_session: 0, new_process_group: 1, output_fd: ends[1], search_path: 1)
+            return csystem_spawn(&pid, arguments[0], argv, envp, &options)
+        }
+        close(ends[1])
+        guard spawned == 0 else { return report(.notStarted(Errno(spawned)), since: started, logger: logger) }
+        logger.info("hook started", metadata: ["hook": "\(arguments.joined(separator: " "))", "pid": "\(pid)", "event": "\(extra["KEEPALIVED_EVENT"] ?? "?")"])
+        let outcome = wait(for: pid, reading: ends[0], since: started, logger: logger)
+        return report(outcome, since: started, logger: logger)
+    }
+
+    /// Logs its output a line at a time until it exits; past the timeout, ends its group.
+    private func wait(for pid: pid_t, reading output: Int32, since started: ContinuousClock.Instant, logger: Logger) -> Outcome {
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var open = true
+        var killedAt: ContinuousClock.Instant?
+        func flush(_ all: Bool) {
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                log(Array(pending[..<newline]), logger: logger)
+                pending.removeSubrange(...newline)
+            }
+            if all, !pending.isEmpty {
+                log(pending, logger: logger)
+                pending = []
+            }
+        }
+        while true {
+            var status: Int32 = 0
+            let ended = waitpid(pid, &status, WNOHANG)
+            if ended == pid {
+                // What it printed before it ended; a child it left running may hold the pipe.
+                if open { _ = drain(output, into: &pending, buffer: &buffer) }
+                flush(true)
+                if killedAt != nil { return .timedOut }
+                let signal = status & 0x7f
+                return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
+            }
+            let now = ContinuousClock.now
+            if killedAt == nil, started.duration(to: now) > timeout {
+                kill(-pid, SIGTERM)
+                killedAt = now
+            } else if let killedAt, killedAt.duration(to: now) > .seconds(1) {
+                kill(-pid, SIGKILL)
+            }
+            var descriptor = pollfd(fd: open ? output : -1, events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, 50)
+            if open, descriptor.revents != 0 {
+                open = drain(output, into: &pending, buffer: &buffer)
+                flush(false)
+            }
+        }
+    }
+
+    /// Reads what is there; false at the end of the output.
+    private func drain(_ fd: Int32, into pending: inout [UInt8], buffer: inout [UInt8]) -> Bool {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count > 0 {
+            pending += buffer[0..<count]
+            // Bounded: a command that prints without newlines is logged in pieces.
+            if pending.count > 4096, !pending.contains(UInt8(ascii: "\n")) { pending.append(UInt8(ascii: "\n")) }
+        }
+        return count > 0 || (count < 0 && (errno == EINTR || errno == EAGAIN))
+    }
+
+    private func log(_ line: [UInt8], logger: Logger) {
+        let text = String(decoding: line, as: UTF8.self)
+        guard !text.isEmpty else { return }
+        logger.info("hook output", metadata: ["hook": "\(arguments[0])", "line": "\(text)"])
+    }
+
+    private func report(_ outcome: Outcome, since started: ContinuousClock.Instant, logger: Logger) -> Outcome {
+        let command = arguments.joined(separator: " ")
+        let ms = "\(started.duration(to: .now).wholeMilliseconds)"
+        switch outcome {
+        case .exited(0):
+            logger.info("hook finished", metadata: ["hook": "\(command)", "ms": "\(ms)"])
+        case .exited(let code):
+            logger.warning("hook failed", metadata: ["hook": "\(command)", "exit": "\(code)", "ms": "\(ms)"])
+        case .signaled(let signal):
+            logger.warning("hook killed by a signal", metadata: ["hook": "\(command)", "signal": "\(signal)", "ms": "\(ms)"])
+        case .timedOut:
+            logger.warning("hook timed out and was ended", metadata: ["hook": "\(command)", "timeout": "\(timeout)", "ms": "\(ms)"])
+        case .notStarted(let error):
+            logger.warning("hook could not be started", metadata: ["hook": "\(command)", "error": "\(error)"])
+        }
+        return outcome
+    }
+}

@@ -1,0 +1,176 @@
+import _KeepalivedControlProtocol
+import KeepAlive
+import Logging
+import Glibc
+
+/// The one record of whether real audio plays on each output, and what follows from it: the
+/// `--on-active` and `--on-idle` hooks, `keepalived events`, and `status`. Real audio is what
+/// keepalived is told of by those who see it: the player loans (``PlayerLoans``: a player opened
+/// the card device through `keepalived:`) and the sound server's listing (``ActivityWatcher``:
+/// another stream plays on a sink keepalived keeps awake). Each output has an
+/// ``ActivityStateMachine``; its idle timer joins the main loop's `poll` (``timer``).
+///
+/// On `dmix` nothing else is known: the kernel shows one substream, opened by whichever client
+/// came first, so another program's sound on the same dmix cannot be told from keepalived's own.
+///
+/// Hooks run one after another on a thread of their own (``SerialCalls``), never on the thread
+/// that reported the audio: a hook that takes seconds delays nothing but the next hook.
+///
+/// ```swift
+/// let activity = try OutputActivity(settings: settings, logger: logger)
+/// activity.loansChanged(["hw:CARD=0,DEV=0": .init(program: "mpd", card: 0, device: 0)])
+/// activity.timerFired()   // on the main loop, when `timer.descriptor` is readable
+/// ```
+final class OutputActivity: Sendable {
+    /// What the options ask for.
+    struct Settings: Equatable, Sendable {
+        var idleAfter: Duration = .seconds(300)
+        var onActive: Hook?
+        var onIdle: Hook?
+    }
+
+    /// Who plays on an output, and where that is.
+    struct Player: Equatable, Sendable {
+        var program: String
+        var card: Int?
+        var device: Int?
+        var sink: String?
+    }
+
+    let logger: Logger
+    let timer: IntervalTimer
+    /// The lines for `keepalived events`, read by the control socket's thread.
+    let events: EventLines
+
+    private struct State: Sendable {
+        var settings: Settings
+        var machines: [String: ActivityStateMachine] = [:]
+        var loans: [String: Player] = [:]
+        var streams: [String: Player] = [:]
+        /// Who played last on each output: what an `idle` names.
+        var last: [String: Player] = [:]
+    }
+
+    private let state: Locked<State>
+    private let hooks = SerialCalls(threadName: "keepalive-hook")
+
+    /// - Throws: `Errno` when the system refuses a timer.
+    init(settings: Settings, logger: Logger) throws(Errno) {
+        self.logger = logger
+        timer = try IntervalTimer()
+        events = try EventLines()
+        state = Locked(State(settings: settings))
+    }
+
+    /// A reload's settings: a new `--on-idle-after` applies from the next silence.
+    func apply(_ settings: Settings) {
+        state.withLock { state in
+            guard state.settings != settings else { return }
+            state.settings = settings
+            for output in state.machines.keys where state.machines[output]!.idleAfter != settings.idleAfter {
+                // Kept as they are (active or idle); a silence under way is timed anew from now.
+                let report = state.machines[output]!.report
+                var machine = ActivityStateMachine(idleAfter: settings.idleAfter)
+                if report.active { _ = machine.audioStarted(by: report.program ?? "?", at: report.since ?? .now) }
+                if report.active, state.loans[output] == nil, state.streams[output] == nil { _ = machine.audioStopped(at: .now) }
+                state.machines[output] = machine
+            }
+            armTimer(state)
+        }
+    }
+
+    /// The outputs players have through `keepalived:` now (any thread).
+    func loansChanged(_ loans: [String: Player]) {
+        update { $0.loans = loans }
+    }
+
+    /// The outputs on whose sink another stream plays now (any thread).
+    func streamsChanged(_ streams: [String: Player]) {
+        update { $0.streams = streams }
+    }
+
+    /// The idle timer fired (the main loop's thread).
+    func timerFired() {
+        _ = timer.acknowledge()
+        let now = ContinuousClock.now
+        state.withLock { state in
+            for output in state.machines.keys.sorted() {
+                carryOut(state.machines[output]!.timerFired(at: now), output: output, &state, now: now)
+            }
+            armTimer(state)
+        }
+    }
+
+    /// What `status` shows of `output`; nil when nothing was ever known of it.
+    func report(for output: String) -> ActivityReport? {
+        state.withLock { state in
+            guard let machine = state.machines[output] else { return ActivityReport(state: "idle") }
+            let report = machine.report
+            let now = ContinuousClock.now
+            return ActivityReport(state: report.active ? "active" : "idle", sinceSeconds: report.since.map { (($0.duration(to: now).seconds) * 10).rounded() / 10 },
+                                  program: report.program, idleInSeconds: machine.idleAt.map { (max(0, now.duration(to: $0).seconds) * 10).rounded() / 10 })
+        }
+    }
+
+    /// Waits for the hooks queued so far (the daemon's stop).
+    func finishHooks() { hooks.waitUntilDone() }
+
+    private func update(_ change: (inout State) -> Void) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            let before = Self.players(state)
+            change(&state)
+            let after = Self.players(state)
+            for output in Set(before.keys).union(after.keys).sorted() where before[output] != after[output] {
+                if state.machines[output] == nil { state.machines[output] = ActivityStateMachine(idleAfter: state.settings.idleAfter) }
+                if let player = after[output] {
+                    state.last[output] = player
+                    carryOut(state.machines[output]!.audioStarted(by: player.program, at: now), output: output, &state, now: now)
+                } else {
+                    carryOut(state.machines[output]!.audioStopped(at: now), output: output, &state, now: now)
+                }
+            }
+            armTimer(state)
+        }
+    }
+
+    /// A loan's player first: it has the card itself; a stream on the sink is the server's.
+    private static func players(_ state: State) -> [String: Player] {
+        state.streams.merging(state.loans) { _, loan in loan }
+    }
+
+    private func carryOut(_ action: ActivityStateMachine.Action, output: String, _ state: inout State, now: ContinuousClock.Instant) {
+        switch action {
+        case .none, .armTimer, .cancelTimer:
+            // The one timer is armed at the earliest idle instant after every change.
+            break
+        case .becameActive(let program):
+            let player = state.last[output] ?? Player(program: program)
+            logger.notice("real audio plays: active", metadata: ["device": "\(output)", "program": "\(program)"])
+            announce("active", output: output, player: player, hook: state.settings.onActive)
+        case .becameIdle:
+            let player = state.last[output] ?? Player(program: "?")
+            logger.notice("no real audio for \(LingerWatcher.describe(state.settings.idleAfter)): idle", metadata: ["device": "\(output)"])
+            announce("idle", output: output, player: player, hook: state.settings.onIdle)
+        }
+    }
+
+    private func announce(_ event: String, output: String, player: Player, hook: Hook?) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let line = ActivityEvent(event: event, output: output, program: player.program, card: player.card, device: player.device,
+                                 sink: player.sink, time: Double(now.tv_sec) + Double(now.tv_nsec / 1_000_000) / 1000)
+        events.publish(line)
+        guard let hook else { return }
+        var environment = ["KEEPALIVED_EVENT": event, "KEEPALIVED_OUTPUT": output, "KEEPALIVED_PROGRAM": player.program]
+        if let card = player.card { environment["KEEPALIVED_CARD"] = "\(card)" }
+        if let device = player.device { environment["KEEPALIVED_DEVICE"] = "\(device)" }
+        if let sink = player.sink { environment["KEEPALIVED_SINK"] = sink }
+        hooks.enqueue { [logger, environment] in hook.run(environment: environment, logger: logger) }
+    }
+
+    private func armTimer(_ state: State) {
+        guard let earliest = state.machines.values.compactMap(\.idleAt).min() else { return timer.disarm() }
+        timer.arm(after: max(ContinuousClock.now.duration(to: earliest), .milliseconds(1)))
+    }
+}

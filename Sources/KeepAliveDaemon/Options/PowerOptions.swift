@@ -1,0 +1,60 @@
+import ArgumentParser
+
+/// What follows real audio on the outputs: the hooks run when an output becomes active and idle.
+/// Part of the playback options, so the options file and a reload carry them.
+///
+/// The durations are parsed here rather than by typed options, as ``SessionOptions`` does, so
+/// that every bad value gets the same kind of message.
+struct PowerOptions: ParsableArguments {
+    @Option(name: .customLong("on-active"), help: ArgumentHelp(
+        "Run this command when real audio starts on an output that was idle (a player through keepalived:, another stream on a kept sink): its words split like a shell's, run without one; KEEPALIVED_EVENT, KEEPALIVED_OUTPUT, KEEPALIVED_PROGRAM and KEEPALIVED_CARD/KEEPALIVED_DEVICE or KEEPALIVED_SINK in its environment; its output goes to the log. Once per active period, not per track.",
+        valueName: "command"))
+    var onActive: String?
+
+    @Option(name: .customLong("on-idle"), help: ArgumentHelp(
+        "Run this command when an output's real audio has stopped for --on-idle-after; as --on-active.",
+        valueName: "command"))
+    var onIdle: String?
+
+    @Option(name: .customLong("on-idle-after"), help: ArgumentHelp(
+        "How long no real audio must play before an output is idle, like 90s, 10min or 1h (default 5min). Pauses between tracks and track skips stay active.",
+        valueName: "duration"))
+    var onIdleAfter: String?
+
+    @Option(name: .customLong("hook-timeout"), help: ArgumentHelp(
+        "How long --on-active and --on-idle may run before they are ended (SIGTERM to their process group, SIGKILL a second later), like 10s or 1min (default 30s).",
+        valueName: "duration"))
+    var hookTimeout: String?
+
+    mutating func validate() throws {
+        _ = try settings
+    }
+
+    /// The checked settings.
+    /// - Throws: `ValidationError` naming the option and what was wrong.
+    var settings: OutputActivity.Settings {
+        get throws {
+            var settings = OutputActivity.Settings()
+            if let onIdleAfter {
+                settings.idleAfter = try Self.duration(onIdleAfter, option: "--on-idle-after", least: .seconds(1), leastText: "1s")
+            }
+            let timeout = try hookTimeout.map { try Self.duration($0, option: "--hook-timeout", least: .milliseconds(100), leastText: "100ms") } ?? .seconds(30)
+            do {
+                settings.onActive = try onActive.map { try Hook(option: "--on-active", command: $0) }
+                settings.onIdle = try onIdle.map { try Hook(option: "--on-idle", command: $0) }
+            } catch let exit as CleanExit {
+                throw ValidationError(exit.description)
+            }
+            settings.onActive?.timeout = timeout
+            settings.onIdle?.timeout = timeout
+            return settings
+        }
+    }
+
+    private static func duration(_ text: String, option: String, least: Duration, leastText: String) throws -> Duration {
+        let duration: Duration
+        do { duration = try DurationArgument.parse(text) } catch { throw ValidationError("\(option): \(error)") }
+        guard duration >= least else { throw ValidationError("\(option) must be at least \(leastText), not \(text)") }
+        return duration
+    }
+}
