@@ -25,6 +25,10 @@ WAV and a 48 kHz FLAC, 16-bit stereo sweeps made by sox. One boot:
   it back within 1.25 s of aplay's exit, in that format; the HDA card stays MPD's or keepalived's;
 - MPD plays a 44.1 kHz then a 48 kHz track as one queue: MPD closes and reopens the card between
   them and keepalived, waiting its grace, never takes it in between, nor does MPD log "busy";
+  with `--on-active`/`--on-idle` and `--on-idle-after 3s` (a reload): the queue is one active
+  period (`status` says active, by mpd, while it plays): the hook runs once as it starts, with
+  the card and device, and once 3 s after MPD's close (its output in the journal), and
+  `keepalived events` prints the same two changes;
 - a probe (aplay opening `keepalived:` and closing it before any hw_params) leaves keepalived's
   remembered format alone: it comes back at 48 kHz, the last track's rate, not its clip's 44.1;
 - two devices of one card (snd-aloop's Loopback, devices 0 and 1, both kept awake): a player
@@ -420,6 +424,34 @@ vt.check("probe-keeps-format", w and lent == 1 and rate() == "48000", f"the prob
          f"{name(holder())} in {params()} {time.monotonic() - t:.2f} s later; the last track was 48000 Hz (keepalived's own clip: 44100)")
 
 # -- 2c. two tracks of two rates as one queue: MPD's close and reopen between them stays MPD's ----------------
+# With --on-active/--on-idle (--on-idle-after 3s): the queue is one active period, one hook each
+# way, named mpd on the card; `keepalived events` and `status` say the same.
+HOOK = "/usr/local/bin/vm-activity-hook"
+with open(HOOK, "w") as f:
+    # Its output goes to the journal (the service's /tmp is its own): one line per run.
+    f.write('#!/bin/sh\nread up _ < /proc/uptime\necho "HOOK $KEEPALIVED_EVENT $KEEPALIVED_OUTPUT $KEEPALIVED_PROGRAM $KEEPALIVED_CARD $KEEPALIVED_DEVICE $up"\n')
+os.chmod(HOOK, 0o755)
+with open(CONF, "w") as f:
+    f.write(f'KEEPALIVED_OPTIONS="-d {HW} -d {USB_HW} -d {LOOP0} -d {LOOP1} --on-active {HOOK} --on-idle {HOOK} --on-idle-after 3s"\n')
+r = sh("systemctl", "reload", UNIT, timeout=60)
+
+
+def activity():
+    o = next((o for o in (status_json() or {}).get("outputs", []) if o.get("device") == HW), {})
+    return o.get("activity") or {}
+
+
+def hook_lines(since):
+    r = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat", "--since", since)
+    return [l.split("line=", 1)[1].strip() for l in r.stdout.splitlines() if "hook output" in l and "line=HOOK" in l]
+
+
+w = vt.wait_until(lambda: activity().get("state") == "idle", 10, 0.2)
+vt.check("activity-idle-before", r.returncode == 0 and w, f"systemctl reload: exit {r.returncode}; {HW}'s activity {activity()} after {w.seconds:.1f} s")
+since = sh("date", "+%Y-%m-%d %H:%M:%S").stdout.strip()
+time.sleep(1)  # journalctl's --since has whole seconds
+events = subprocess.Popen([K, "events"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ROOT_ENV, text=True)
+time.sleep(0.5)
 mpc("-q", "clear")
 mpc("-q", "repeat", "off")
 mpc("-q", "add", TRACKS["a44"][0])
@@ -427,8 +459,10 @@ mpc("-q", "add", TRACKS["b48"][0])
 t = time.monotonic()
 mpc("-q", "play")
 w1 = vt.wait_until(lambda: holder() == pid and rate() == "44100", 15, 0.02)
+playing_activity = activity()
 w2 = vt.wait_until(lambda: holder() == pid and rate() == "48000", TRACKS["a44"][2] + 15, 0.02)
 w3 = vt.wait_until(lambda: holder() not in (pid, "open", None), TRACKS["b48"][2] + 15, 0.02)
+mpd_done = float(vt.read("/proc/uptime", "0").split()[0])
 with timeline.lock:
     between = [list(x) for x in timeline.spans if x[2] >= t]
 first = next((i for i, x in enumerate(between) if x[0] == pid), None)
@@ -441,6 +475,27 @@ vt.check("queue-stays-mpds", w1 and w2 and bool(inside) and all(x[0] in (pid, "o
          + (path[-400:] or "MPD never seen"))
 vt.check("queue-no-busy", not busy_lines(), vt.one_line(" | ".join(busy_lines()), 300) or "MPD logged no busy")
 taken_back(pid, "queue-end", 48000, t + w1.seconds + w2.seconds)
+vt.check("activity-while-playing", playing_activity.get("state") == "active" and playing_activity.get("program") == "mpd",
+         f"{HW}'s activity while the first track played: {playing_activity}")
+w = vt.wait_until(lambda: len(hook_lines(since)) >= 2, 15, 0.3)
+lines = hook_lines(since)
+want = [f"active {HW} mpd {card} 0", f"idle {HW} mpd {card} 0"]
+vt.check("hooks-once-each-way", w and [" ".join(l.split()[1:6]) for l in lines] == want,
+         f"hook runs in the journal: {lines} (want {want})")
+if len(lines) == 2:
+    idle_at = float(lines[1].split()[-1])
+    # --on-idle-after 3s from the loan's end, which keepalived's reopen of the card (seen here)
+    # follows by its open's time; the hook's own start on the emulated CPU comes on top.
+    vt.check("idle-after-the-silence", 2.0 <= idle_at - mpd_done <= 3.0 + 2.0,
+             f"on-idle {idle_at - mpd_done:.2f} s after keepalived had the card back (--on-idle-after 3s)")
+events.terminate()
+out = events.communicate(timeout=10)[0]
+seen = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+vt.check("events-each-way", [(e.get("event"), e.get("output"), e.get("program"), e.get("card")) for e in seen]
+         == [("active", HW, "mpd", card), ("idle", HW, "mpd", card)], f"keepalived events printed: {vt.one_line(out, 400)}")
+with open(CONF, "w") as f:
+    f.write(f'KEEPALIVED_OPTIONS="-d {HW} -d {USB_HW} -d {LOOP0} -d {LOOP1}"\n')
+sh("systemctl", "reload", UNIT, timeout=60)
 
 # -- 3. a second player while MPD plays, then MPD killed --------------------------------------------------
 t = play("a44", repeat=True)
