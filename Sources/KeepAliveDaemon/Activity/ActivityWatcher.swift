@@ -14,14 +14,14 @@ import Synchronization
 /// watcher.follow(["pulse:DEVICE=tv": "tv", "default": nil])   // on the main loop, after each change
 /// watcher.stop()
 /// ```
-final class ActivityWatcher: ServerListingWatcher, @unchecked Sendable {
+final class ActivityWatcher: ServerListingWatcher, Sendable {
     let activity: OutputActivity
     let logger: Logger
     /// The outputs followed: each with its sink's name, nil for the default sink. Written by the
     /// main loop, read on the listing's thread.
     private let followed = Mutex<[String: String?]>([:])
-    /// The listing while joined; joins and leaves happen on the main loop only.
-    private var listing: ServerWatchers?
+    /// The listing while joined (joins and leaves come from the main loop).
+    private let listing = Mutex<ServerWatchers?>(nil)
 
     init(activity: OutputActivity, logger: Logger) {
         self.activity = activity
@@ -39,14 +39,14 @@ final class ActivityWatcher: ServerListingWatcher, @unchecked Sendable {
             stop()
             return
         }
-        if let listing {
+        if let joined = listing.withLock({ $0 }) {
             // A listing now, for the outputs just added.
-            listing.listAgain()
+            joined.listAgain()
             return
         }
         do {
-            let listing = try ServerWatchers.shared(logger: logger)
-            if listing.join(self) { self.listing = listing }
+            let shared = try ServerWatchers.shared(logger: logger)
+            if shared.join(self) { listing.withLock { $0 = shared } }
         } catch {
             // The sink outputs themselves need libpulse: a box without it has none.
             logger.debug("activity: libpulse cannot be loaded; no sound-server activity", metadata: ["error": "\(error)"])
@@ -55,9 +55,8 @@ final class ActivityWatcher: ServerListingWatcher, @unchecked Sendable {
 
     /// Leaves the listing; nothing is reported afterwards.
     func stop() {
-        guard let listing = self.listing else { return }
-        listing.leave(self)
-        self.listing = nil
+        guard let joined = listing.withLock({ listing in defer { listing = nil }; return listing }) else { return }
+        joined.leave(self)
         activity.streamsChanged([:])
     }
 

@@ -28,4 +28,18 @@ enum DurationArgument {
         guard seconds <= 7 * 86_400 else { throw ValidationError("'\(text)' is longer than a week") }
         return .milliseconds(Int64((seconds * 1000).rounded()))
     }
+
+    /// The duration `option` was given as `text`, at least `least` (written as `written` in the
+    /// message).
+    ///
+    /// ```swift
+    /// try DurationArgument.parse("90s", option: "--on-idle-after", atLeast: .seconds(1), written: "1s")   // .seconds(90)
+    /// ```
+    /// - Throws: `ValidationError` naming the option and what was wrong.
+    static func parse(_ text: String, option: String, atLeast least: Duration, written: String) throws -> Duration {
+        let duration: Duration
+        do { duration = try parse(text) } catch { throw ValidationError("\(option): \(error)") }
+        guard duration >= least else { throw ValidationError("\(option) must be at least \(written), not \(text)") }
+        return duration
+    }
 }

@@ -36,9 +36,9 @@ struct PowerOptions: ParsableArguments {
         get throws {
             var settings = OutputActivity.Settings()
             if let onIdleAfter {
-                settings.idleAfter = try Self.duration(onIdleAfter, option: "--on-idle-after", least: .seconds(1), leastText: "1s")
+                settings.idleAfter = try DurationArgument.parse(onIdleAfter, option: "--on-idle-after", atLeast: .seconds(1), written: "1s")
             }
-            let timeout = try hookTimeout.map { try Self.duration($0, option: "--hook-timeout", least: .milliseconds(100), leastText: "100ms") } ?? .seconds(30)
+            let timeout = try hookTimeout.map { try DurationArgument.parse($0, option: "--hook-timeout", atLeast: .milliseconds(100), written: "100ms") } ?? .seconds(30)
             do {
                 settings.onActive = try onActive.map { try Hook(option: "--on-active", command: $0) }
                 settings.onIdle = try onIdle.map { try Hook(option: "--on-idle", command: $0) }
@@ -49,12 +49,5 @@ struct PowerOptions: ParsableArguments {
             settings.onIdle?.timeout = timeout
             return settings
         }
-    }
-
-    private static func duration(_ text: String, option: String, least: Duration, leastText: String) throws -> Duration {
-        let duration: Duration
-        do { duration = try DurationArgument.parse(text) } catch { throw ValidationError("\(option): \(error)") }
-        guard duration >= least else { throw ValidationError("\(option) must be at least \(leastText), not \(text)") }
-        return duration
     }
 }

@@ -36,10 +36,7 @@ struct SessionOptions: ParsableArguments {
             var policy = PauseStateMachine.Policy(pauseWhen: conditions)
             if let idleAfter {
                 guard conditions.contains(.idle) else { throw ValidationError("--idle-after goes with --pause-when idle") }
-                let duration: Duration
-                do { duration = try DurationArgument.parse(idleAfter) } catch { throw ValidationError("--idle-after: \(error)") }
-                guard duration >= .seconds(1) else { throw ValidationError("--idle-after must be at least 1s, not \(idleAfter)") }
-                policy.idleAfter = duration
+                policy.idleAfter = try DurationArgument.parse(idleAfter, option: "--idle-after", atLeast: .seconds(1), written: "1s")
             }
             return policy
         }
