@@ -112,6 +112,11 @@ extension Integration {
             // The next backoff step is at least 1.7 s away here; inotify on the socket makes it
             // immediate.
             #expect(delay < .milliseconds(700).underSanitizer, "on the sink \(delay) after the server accepted clients")
+            // Once the server answered, through keepalived's own stream (ServerSinkPCM), not the
+            // ALSA plug-in the first open may have found: no second libpulse connection.
+            try await waitUntil("keepalived's own stream on the sink", timeout: .seconds(3).underSanitizer) {
+                server.streamNames().map(\.media) == ["keep-alive"]
+            }
             let lines = recoveryLines(daemon.stderr)
             #expect(lines.count == 1, "log:\n\(daemon.stderr)")
             #expect(daemon.stderr.components(separatedBy: "waiting for device").count == 2, "logged per retry:\n\(daemon.stderr)")

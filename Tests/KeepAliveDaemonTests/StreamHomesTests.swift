@@ -5,50 +5,83 @@ import Testing
 @Suite("StreamHomes: streams the server moved go back")
 struct StreamHomesTests {
     typealias Move = StreamHomes.Move
+    let t0 = ContinuousClock.now
 
     @Test("a stream moved to a device just plugged in goes back to its sink; the new sink's own stream stays")
     func switchOnConnect() {
         var homes = StreamHomes()
-        #expect(homes.observe(streams: [1: "tv", 2: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"]).isEmpty)
+        #expect(homes.observe(streams: [1: "tv", 2: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0).isEmpty)
         // The DAC unplugged: its stream is gone with its output.
-        #expect(homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv"]).isEmpty)
+        #expect(homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv"], at: t0).isEmpty)
         // Plugged in again: the server moves the monitor's stream to it, then the new output's comes.
-        #expect(homes.observe(streams: [1: "dac2"], kept: ["tv"], sinks: ["tv", "dac2"]) == [Move(stream: 1, sink: "tv")])
-        #expect(homes.observe(streams: [1: "tv", 5: "dac2"], kept: ["tv", "dac2"], sinks: ["tv", "dac2"]).isEmpty)
+        #expect(homes.observe(streams: [1: "dac2"], kept: ["tv"], sinks: ["tv", "dac2"], at: t0) == [Move(stream: 1, sink: "tv")])
+        #expect(homes.observe(streams: [1: "tv", 5: "dac2"], kept: ["tv", "dac2"], sinks: ["tv", "dac2"], at: t0).isEmpty)
     }
 
     @Test("a pulse output's stream follows the default sink: never moved back")
     func defaultSink() {
         var homes = StreamHomes()
-        #expect(homes.observe(streams: [3: "tv"], kept: [], sinks: ["tv", "dac"]).isEmpty)
-        #expect(homes.observe(streams: [3: "dac"], kept: ["tv"], sinks: ["tv", "dac"]).isEmpty, "first seen on no kept sink: no home")
+        #expect(homes.observe(streams: [3: "tv"], kept: [], sinks: ["tv", "dac"], at: t0).isEmpty)
+        #expect(homes.observe(streams: [3: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0).isEmpty, "first seen on no kept sink: no home")
     }
 
     @Test("a home that is gone, or no longer kept, calls for no move")
     func homeGone() {
         var homes = StreamHomes()
-        _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv"])
-        #expect(homes.observe(streams: [1: "speakers"], kept: ["tv"], sinks: ["speakers"]).isEmpty, "its sink vanished: the server rescued the stream")
+        _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv"], at: t0)
+        #expect(homes.observe(streams: [1: "speakers"], kept: ["tv"], sinks: ["speakers"], at: t0).isEmpty, "its sink vanished: the server rescued the stream")
         var dropped = StreamHomes()
-        _ = dropped.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv"])
-        #expect(dropped.observe(streams: [1: "speakers"], kept: [], sinks: ["tv", "speakers"]).isEmpty, "no output keeps tv any more")
+        _ = dropped.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv"], at: t0)
+        #expect(dropped.observe(streams: [1: "speakers"], kept: [], sinks: ["tv", "speakers"], at: t0).isEmpty, "no output keeps tv any more")
     }
 
     @Test("a policy that moves it away each time wins after a few moves back")
     func policyWins() {
         var homes = StreamHomes()
-        _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"])
+        _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"], at: t0)
         for _ in 0..<StreamHomes.mostMovesBack {
-            #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"]) == [Move(stream: 1, sink: "tv")])
+            #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0) == [Move(stream: 1, sink: "tv")])
         }
-        #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"]).isEmpty)
+        #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0).isEmpty)
     }
 
     @Test("a stream that ended is forgotten: a new stream with its index gets a home of its own")
     func forgotten() {
         var homes = StreamHomes()
-        _ = homes.observe(streams: [1: "tv"], kept: ["tv", "dac"], sinks: ["tv", "dac"])
-        _ = homes.observe(streams: [:], kept: ["tv", "dac"], sinks: ["tv", "dac"])
-        #expect(homes.observe(streams: [1: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"]).isEmpty)
+        _ = homes.observe(streams: [1: "tv"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0)
+        _ = homes.observe(streams: [:], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0)
+        #expect(homes.observe(streams: [1: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0).isEmpty)
+    }
+
+    @Test("moves away seconds apart are each undone, however many: only moves back in a row within the fight window count")
+    func userMovesNowAndThen() {
+        var homes = StreamHomes()
+        _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"], at: t0)
+        for round in 1...(StreamHomes.mostMovesBack * 3) {
+            let now = t0 + StreamHomes.fightWindow * (Double(round) * 1.5)
+            #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: now) == [Move(stream: 1, sink: "tv")], "round \(round)")
+            #expect(homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"], at: now).isEmpty)
+        }
+    }
+
+    @Test("a policy that won loses again to a move away after the fight window")
+    func policyWinsForAWhile() {
+        var homes = StreamHomes()
+        _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"], at: t0)
+        for _ in 0..<StreamHomes.mostMovesBack {
+            _ = homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0)
+        }
+        #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0 + StreamHomes.fightWindow / 2).isEmpty)
+        #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0 + StreamHomes.fightWindow * 2) == [Move(stream: 1, sink: "tv")])
+    }
+
+    @Test("a restarted server numbers its streams again: forgotten, the new TV stream with the old DAC stream's index stays on the TV")
+    func serverRestarted() {
+        var homes = StreamHomes()
+        _ = homes.observe(streams: [0: "tv", 1: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0)
+        homes.forgetAll()
+        // The new server's first listing: the TV's stream was made first this time.
+        #expect(homes.observe(streams: [1: "tv", 2: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0).isEmpty)
+        #expect(homes.observe(streams: [1: "dac", 2: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0) == [Move(stream: 1, sink: "tv")])
     }
 }

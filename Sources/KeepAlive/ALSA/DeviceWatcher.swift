@@ -13,16 +13,23 @@ import Glibc
 ///
 /// A directory that does not exist yet is replaced by a watch on its parent until it appears.
 /// Without inotify (or with every path missing) ``descriptor`` is -1 and callers fall back to
-/// their timer. Only the playback thread that owns it uses it; it allocates only at init.
-final class DeviceWatcher {
+/// their timer. Only the thread that owns it uses it (a playback thread; the daemon's main loop
+/// has one of its own for the servers' sockets); it allocates only at init.
+package final class DeviceWatcher {
     /// The inotify descriptor to poll for readability, or -1 when nothing can be watched.
-    private(set) var descriptor: Int32 = -1
+    package private(set) var descriptor: Int32 = -1
 
     /// A directory whose entries matter: any entry (`names` nil) or only the given names.
-    struct Spot {
-        var directory: String
-        var names: [String]?
-        var kind: DeviceChanges
+    package struct Spot {
+        package var directory: String
+        package var names: [String]?
+        package var kind: DeviceChanges
+
+        package init(directory: String, names: [String]?, kind: DeviceChanges) {
+            self.directory = directory
+            self.names = names
+            self.kind = kind
+        }
     }
 
     private let spots: [Spot]
@@ -35,11 +42,11 @@ final class DeviceWatcher {
     private static let parentMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
 
     /// Watches the default places: `/dev/snd` and the sound servers' sockets.
-    convenience init() {
+    package convenience init() {
         self.init(spots: Self.defaultSpots())
     }
 
-    init(spots: [Spot]) {
+    package init(spots: [Spot]) {
         self.spots = spots
         buffer = .allocate(byteCount: Self.bufferSize, alignment: 8)
         descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -52,7 +59,7 @@ final class DeviceWatcher {
     }
 
     /// The spots for `/dev/snd` and the PulseAudio and PipeWire sockets this process would use.
-    static func defaultSpots() -> [Spot] {
+    package static func defaultSpots() -> [Spot] {
         var spots = [Spot(directory: "/dev/snd", names: nil, kind: .card)]
         let runtime = environment("XDG_RUNTIME_DIR")
         if let server = environment("PULSE_SERVER") {
@@ -82,7 +89,7 @@ final class DeviceWatcher {
     /// Reads everything inotify reported since the last call and returns what appeared that
     /// could bring an output back: a card's node, a server's socket (a watched directory that
     /// appeared counts once it holds them). Never blocks; empty without inotify.
-    func take() -> DeviceChanges {
+    package func take() -> DeviceChanges {
         guard descriptor >= 0 else { return [] }
         var seen: DeviceChanges = []
         var needsRefresh = false

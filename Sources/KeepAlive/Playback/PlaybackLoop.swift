@@ -241,6 +241,11 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         }
         let previous = configuration
         guard hasPendingConfiguration, takePendingConfiguration() else { return nil }
+        // Another way to the server (keepalived's own stream instead of ALSA's plug-in, or back)
+        // is taken by a new open only. Rendered in place instead, a `pulse` output whose server
+        // answered only after its first open played on through the plug-in, with the plug-in's
+        // libpulse thread and connection beside the process's own, until its next fault.
+        if configuration.serverSink != previous.serverSink { return .end(.reconfigure) }
         // Nothing the open device plays changed: what it is asked for is for the next open.
         if configuration.playsTheSame(as: previous) {
             rendered = true

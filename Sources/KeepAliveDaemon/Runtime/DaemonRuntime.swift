@@ -9,7 +9,7 @@ import Glibc
 ///
 /// What it waits on is a ``Wakeup`` each, in one ``PollSet``: the signals, its doorbell, the
 /// reloads and releases asked for (``MainLoopQueue``), the card devices lent to players
-/// (``PlayerLoans``), the watchdog timer, the cards and the sound server (and
+/// (``PlayerLoans``), the watchdog timer, the cards, the sound servers' sockets and the sound server (and
 /// a timer that lets their changes settle before the rescan), logind, the session bus's device
 /// reservations. A player's release never waits here (``PlayerLoans``). Every change of configuration is applied here, one at a time and in order:
 /// each reload (SIGHUP and the control socket's, whose thread only queues it and waits for the
@@ -88,6 +88,10 @@ final class DaemonRuntime: @unchecked Sendable {
         let watchdog: IntervalTimer
         let rescan: IntervalTimer
         let hints: HintWatcher
+        /// The sound servers' sockets: a restarted server is listed as soon as it accepts
+        /// clients. The sink watcher's own retries back off to 10 s, and a selection's sinks
+        /// come back only with its listing (their outputs were dropped with the server).
+        let servers: DeviceWatcher
         var poll = PollSet()
         /// The outputs whose cards are reserved now: the reservations follow the outputs.
         var reservedFor: [String]?
@@ -135,12 +139,14 @@ final class DaemonRuntime: @unchecked Sendable {
             // No inotify: fall back to looking every second.
             rescan.arm(after: Self.rescanFollowUp, every: Self.rescanFollowUp)
         }
-        var loop = Loop(watchdog: watchdog, rescan: rescan, hints: hints, lingeredFor: manager.configuration.devices)
+        let servers = DeviceWatcher(spots: DeviceWatcher.defaultSpots().filter { $0.kind == .server })
+        var loop = Loop(watchdog: watchdog, rescan: rescan, hints: hints, servers: servers, lingeredFor: manager.configuration.devices)
         loop.poll.watch(.signals, signals.descriptor)
         loop.poll.watch(.doorbell, doorbell.descriptor)
         loop.poll.watch(.reloads, reloads.descriptor)
         loop.poll.watch(.watchdog, watchdog.descriptor)
         loop.poll.watch(.hints, hints.descriptor)
+        loop.poll.watch(.serverSocket, servers.descriptor)
         loop.poll.watch(.rescanTimer, rescan.descriptor)
         loop.poll.watch(.idleTimer, logind.idleTimer.descriptor)
         loop.poll.watch(.loanNodes, loans.descriptor)
@@ -218,6 +224,9 @@ final class DaemonRuntime: @unchecked Sendable {
             guard loop.hints.drain() else { break }
             scanner.cardsOrConfigurationChanged()
             if !scanner.choice.isEmpty { loop.rescan.arm(after: Self.rescanSettle) }
+        case .serverSocket:
+            // Nothing while the watcher is connected or connecting (or there is none).
+            if loop.servers.take().contains(.server) { scanner.retryServerNow() }
         case .soundServer:
             scanner.acknowledgeServer()
             loop.rescan.arm(after: Self.rescanSettle)

@@ -18,6 +18,9 @@ enum Wakeup: Int, CaseIterable, Sendable {
     case watchdog
     /// The cards and ALSA's configuration (``HintWatcher``).
     case hints
+    /// A sound server's socket created (``DeviceWatcher``): a server (re)started, and the sink
+    /// watcher tries it at once instead of at its next backoff step.
+    case serverSocket
     /// The sound server's sinks and cards (the sink watcher's doorbell), once one is followed.
     case soundServer
     /// A one-shot timer that lets a burst of changes settle before the rescan.

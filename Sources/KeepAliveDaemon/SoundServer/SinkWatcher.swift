@@ -133,6 +133,9 @@ final class SinkWatcher: ServerListingWatcher, @unchecked Sendable {
             }
         }
         warnedUnreachable = true
+        // The next server numbers its streams anew: a home kept by index would send a new
+        // stream to the sink of the old stream that had its number.
+        homes.forgetAll()
         publish(.unreachable(error))
     }
 
@@ -149,7 +152,7 @@ final class SinkWatcher: ServerListingWatcher, @unchecked Sendable {
         let names = Dictionary(view.sinks.map { ($0.index, $0.name) }, uniquingKeysWith: { first, _ in first })
         let own = Dictionary(view.streams.filter(\.isOwn).map { ($0.index, $0.sink) }, uniquingKeysWith: { first, _ in first })
         let streams = own.compactMapValues { names[$0] }
-        for move in homes.observe(streams: streams, kept: kept.withLock { $0 }, sinks: Set(names.values)) {
+        for move in homes.observe(streams: streams, kept: kept.withLock { $0 }, sinks: Set(names.values), at: .now) {
             logger.notice("the sound server moved a stream of keepalived's off its sink: moving it back",
                           metadata: ["stream": "\(move.stream)", "from": "\(streams[move.stream] ?? "")", "sink": "\(move.sink)"])
             _ = listing.moveSinkInput(move.stream, to: move.sink)

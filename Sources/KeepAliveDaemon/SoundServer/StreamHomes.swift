@@ -2,16 +2,25 @@
 /// its own: PulseAudio's module-switch-on-connect moves the default sink's streams to a device
 /// just plugged in, which took a monitor's keep-alive to a replugged USB DAC and let the
 /// monitor's sink suspend. A stream's home is the sink it is first seen on, the one its output
-/// named; found elsewhere while its home is still there, it is moved back, a few times at most:
-/// a policy that moves it away again each time wins, and the stream stays where it is.
+/// named; found elsewhere while its home is still there, it is moved back. A policy that moves it
+/// away again at once, each time, wins after a few moves back in a row, and the stream stays
+/// where it is; a move away that comes later than ``fightWindow`` after the last move back is a
+/// move of its own (a client's, a device plugged in), and the count starts again: a stream moved
+/// now and then by a user keeps going home however long it lives.
+///
+/// A stream index names a stream for one server's life only: a restarted server numbers its
+/// streams from 0 again, so the homes are forgotten when the server goes away (``forgetAll()``).
+/// Kept, the new TV stream that got the old DAC stream's index was sent to the DAC (`dac=2 tv=0`).
 ///
 /// A `pulse` output plays on the default sink, wherever that is, and is never moved back: only
 /// streams first seen on a sink that a sink output keeps awake get a home.
 ///
 /// ```swift
 /// var homes = StreamHomes()
-/// _ = homes.observe(streams: [7: "tv"], kept: ["tv"], sinks: ["tv"])              // 7's home: tv
-/// homes.observe(streams: [7: "dac"], kept: ["tv"], sinks: ["tv", "dac"])          // [Move(stream: 7, sink: "tv")]
+/// let now = ContinuousClock.now
+/// _ = homes.observe(streams: [7: "tv"], kept: ["tv"], sinks: ["tv"], at: now)                 // 7's home: tv
+/// homes.observe(streams: [7: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: now)            // [Move(stream: 7, sink: "tv")]
+/// homes.forgetAll()                                                                            // the server went away
 /// ```
 struct StreamHomes {
     /// A stream the server moved off its home, and the home it goes back to.
@@ -20,26 +29,46 @@ struct StreamHomes {
         let sink: String
     }
 
+    /// Moves back in a row (each within ``fightWindow`` of the last) before a policy wins.
     static let mostMovesBack = 3
+    /// How soon after a move back a move away counts as a policy undoing it. A policy that
+    /// fights reacts to the move's event, in milliseconds; a user, a client or a device plugged
+    /// in moves a stream seconds apart at the least.
+    static let fightWindow: Duration = .seconds(1)
 
-    private var homes: [UInt32: (sink: String, movesBack: Int)] = [:]
+    private struct Home {
+        var sink: String
+        /// Moves back in a row, and when the last was asked for.
+        var movesBack = 0
+        var lastMoveBack: ContinuousClock.Instant?
+    }
 
-    /// Takes a listing: `streams`, each of keepalived's own sink inputs with the name of the sink
-    /// it plays on now; `kept`, the sinks that sink outputs keep awake; `sinks`, every sink the
-    /// server has. Returns the streams to move back.
-    mutating func observe(streams: [UInt32: String], kept: Set<String>, sinks: Set<String>) -> [Move] {
+    private var homes: [UInt32: Home] = [:]
+
+    /// Takes a listing made at `now`: `streams`, each of keepalived's own sink inputs with the
+    /// name of the sink it plays on now; `kept`, the sinks that sink outputs keep awake; `sinks`,
+    /// every sink the server has. Returns the streams to move back.
+    mutating func observe(streams: [UInt32: String], kept: Set<String>, sinks: Set<String>, at now: ContinuousClock.Instant) -> [Move] {
         homes = homes.filter { streams[$0.key] != nil }
         var moves: [Move] = []
         for (stream, sink) in streams.sorted(by: { $0.key < $1.key }) {
-            guard let home = homes[stream] else {
-                if kept.contains(sink) { homes[stream] = (sink, 0) }
+            guard var home = homes[stream] else {
+                if kept.contains(sink) { homes[stream] = Home(sink: sink) }
                 continue
             }
-            guard sink != home.sink, kept.contains(home.sink), sinks.contains(home.sink),
-                  home.movesBack < Self.mostMovesBack else { continue }
-            homes[stream] = (home.sink, home.movesBack + 1)
+            guard sink != home.sink, kept.contains(home.sink), sinks.contains(home.sink) else { continue }
+            if let last = home.lastMoveBack, last.duration(to: now) > Self.fightWindow { home.movesBack = 0 }
+            guard home.movesBack < Self.mostMovesBack else { continue }
+            home.movesBack += 1
+            home.lastMoveBack = now
+            homes[stream] = home
             moves.append(Move(stream: stream, sink: home.sink))
         }
         return moves
+    }
+
+    /// Forgets every stream: the server went away, and the next one's indices are its own.
+    mutating func forgetAll() {
+        homes = [:]
     }
 }
