@@ -3,11 +3,12 @@ import TestSupport
 import Testing
 
 extension Integration {
-    /// The daemon's one listing of a real PulseAudio: the selection and `--linger` both follow
-    /// the server, and one event of the server's costs one listing between them.
+    /// The daemon's one listing of a real PulseAudio: the selection, `--linger` and the outputs'
+    /// activity all follow the server (and each sink stream's rate follower, a user of the same
+    /// connection), and one event of the server's costs one listing between them.
     @Suite("one listing of the sound server per event")
     struct ServerListingTests {
-        @Test("--all with --linger: one server event causes one listing, which both watchers get",
+        @Test("--all with --linger: one server event causes one listing, which every watcher gets",
               .enabled(if: PulseAudioServer.isInstalled))
         func oneListingPerEvent() async throws {
             // A TV and speakers (device-like sinks, which --all picks), a Bluetooth one and a
@@ -23,7 +24,7 @@ extension Integration {
                 let states = server.sinkStates()
                 return states["tv"] == "RUNNING" && states["speakers"] == "RUNNING"
             }
-            try await daemon.waitForLog("watchers=2")
+            try await daemon.waitForLog("watchers=3")
             func listings() -> Int { daemon.stderr.components(separatedBy: "listed the sound server").count - 1 }
             // One event at a time, on a server otherwise quiet: a sink's mute toggled ('change'
             // on sink). keepalived's own streams may be made again meanwhile (a slow sanitized
@@ -50,7 +51,7 @@ extension Integration {
             }
             #expect(seen.last == 1, "listings after each event: \(seen) (one event, one listing):\n\(daemon.stderr)")
             let last = daemon.stderr.components(separatedBy: "\n").last { $0.contains("listed the sound server") } ?? ""
-            #expect(last.contains("watchers=2"), "the selection's watcher and --linger's get the same listing: \(last)")
+            #expect(last.contains("watchers=3"), "the selection's watcher, --linger's and the activity's get the same listing: \(last)")
             #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
     }
