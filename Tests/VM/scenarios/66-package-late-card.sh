@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=usb late=usb mode=systemd root=debian recommends=no timeout=420 alone=yes
+# vm: devices=usb late=usb mode=systemd root=debian recommends=no timeout=420
 # A box with no sound card at boot: a minimal Debian 12 with the package installed by
 # `apt-get install --no-install-recommends ./keepalived-audio_*.deb` (so no polkitd), the service
 # enabled, a USB controller and nothing on it. The service starts and waits; a minute later the
