@@ -101,8 +101,8 @@ final class OutputActivity: Sendable {
         }
     }
 
-    /// What `status` shows of `output`; nil when nothing was ever known of it.
-    func report(for output: String) -> ActivityReport? {
+    /// What `status` shows of `output`: idle, with no time, until real audio was first seen there.
+    func report(for output: String) -> ActivityReport {
         state.withLock { state in
             guard let machine = state.machines[output] else { return ActivityReport(state: "idle") }
             let report = machine.report

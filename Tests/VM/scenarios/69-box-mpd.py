@@ -441,15 +441,24 @@ def activity():
     return o.get("activity") or {}
 
 
+def uptime():
+    return float(vt.read("/proc/uptime", "0").split()[0])
+
+
 def hook_lines(since):
-    r = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat", "--since", since)
-    return [l.split("line=", 1)[1].strip() for l in r.stdout.splitlines() if "hook output" in l and "line=HOOK" in l]
+    """The hook's runs whose own uptime stamp is `since` or later (journalctl's --since has whole
+    seconds, and the reload's own idle, below, may run in the same second)."""
+    r = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat")
+    lines = [l.split("line=", 1)[1].strip() for l in r.stdout.splitlines() if "hook output" in l and "line=HOOK" in l]
+    return [l for l in lines if float(l.split()[-1]) >= since]
 
 
+# The earlier tracks left the card's output active and silent: the reload's 3 s make it idle (its
+# on-idle runs then, with the hooks just set), and the queue below starts from there.
 w = vt.wait_until(lambda: activity().get("state") == "idle", 10, 0.2)
 vt.check("activity-idle-before", r.returncode == 0 and w, f"systemctl reload: exit {r.returncode}; {HW}'s activity {activity()} after {w.seconds:.1f} s")
-since = sh("date", "+%Y-%m-%d %H:%M:%S").stdout.strip()
-time.sleep(1)  # journalctl's --since has whole seconds
+time.sleep(1)  # the reload's own on-idle, if any, is over
+since = uptime()
 events = subprocess.Popen([K, "events"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ROOT_ENV, text=True)
 time.sleep(0.5)
 mpc("-q", "clear")
@@ -462,7 +471,7 @@ w1 = vt.wait_until(lambda: holder() == pid and rate() == "44100", 15, 0.02)
 playing_activity = activity()
 w2 = vt.wait_until(lambda: holder() == pid and rate() == "48000", TRACKS["a44"][2] + 15, 0.02)
 w3 = vt.wait_until(lambda: holder() not in (pid, "open", None), TRACKS["b48"][2] + 15, 0.02)
-mpd_done = float(vt.read("/proc/uptime", "0").split()[0])
+mpd_done = uptime()
 with timeline.lock:
     between = [list(x) for x in timeline.spans if x[2] >= t]
 first = next((i for i, x in enumerate(between) if x[0] == pid), None)
