@@ -19,7 +19,8 @@ import Synchronization
 /// Concurrency: everything with the connection's lock held or on its loop's thread, but the
 /// question to PipeWire: that runs on a thread of its own (it may take ``clockTimeout``, and
 /// every sink stream's write waits for the loop's lock), whose one write is the answer's box;
-/// the loop looks in the box every ``answerPoll`` until it is there.
+/// the loop looks in the box after ``firstAnswerPoll``, then at twice the wait each time, at most
+/// ``longestAnswerPoll`` apart, until it is there.
 final class SinkRateFollower: SoundServerUser {
     private let connection: SoundServerConnection
     private let stream: OpaquePointer
@@ -27,12 +28,17 @@ final class SinkRateFollower: SoundServerUser {
     /// The question to PipeWire under way, and the timer that looks for its answer.
     private var question: ClockQuestion?
     private var answerTimer: OpaquePointer?
+    /// How long the loop waits before it looks in the box again.
+    private var answerPoll = SinkRateFollower.firstAnswerPoll
 
     /// How long a question to PipeWire may take: a user's stream plays at keepalived's rate
     /// until the answer (PipeWire answers in milliseconds; the bound is for one that does not).
     static let clockTimeout: Duration = .milliseconds(250)
-    /// How often the loop looks for the answer while a question is under way.
-    static let answerPoll: Duration = .milliseconds(10)
+    /// When the loop first looks for the answer: PipeWire answers in about 1.5 ms, and a user's
+    /// track waits for the rate it brings (`bench/run --rates`: a 10 ms look cost it 8 ms).
+    static let firstAnswerPoll: Duration = .milliseconds(2)
+    /// The longest wait between two looks, for a PipeWire that is slow to answer.
+    static let longestAnswerPoll: Duration = .milliseconds(20)
 
     init(connection: SoundServerConnection, stream: OpaquePointer) {
         self.connection = connection
@@ -102,14 +108,16 @@ final class SinkRateFollower: SoundServerUser {
             self.question = nil
             return perform(machine.clockRead(nil))
         }
-        cpulse_timer_arm(connection.loop, answerTimer, Self.answerPoll.microseconds)
+        answerPoll = Self.firstAnswerPoll
+        cpulse_timer_arm(connection.loop, answerTimer, answerPoll.microseconds)
     }
 
     private func answerArrived() {
         connection.preconditionLocked("SinkRateFollower.answerArrived")
         guard let question else { return }
         guard let clock = question.answered else {
-            if let answerTimer { cpulse_timer_arm(connection.loop, answerTimer, Self.answerPoll.microseconds) }
+            answerPoll = min(answerPoll * 2, Self.longestAnswerPoll)
+            if let answerTimer { cpulse_timer_arm(connection.loop, answerTimer, answerPoll.microseconds) }
             return
         }
         self.question = nil
