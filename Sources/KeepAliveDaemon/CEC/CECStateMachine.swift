@@ -224,12 +224,23 @@ struct CECStateMachine: Sendable {
         return .announce(messages)
     }
 
-    /// What status shows: `waiting`, `claiming` or `ready`, and keepalived's addresses.
-    var report: (state: String, addresses: Addresses?, active: Bool) {
+    /// What status shows, and all the tests see of the state.
+    struct Report: Equatable, Sendable {
+        /// `waiting for the adapter`, `claiming a logical address` or `ready`.
+        var state: String
+        /// keepalived's addresses once ready.
+        var addresses: Addresses?
+        /// Whether the box is active.
+        var active: Bool
+        /// What the box woke in this active period, for Standby.
+        var woke: [UInt8] = []
+    }
+
+    var report: Report {
         switch state {
-        case .closed(let box): ("waiting for the adapter", nil, box.active)
-        case .claiming(let box): ("claiming a logical address", nil, box.active)
-        case .ready(let addresses, let box): ("ready", addresses, box.active)
+        case .closed(let box): Report(state: "waiting for the adapter", active: box.active, woke: box.woke)
+        case .claiming(let box): Report(state: "claiming a logical address", active: box.active, woke: box.woke)
+        case .ready(let addresses, let box): Report(state: "ready", addresses: addresses, active: box.active, woke: box.woke)
         }
     }
 }
