@@ -120,7 +120,7 @@ final class CECAdapter {
         var why = "\(what): \(Errno(code))"
         switch code {
         case ENOENT: why = "no such device node yet; waiting for it"
-        case EACCES, EPERM: why += " (the node is usually root:video 0660: run keepalived in the video group; the packaged service may open it, docs/systemd.md)"
+        case EACCES, EPERM: why += " (the node is usually root:video 0660: run keepalived in group video; the system service needs the drop-in in docs/systemd.md, HDMI-CEC and the sandbox)"
         default: break
         }
         guard why != openFailure else { return }
