@@ -12,7 +12,8 @@ import Logging
 ///
 /// The adapter is opened non-blocking, so a transmission never holds the thread: its result
 /// comes back through `CEC_RECEIVE` with the sequence number `CEC_TRANSMIT` gave it. A missing
-/// or refused node is tried again every ``retryInterval``, each reason logged once; an adapter
+/// or refused node is tried again when its directory changes (``CECNodeWatcher``) or after
+/// ``retryInterval``, each reason logged once; an adapter
 /// without a physical address yet (no HDMI sink, no EDID) is open and waits for the kernel's
 /// state change, which also tells an HDMI replug's new address (the kernel claims the logical
 /// address again itself); an unplugged adapter (ENODEV, POLLERR) is closed and waited for.
@@ -23,8 +24,10 @@ import Logging
 final class CECAdapter {
     /// The name the TV's menus show, at most 14 bytes.
     static let osdName = "keepalived"
-    /// How often a missing or refused node is tried again.
-    static let retryInterval: Duration = .seconds(2)
+    /// How often a missing or refused node is tried again besides when its directory says it
+    /// changed (``CECNodeWatcher``); without inotify, ``pollInterval``.
+    static let retryInterval: Duration = .seconds(30)
+    static let pollInterval: Duration = .seconds(2)
 
     let follower: CECFollower
     let logger: Logger
@@ -33,6 +36,8 @@ final class CECAdapter {
     private var device: String?
     private var descriptor: Int32 = -1
     private var adapterName: String?
+    /// The node's directory while the node is missing or refused.
+    private var watcher: CECNodeWatcher?
     /// The last reason the node could not be opened, so that a retry does not log it again.
     private var openFailure: String?
     /// The messages transmitted and not yet answered, by their sequence number.
@@ -72,11 +77,14 @@ final class CECAdapter {
         device = settings.device
         adapterName = nil
         openFailure = nil
+        watcher = nil
     }
 
     private func open() {
         owner.check("CECAdapter.open")
         guard let device else { return }
+        // Watching first: a node created between a failed open and the watch is not missed.
+        if watcher == nil { watcher = CECNodeWatcher(device: device) }
         let fd = Glibc.open(device, O_RDWR | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return openFailed(errno, "cannot open it") }
         guard clinuxcec_become_follower(fd) == 0 else {
@@ -108,6 +116,7 @@ final class CECAdapter {
         descriptor = fd
         adapterName = name
         openFailure = nil
+        watcher = nil
         logger.notice("CEC: adapter open", metadata: ["device": "\(device)", "adapter": "\(name)",
                                                        "physical-address": "\(Self.describe(state.physical_address))"])
         carryOut(machine.adapterOpened())
@@ -126,17 +135,24 @@ final class CECAdapter {
         guard why != openFailure else { return }
         openFailure = why
         let level: Logger.Level = code == ENOENT ? .notice : .warning
-        logger.log(level: level, "CEC: adapter unavailable, tried again every \(Self.retryInterval.components.seconds) s: \(why)", metadata: ["device": "\(device ?? "")"])
+        let again = (watcher?.descriptor ?? -1) >= 0 ? "tried again when the node changes, or in \(Self.retryInterval.components.seconds) s"
+            : "tried again every \(Self.pollInterval.components.seconds) s"
+        logger.log(level: level, "CEC: adapter unavailable, \(again): \(why)", metadata: ["device": "\(device ?? "")"])
     }
 
     /// Sleeps until the adapter or the doorbell has something (or the next try at the node).
     private func wait() {
         owner.check("CECAdapter.wait")
+        let node = descriptor < 0 ? watcher?.descriptor ?? -1 : -1
         var fds = [pollfd(fd: follower.doorbell.descriptor, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: descriptor, events: Int16(POLLIN | POLLPRI), revents: 0)]
-        let timeout: Int32 = descriptor < 0 && device != nil ? Int32(Self.retryInterval.components.seconds * 1000) : -1
-        guard poll(&fds, 2, timeout) > 0 else { return }
+                   pollfd(fd: descriptor, events: Int16(POLLIN | POLLPRI), revents: 0),
+                   pollfd(fd: node, events: Int16(POLLIN), revents: 0)]
+        let retry = node >= 0 ? Self.retryInterval : Self.pollInterval
+        let timeout: Int32 = descriptor < 0 && device != nil ? Int32(retry.components.seconds * 1000) : -1
+        guard poll(&fds, 3, timeout) > 0 else { return }
         if fds[0].revents != 0 { follower.doorbell.drain() }
+        // The loop's next turn tries the node.
+        if fds[2].revents != 0 { watcher?.drain() }
         let ready = fds[1].revents
         guard descriptor >= 0, ready != 0 else { return }
         // Events first: a state change may make the messages after it sendable.

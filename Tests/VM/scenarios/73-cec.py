@@ -10,8 +10,9 @@ is a Playback device on cec2, and `cec-ctl --monitor-all` on cec0 records the bu
 tree with cc, installed in the guest's overlay) of a 1.5 s WAV. One boot:
 
 - keepalived starts before the adapter exists (`modprobe vivid` comes after): `status` says it
-  waits, and once the module is loaded it claims a Playback logical address (4, 8 or 11) at
-  2.0.0.0 within 15 s;
+  waits, its `keepalive-cec` thread asleep (at most one context switch in 5 s: /dev is watched
+  with inotify, not polled), and once the module is loaded it claims a Playback logical address
+  (4, 8 or 11) at 2.0.0.0 within 15 s;
 - at start and on a reload (SIGHUP) while nothing plays, keepalived sends nothing but the
   kernel's own claim (its polls and Report Physical Address);
 - the player makes the box active: System Audio Mode Request (2.0.0.0) from keepalived to 5
@@ -152,6 +153,22 @@ log = open(LOG, "w")
 daemon = subprocess.Popen([K, "run", "-d", "hw:0,0", "--socket", SOCKET, "--config", CONF, "-v"], stdout=log, stderr=subprocess.STDOUT)
 w = vt.wait_until(lambda: cec().get("state") == "waiting for the adapter", 20, 0.2)
 vt.check("waits-for-missing-adapter", w and daemon.poll() is None, f"status after {w.seconds:.1f} s: {cec()}")
+
+
+def cec_thread_switches():
+    for task in os.listdir(f"/proc/{daemon.pid}/task"):
+        if vt.read(f"/proc/{daemon.pid}/task/{task}/comm", "").strip() == "keepalive-cec":
+            text = vt.read(f"/proc/{daemon.pid}/task/{task}/status", "")
+            return sum(int(line.split()[1]) for line in text.splitlines() if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+    return None
+
+
+# Waiting costs no wakeups: the node's directory is watched (inotify), not polled.
+before = cec_thread_switches()
+time.sleep(5)
+after = cec_thread_switches()
+vt.check("waits-asleep", before is not None and after is not None and after - before <= 1,
+         f"the keepalive-cec thread switched {None if before is None or after is None else after - before} times in 5 s while waiting")
 
 if not start_bus(["modprobe"] + VIVID):
     daemon.kill()
