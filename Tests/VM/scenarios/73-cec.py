@@ -15,6 +15,9 @@ tree with cc, installed in the guest's overlay) of a 1.5 s WAV. One boot:
   (4, 8 or 11) at 2.0.0.0 within 15 s;
 - at start and on a reload (SIGHUP) while nothing plays, keepalived sends nothing but the
   kernel's own claim (its polls and Report Physical Address);
+- asked by the TV, keepalived's address reports power status on (keepalived's answer), its OSD
+  name `keepalived` (the kernel's), and Feature Abort for Give Device Vendor ID (the kernel's: no
+  vendor id) and for User Control Pressed (keepalived's: a follower refuses what it does not do);
 - the player makes the box active: System Audio Mode Request (2.0.0.0) from keepalived to 5
   within 10 s, no Image View On nor Active Source; the audio system's follower answers (Set
   System Audio Mode on), and `status --json` shows the request acknowledged;
@@ -192,6 +195,20 @@ daemon.send_signal(signal.SIGHUP)
 w = vt.wait_until(lambda: "reloaded" in vt.read(LOG, ""), 10, 0.2)
 time.sleep(2)
 vt.check("silent-at-reload", w and not keepalived_said(mark, own), f"reloaded after {w.seconds:.1f} s; announced: {keepalived_said(mark, own)}")
+
+# -- the follower's answers: the kernel's (OSD name, vendor id) and keepalived's own ---------------
+mark = len(bus())
+asked = {}
+for what in ("--give-device-power-status", "--give-osd-name", "--give-device-vendor-id", "--user-control-pressed"):
+    argv = ["cec-ctl", "-d", "/dev/cec0", "-s", "--to", str(own), what] + (["ui-cmd=play"] if what == "--user-control-pressed" else [])
+    asked[what] = vt.run(argv, timeout=20).stdout
+time.sleep(1)
+answers = [(op, line) for i, d, op, line in bus()[mark:] if i == own and d == 0]
+vt.check("answers-power-status", "pwr-state: on" in asked["--give-device-power-status"], vt.one_line(asked["--give-device-power-status"][-200:]))
+vt.check("answers-osd-name", "keepalived" in asked["--give-osd-name"], vt.one_line(asked["--give-osd-name"][-200:]))
+aborts = [op for op, _ in answers if op == "FEATURE_ABORT"]
+vt.check("feature-aborts-the-rest", len(aborts) == 2 and not keepalived_said(mark, own),
+         f"keepalived's address to the TV: {[op for op, _ in answers]} (Feature Abort for Give Device Vendor ID, the kernel's: no vendor id; and for User Control Pressed, keepalived's)")
 
 
 def active_period(name, expect_wake, expect_standby, last):
