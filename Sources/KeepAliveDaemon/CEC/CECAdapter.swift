@@ -72,6 +72,7 @@ final class CECAdapter {
             close(descriptor)
             descriptor = -1
             pending = [:]
+            logger.notice("CEC: adapter let go (the options changed)", metadata: ["device": "\(device ?? "")"])
             carryOut(machine.adapterLost())
         }
         device = settings.device
@@ -226,7 +227,9 @@ final class CECAdapter {
         } else {
             carryOut(machine.adapterUnclaimed())
             if before != nil {
-                logger.notice("CEC: no physical address (HDMI unplugged?); waiting for one", metadata: ["device": "\(device ?? "")"])
+                let why = physical == UInt16(CEC_PHYS_ADDR_INVALID) ? "no physical address (HDMI unplugged?); waiting for one"
+                    : "no logical address (another program cleared it?); waiting for one"
+                logger.notice("CEC: \(why)", metadata: ["device": "\(device ?? "")"])
             }
         }
     }

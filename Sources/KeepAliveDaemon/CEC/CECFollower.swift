@@ -30,8 +30,11 @@ final class CECFollower: Sendable {
     /// What waits for the adapter's thread, in the order it came.
     struct Inbox: Sendable {
         var settings: Settings
-        /// The box's changes not yet handled: true for active.
+        /// The box's changes not yet handled, true for active; queued only while the thread runs.
         var box: [Bool] = []
+        /// The box now, for a thread that starts on a reload while audio plays.
+        var active = false
+        var running = false
         var stopping = false
     }
 
@@ -53,12 +56,18 @@ final class CECFollower: Sendable {
     func start() {
         guard inbox.withLock({ $0.settings.device != nil }) else { return }
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // From now on every change is queued, after the box as it is.
+        inbox.withLock { inbox in
+            inbox.running = true
+            inbox.box = inbox.active ? [true] : []
+        }
         do {
             var handle: JoinableThread? = try startThread(named: "keepalive-cec") { [self] in
                 CECAdapter(follower: self).run()
             }
             thread.withLock { $0 = handle.take() }
         } catch {
+            inbox.withLock { $0.running = false }
             logger.error("--cec: \(error); HDMI-CEC is off until the next start", metadata: ["device": "\(inbox.withLock { $0.settings.device ?? "" })"])
         }
     }
@@ -77,8 +86,12 @@ final class CECFollower: Sendable {
     /// The box became active (the first output with real audio) or idle (the last output went
     /// idle). Called under ``OutputActivity``'s lock, which keeps the changes in order.
     func boxChanged(active: Bool) {
-        inbox.withLock { $0.box.append(active) }
-        doorbell.ring()
+        let running = inbox.withLock { inbox in
+            inbox.active = active
+            if inbox.running { inbox.box.append(active) }
+            return inbox.running
+        }
+        if running { doorbell.ring() }
     }
 
     /// What `status` shows; nil without `--cec`.
