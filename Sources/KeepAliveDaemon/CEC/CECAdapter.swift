@@ -129,13 +129,14 @@ final class CECAdapter {
     private func openFailed(_ code: Int32, _ what: String) {
         var why = "\(what): \(Errno(code))"
         switch code {
-        case ENOENT: why = "no such device node yet; waiting for it"
+        // The node missing, or still there for a moment while its adapter goes away: one line.
+        case ENOENT, ENXIO, ENODEV: why = "no such adapter (yet); waiting for it"
         case EACCES, EPERM: why += " (the node is usually root:video 0660: run keepalived in group video; the system service needs the drop-in in docs/systemd.md, HDMI-CEC and the sandbox)"
         default: break
         }
         guard why != openFailure else { return }
         openFailure = why
-        let level: Logger.Level = code == ENOENT ? .notice : .warning
+        let level: Logger.Level = [ENOENT, ENXIO, ENODEV].contains(code) ? .notice : .warning
         let again = (watcher?.descriptor ?? -1) >= 0 ? "tried again when the node changes, or in \(Self.retryInterval.components.seconds) s"
             : "tried again every \(Self.pollInterval.components.seconds) s"
         logger.log(level: level, "CEC: adapter unavailable, \(again): \(why)", metadata: ["device": "\(device ?? "")"])
@@ -248,7 +249,7 @@ final class CECAdapter {
             logger.debug("CEC: answering \(message)", metadata: ["device": "\(device ?? "")"])
             transmit(message)
         case .noReceiver(let message):
-            logger.notice("CEC: nothing acknowledged \(message): no device at \(CECMessage.name(of: message.destination))? (said once until one answers)",
+            logger.notice("CEC: nothing acknowledged \(message): no device answers at logical address \(message.destination) (\(CECMessage.name(of: message.destination))); said once until one does",
                           metadata: ["device": "\(device ?? "")"])
         case .transmitFailed(let message, let why):
             logger.warning("CEC: cannot send \(message): \(why)", metadata: ["device": "\(device ?? "")"])

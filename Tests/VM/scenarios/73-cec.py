@@ -30,7 +30,9 @@ tree with cc, installed in the guest's overlay) of a 1.5 s WAV. One boot:
   within 15 s, without a message;
 - the adapter unplugged (vivid unbound from its platform device; ENODEV): keepalived says it
   waits for the adapter and keeps playing; bound again, it is back on the bus within 15 s,
-  still without a message.
+  still without a message;
+- no audio system on the bus (its logical address cleared), two active periods: `status` shows
+  the System Audio Mode Request not acknowledged, and the log says so once, at notice.
 
 Every wait has a deadline; the monitor's record and keepalived's log are in $VM_IO.
 """
@@ -270,6 +272,23 @@ if start_bus(["/bin/sh", "-c", "echo vivid.0 > /sys/bus/platform/drivers/vivid/b
     w = vt.wait_until(lambda: cec().get("state") == "ready", 15, 0.2)
     time.sleep(1)
     vt.check("adapter-back", w and not keepalived_said(mark, own), f"after {w.seconds:.1f} s: {cec()}; announced: {keepalived_said(mark, own)}")
+
+# -- no audio system on the bus: its messages are not acknowledged, which is said once ----------
+write_conf()
+reloads = vt.read(LOG, "").count("reloaded")
+daemon.send_signal(signal.SIGHUP)
+vt.wait_until(lambda: vt.read(LOG, "").count("reloaded") > reloads, 10, 0.2)
+r = vt.run(["cec-ctl", "-d", "/dev/cec1", "-s", "--clear"])
+unheard = []
+for period in range(2):
+    play(wav)
+    w = vt.wait_until(lambda: "System Audio Mode Request" in (cec().get("lastMessage") or "") and cec().get("acknowledged") is False, 10, 0.2)
+    unheard.append((w.seconds if w else None, cec().get("acknowledged")))
+    vt.wait_until(lambda: "Standby" in (cec().get("lastMessage") or "") and cec().get("acknowledged") is not None, 12, 0.2)
+said = re.findall(r"^.*nothing acknowledged.*$", vt.read(LOG, ""), re.M)
+vt.check("no-receiver-said-once", r.returncode == 0 and all(seen is not None for seen, _ in unheard) and len(said) == 1
+         and " notice: " in said[0] and daemon.poll() is None,
+         f"two active periods with the audio system's address cleared: status acknowledged {[a for _, a in unheard]}; the log: {said}")
 
 # -- the end ------------------------------------------------------------------------------------
 r = vt.run([K, "stop", "--socket", SOCKET], timeout=20)
