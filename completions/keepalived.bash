@@ -188,7 +188,7 @@ _keepalived_run() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --cec-wake-tv --cec-standby --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --cec --retry-max --buffer --linger --socket --config --player-group)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config --player-group)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -246,6 +246,12 @@ _keepalived_run() {
         return
         ;;
     '--hook-timeout')
+        return
+        ;;
+    '--power-on-wait')
+        return
+        ;;
+    '--power-on-settle')
         return
         ;;
     '--cec')
@@ -277,7 +283,7 @@ _keepalived_start() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --cec-wake-tv --cec-standby --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --cec --retry-max --buffer --linger --socket)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -335,6 +341,12 @@ _keepalived_start() {
         return
         ;;
     '--hook-timeout')
+        return
+        ;;
+    '--power-on-wait')
+        return
+        ;;
+    '--power-on-settle')
         return
         ;;
     '--cec')
@@ -423,7 +435,7 @@ _keepalived_test() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --cec-wake-tv --cec-standby --no-ring-loop --verbose -v -y --yes --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --cec --retry-max --buffer --linger --socket --config)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -481,6 +493,12 @@ _keepalived_test() {
         return
         ;;
     '--hook-timeout')
+        return
+        ;;
+    '--power-on-wait')
+        return
+        ;;
+    '--power-on-settle')
         return
         ;;
     '--cec')

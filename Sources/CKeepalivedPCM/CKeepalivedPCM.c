@@ -271,10 +271,27 @@ static bool skip_value(cursor *c, int depth) {
     }
 }
 
-int ckeepalived_pcm_parse_reply(const char *reply, size_t length, char *error, size_t error_size) {
+/// Reads a whole number (after any white space) into `value`, capped at `cap`. False when it
+/// is not one (a sign, a fraction or an exponent included).
+static bool read_whole(cursor *c, long cap, long *value) {
+    skip_space(c);
+    const unsigned char *start = c->at;
+    *value = 0;
+    while (c->at < c->end && *c->at >= '0' && *c->at <= '9') {
+        if (*value < cap) *value = *value * 10 + (*c->at - '0');
+        c->at++;
+    }
+    if (*value > cap) *value = cap;
+    if (c->at == start) return false;
+    // What a number may go on with: not a whole one.
+    return c->at == c->end || (*c->at != '.' && *c->at != 'e' && *c->at != 'E');
+}
+
+int ckeepalived_pcm_parse_reply(const char *reply, size_t length, char *error, size_t error_size, int *wait_ms) {
     cursor c = {(const unsigned char *)reply, (const unsigned char *)reply + length};
     writer message = {error, error ? error_size : 0, 0, false};
     int ok = -1;
+    long wait = -1;
     if (!take(&c, '{')) goto invalid;
     if (!take(&c, '}')) {
         do {
@@ -288,6 +305,8 @@ int ckeepalived_pcm_parse_reply(const char *reply, size_t length, char *error, s
                 if (take_word(&c, "true")) ok = 1;
                 else if (take_word(&c, "false")) ok = 0;
                 else goto invalid;
+            } else if (known && strcmp(name, "wait") == 0) {
+                if (!read_whole(&c, CKEEPALIVED_PCM_POWER_WAIT_MAX_MS, &wait)) goto invalid;
             } else if (known && strcmp(name, "error") == 0 && c.at < c.end && *c.at == '"') {
                 message.used = 0;
                 message.overflow = false;
@@ -301,6 +320,10 @@ int ckeepalived_pcm_parse_reply(const char *reply, size_t length, char *error, s
     skip_space(&c);
     if (c.at != c.end || ok < 0) goto invalid;
     if (message.size > 0) message.buffer[message.used] = '\0';
+    if (ok == 1 && wait >= 0) {
+        if (wait_ms) *wait_ms = (int)wait;
+        return 2;
+    }
     return ok;
 invalid:
     if (error && error_size > 0) error[0] = '\0';
@@ -402,18 +425,28 @@ static bool send_request(connection *c, const char *line, size_t length) {
     return true;
 }
 
-static void report_reply(const connection *c, size_t length) {
+/// Reads one reply line: false when it is the final one (reported), true when keepalived holds
+/// the open a while more, and `*deadline` (CLOCK_MONOTONIC ns) is moved to the end of that wait.
+static bool read_reply_line(const connection *c, size_t length, int64_t *deadline) {
     char error[256];
-    switch (ckeepalived_pcm_parse_reply(c->reply, length, error, sizeof error)) {
+    int wait_ms = 0;
+    switch (ckeepalived_pcm_parse_reply(c->reply, length, error, sizeof error, &wait_ms)) {
+    case 2: {
+        int64_t until = monotonic_ns() + (int64_t)wait_ms * 1000000;
+        if (until > *deadline) *deadline = until;
+        return true;
+    }
     case 1: break;
     case 0: SNDERR("keepalived did not release the device: %s", error[0] ? error : "no reason given"); break;
     default: SNDERR("keepalived at %s sent a reply that is not one", c->path); break;
     }
+    return false;
 }
 
 /// Reads what has arrived of the reply. True when the connection is done with (answered,
-/// closed or failed; reported).
-static bool receive_reply(connection *c) {
+/// closed or failed; reported). An interim line (keepalived switches the power on first) moves
+/// `*deadline` and the reading goes on.
+static bool receive_reply(connection *c, int64_t *deadline) {
     for (;;) {
         if (c->received == sizeof c->reply) {
             SNDERR("keepalived at %s sent a reply longer than %d bytes", c->path, REPLY_MAX);
@@ -430,11 +463,15 @@ static bool receive_reply(connection *c) {
             SNDERR("keepalived at %s closed the connection without answering", c->path);
             return true;
         }
-        char *newline = memchr(c->reply + c->received, '\n', (size_t)count);
+        size_t searched = c->received;
         c->received += (size_t)count;
-        if (newline) {
-            report_reply(c, (size_t)(newline - c->reply) + 1);
-            return true;
+        char *newline;
+        while ((newline = memchr(c->reply + searched, '\n', c->received - searched))) {
+            size_t line = (size_t)(newline - c->reply) + 1;
+            if (!read_reply_line(c, line, deadline)) return true;
+            memmove(c->reply, c->reply + line, c->received - line);
+            c->received -= line;
+            searched = 0;
         }
     }
 }
@@ -457,8 +494,9 @@ static bool add_socket(connection *connections, size_t *count, const char *direc
 
 /// Asks every keepalived listening (the one at $KEEPALIVED_SOCKET, else the system service's
 /// and the user's) to release `card`'s `device`, and waits for their answers until `deadline`
-/// (CLOCK_MONOTONIC ns). Reports refusals and silence with SNDERR; fails nothing.
-static void ask_release(int card, int device, int64_t deadline, int timeout_ms) {
+/// (CLOCK_MONOTONIC ns; asked at `started`), or as long as a keepalived that switches the power
+/// on first asks (`{"ok":true,"wait":N}`). Reports refusals and silence with SNDERR; fails nothing.
+static void ask_release(int card, int device, int64_t started, int64_t deadline) {
     char line[CKEEPALIVED_PCM_REQUEST_MAX];
     int length = ckeepalived_pcm_request_line(line, sizeof line, card, device, program_invocation_short_name);
     if (length < 0) return;
@@ -494,7 +532,7 @@ static void ask_release(int card, int device, int64_t deadline, int timeout_ms) 
         if (waiting == 0) break;
         int64_t left = deadline - monotonic_ns();
         if (left <= 0) {
-            SNDERR("keepalived did not answer within %d ms", timeout_ms);
+            SNDERR("keepalived did not answer within %d ms", (int)((deadline - started + 999999) / 1000000));
             break;
         }
         int ready = poll(fds, waiting, (int)((left + 999999) / 1000000));
@@ -506,7 +544,7 @@ static void ask_release(int card, int device, int64_t deadline, int timeout_ms) 
         for (nfds_t i = 0; i < waiting; i++) {
             connection *c = polled[i];
             if (fds[i].revents == 0) continue;
-            bool done = fds[i].events == POLLOUT ? !send_request(c, line, (size_t)length) : receive_reply(c);
+            bool done = fds[i].events == POLLOUT ? !send_request(c, line, (size_t)length) : receive_reply(c, &deadline);
             if (done) {
                 close(c->fd);
                 c->fd = -1;
@@ -578,7 +616,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         return -EINVAL;
     }
 
-    if (stream == SND_PCM_STREAM_PLAYBACK && named) ask_release((int)card, (int)device, deadline, timeout_ms);
+    if (stream == SND_PCM_STREAM_PLAYBACK && named) ask_release((int)card, (int)device, started, deadline);
 
     char hw[CKEEPALIVED_PCM_HW_NAME_MAX];
     if (ckeepalived_pcm_hw_name(hw, sizeof hw, (int)card, (int)device, (int)subdevice) < 0) return -EINVAL;

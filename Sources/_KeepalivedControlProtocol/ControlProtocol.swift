@@ -11,6 +11,13 @@ import FoundationEssentials
 //     → {"request":"release","card":0,"device":0,"program":"mpd"}
 //     ← {"ok":true,"released":["hw:CARD=Intel,DEV=0"]}
 //
+// With --power-on-wait a release that makes its output active is answered twice: at once with
+// how long the player's open is held at most, then when the on-active hook has switched the
+// amplifier on:
+//
+//     ← {"ok":true,"wait":5100}
+//     ← {"ok":true,"released":["hw:CARD=Intel,DEV=0"]}
+//
 // This module is the daemon's wire format and nothing else: it has no sockets and no ALSA, so
 // the fuzzer and the tests use the very code the daemon ships.
 
@@ -64,16 +71,20 @@ public struct ControlReply: Codable, Sendable {
     public var changed: Bool?
     /// The outputs a `release` closed for the caller (empty: keepalived held nothing there).
     public var released: [String]?
+    /// An interim line of a `release` (`--power-on-wait`): the device is released, and the
+    /// player's open is held at most this many milliseconds more, until the final reply.
+    public var wait: Int?
 
     /// A reply; only the fields that apply are set.
     public init(ok: Bool, error: String? = nil, pid: Int32? = nil, status: DaemonStatus? = nil, changed: Bool? = nil,
-                released: [String]? = nil) {
+                released: [String]? = nil, wait: Int? = nil) {
         self.ok = ok
         self.error = error
         self.pid = pid
         self.status = status
         self.changed = changed
         self.released = released
+        self.wait = wait
     }
 
     /// A refusal carrying `message`.

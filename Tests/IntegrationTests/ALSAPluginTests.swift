@@ -99,6 +99,41 @@ extension Integration {
             #expect(opened.leakedDescriptors == 0)
         }
 
+        @Test("keepalived holds the open while the power comes on: an interim wait line, then the reply, and no message")
+        func powerOnWait() async throws {
+            let setup = try PluginSetup("power")
+            let held = try ReleaseListener(path: setup.socket, answer: .lines([
+                (.zero, #"{"ok":true,"wait":3000}"#), (.milliseconds(700), Self.released)]))
+            let opened = try await setup.open("keepalived-card0", socket: held.path)
+            held.stop()
+            let expected = try await setup.open("hw:0,0", socket: nil)
+            #expect(held.received == [Self.line(card: 0, device: 0)])
+            #expect(opened.elapsed >= .milliseconds(690), "held until the reply, past the 200 ms the release has: \(opened)")
+            #expect(opened.elapsed < Duration.milliseconds(2500).underSanitizer, "and no longer: \(opened)")
+            #expect(!opened.stderr.contains("keepalived"), "a hold that ends in a reply is silent: \(opened.stderr)")
+            #expect(opened.result == expected.result, "\(opened) \(expected)")
+            #expect(opened.leakedDescriptors == 0)
+
+            // Both lines in one read: the reply is taken at once.
+            let together = try ReleaseListener(path: setup.socket, answer: .reply(#"{"ok":true,"wait":3000}"# + "\n" + Self.released))
+            let quick = try await setup.open("keepalived-card0", socket: together.path)
+            together.stop()
+            #expect(quick.elapsed < .milliseconds(200), "\(quick)")
+            #expect(!quick.stderr.contains("keepalived"), "\(quick.stderr)")
+        }
+
+        @Test("a hold whose reply never comes ends at the wait keepalived asked for, and says so once")
+        func powerOnWaitBound() async throws {
+            let setup = try PluginSetup("power-bound")
+            let held = try ReleaseListener(path: setup.socket, answer: .lines([(.milliseconds(50), #"{"ok":true,"wait":500}"#), (.seconds(3), Self.released)]))
+            let opened = try await setup.open("keepalived-card0", socket: held.path)
+            held.stop()
+            #expect(opened.elapsed >= .milliseconds(540), "\(opened)")
+            #expect(opened.elapsed < Duration.milliseconds(1500).underSanitizer, "\(opened)")
+            #expect(opened.stderr.components(separatedBy: "keepalived did not answer within").count == 2, "\(opened.stderr)")
+            #expect(opened.leakedDescriptors == 0)
+        }
+
         @Test("KEEPALIVED_RELEASE_TIMEOUT sets the wait in ms; a value that is not one is named and the default kept")
         func releaseTimeout() async throws {
             let setup = try PluginSetup("timeout")
@@ -402,6 +437,9 @@ final class ReleaseListener: @unchecked Sendable {
     enum Answer: Sendable {
         case reply(String)
         case silence
+        /// Lines sent one after another, each after its pause; then the connection is held
+        /// until the plug-in closes it.
+        case lines([(after: Duration, line: String)])
     }
 
     let path: String
@@ -483,6 +521,15 @@ final class ReleaseListener: @unchecked Sendable {
                 close(client)
             case .silence:
                 held.append(client)
+            case .lines(let lines):
+                for (pause, text) in lines {
+                    usleep(UInt32(pause.components.seconds * 1_000_000 + pause.components.attoseconds / 1_000_000_000_000))
+                    let line = Array((text + "\n").utf8)
+                    _ = line.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                }
+                var byte: UInt8 = 0
+                while recv(client, &byte, 1, 0) == 1 { bytes.append(byte) }
+                close(client)
             }
             lock.withLock { connections.append(String(decoding: bytes, as: UTF8.self)) }
         }

@@ -135,12 +135,99 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }
 
+        /// A hook that writes `start EVENT SECONDS` and `end EVENT SECONDS` (/proc/uptime) around a
+        /// sleep of `sleep` seconds.
+        static func slowHook(in directory: URL, log: URL, sleep: String) throws -> String {
+            let script = directory.appendingPathComponent("power.sh")
+            try """
+            #!/bin/sh
+            read up idle < /proc/uptime; echo "start $KEEPALIVED_EVENT $up" >> '\(log.path)'
+            sleep \(sleep)
+            read up idle < /proc/uptime; echo "end $KEEPALIVED_EVENT $up" >> '\(log.path)'
+
+            """.write(to: script, atomically: true, encoding: .utf8)
+            chmod(script.path, 0o755)
+            return script.path
+        }
+
+        @Test("--power-on-wait: the real plug-in's open waits for on-active's end and the settle, once per active period; status is answered meanwhile")
+        func powerOnWait() async throws {
+            let setup = try PluginSetup("power-on-wait")
+            let log = setup.directory.appendingPathComponent("power.log")
+            let hook = try Self.slowHook(in: setup.directory, log: log, sleep: "1")
+            let socket = setup.socket
+            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "-d", "null", "--socket", socket, "--on-active", hook,
+                                                   "--power-on-wait", "5s", "--power-on-settle", "300ms", "--on-idle-after", "30s"],
+                                          directory: setup.directory, label: "keepalived")
+            try await waitUntil("the control socket", timeout: .seconds(5)) { FileManager.default.fileExists(atPath: socket) }
+            // The control socket serves others while the player's open is held; the output is
+            // active, and still keepalived's (no loan yet: the card stays awake meanwhile).
+            let probe = Task.detached { () async throws -> (ok: Bool, took: Duration, loans: Bool, activity: String?) in
+                try await waitUntil("on-active to start", timeout: .seconds(3).underSanitizer) { Self.lines(log).count >= 1 }
+                let asked = ContinuousClock.now
+                let reply = try UnixClient(connectingTo: socket).request("status")
+                let took = ContinuousClock.now - asked
+                let status = reply["status"] as? [String: Any] ?? [:]
+                let output = (status["outputs"] as? [[String: Any]] ?? []).first { $0["device"] as? String == "hw:0,0" }
+                return (reply["ok"] as? Bool == true, took, status["loans"] != nil, (output?["activity"] as? [String: Any])?["state"] as? String)
+            }
+            // The player's open: alsa-lib, the plug-in, `type keepalived card 0`.
+            let open = try await setup.open("keepalived-card0", socket: socket)
+            let status = try await probe.value
+            #expect(status.ok && status.took < Duration.milliseconds(500).underSanitizer, "\(status)")
+            #expect(!status.loans && status.activity == "active", "during the hold: \(status)")
+            let recorded = Self.lines(log)
+            #expect(recorded.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == ["start active", "end active"], "\(recorded)\n\(daemon.stderr)")
+            // The open took the hook's second and the settle's 0.3 s, and ended silently.
+            #expect(open.elapsed >= .milliseconds(1290), "\(open)\n\(daemon.stderr)")
+            #expect(open.elapsed < Duration.milliseconds(3000).underSanitizer, "\(open)")
+            #expect(!open.stderr.contains("keepalived"), "\(open.stderr)")
+            #expect(daemon.stderr.contains("the player's open goes on: --on-active has switched the power on"), "\(daemon.stderr)")
+
+            // The same active period: the next open (a track of another format) is not held.
+            let next = try await setup.open("keepalived-card0", socket: socket)
+            #expect(next.elapsed < Duration.milliseconds(500).underSanitizer, "\(next)")
+            #expect(Self.lines(log).count == 2, "on-active once per active period: \(Self.lines(log))")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
+        @Test("--power-on-wait is a bound: a hook that takes longer holds the open that long, no longer, and is told of")
+        func powerOnWaitBound() async throws {
+            let directory = try TestPaths.makeTemporaryDirectory("power-bound")
+            let log = directory.appendingPathComponent("power.log")
+            let hook = try Self.slowHook(in: directory, log: log, sleep: "3")
+            let socket = directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--power-on-wait", "600ms"],
+                                          directory: directory, label: "keepalived")
+            try await waitUntil("the control socket", timeout: .seconds(5)) { FileManager.default.fileExists(atPath: socket) }
+            let client = try UnixClient(connectingTo: socket)
+            let asked = ContinuousClock.now
+            client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
+            let interim = try #require(client.readLine(), "no interim line")
+            let wait = (try JSONSerialization.jsonObject(with: Data(interim.utf8)) as? [String: Any])?["wait"] as? Int
+            #expect(wait.map { (600...900).contains($0) } == true, "\(interim)")
+            let final = try #require(client.readLine(), "no reply after the hold")
+            let took = ContinuousClock.now - asked
+            #expect(final.contains(#""released":["hw:0,0"]"#) && final.contains(#""ok":true"#), "\(final)")
+            #expect(took >= .milliseconds(590) && took < Duration.milliseconds(1500).underSanitizer, "\(took)")
+            try await daemon.waitForLog("--on-active still runs at --power-on-wait's end", timeout: .seconds(2))
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(8)) == 0, "\(daemon.stderr)")
+        }
+
         @Test("bad hook options: exit 64 naming the option", arguments: [
             (["--on-active", ""], "--on-active"),
             (["--on-idle", "'unclosed"], "--on-idle"),
             (["--on-idle-after", "0s"], "--on-idle-after must be at least 1s"),
             (["--on-idle-after", "soon"], "--on-idle-after"),
             (["--hook-timeout", "10ms"], "--hook-timeout must be at least 100ms"),
+            (["--power-on-wait", "5s"], "--power-on-wait holds a player's open until --on-active has switched the power on: give --on-active too"),
+            (["--on-active", "true", "--power-on-wait", "50ms"], "--power-on-wait must be at least 100ms"),
+            (["--on-active", "true", "--power-on-wait", "31s"], "--power-on-wait must be at most 30s"),
+            (["--on-active", "true", "--power-on-wait", "later"], "--power-on-wait"),
+            (["--on-active", "true", "--power-on-settle", "1s"], "--power-on-settle is part of --power-on-wait"),
+            (["--on-active", "true", "--power-on-wait", "5s", "--power-on-settle", "soon"], "--power-on-settle"),
         ])
         func badOptions(arguments: [String], message: String) async throws {
             let result = try await runCommand(binary, ["run", "-d", "null", "--socket", "/tmp/keepalived-activity-bad.sock"] + arguments, timeout: .seconds(10))

@@ -48,7 +48,7 @@ struct PluginHelperTests {
     static func parse(_ reply: [UInt8], errorSize: Int = 256) -> (result: Int32, error: String) {
         var error = [CChar](repeating: 0x55, count: errorSize)
         let result = reply.map { CChar(bitPattern: $0) }.withUnsafeBufferPointer {
-            ckeepalived_pcm_parse_reply($0.baseAddress, $0.count, &error, errorSize)
+            ckeepalived_pcm_parse_reply($0.baseAddress, $0.count, &error, errorSize, nil)
         }
         let bytes = error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         #expect(errorSize == 0 || bytes.count < errorSize, "the error text must be NUL-terminated inside its buffer")
@@ -183,7 +183,7 @@ struct PluginHelperTests {
         #expect(Self.parse(#"{"ok":false,"error":"a\u00e9\u00e9"}"#, errorSize: 5) == (0, "aé"))
         #expect(Self.parse(#"{"ok":false,"error":"x"}"#, errorSize: 1) == (0, ""))
         let noBuffer = #"{"ok":false,"error":"x"}"#.utf8CString.withUnsafeBufferPointer {
-            ckeepalived_pcm_parse_reply($0.baseAddress, $0.count - 1, nil, 0)
+            ckeepalived_pcm_parse_reply($0.baseAddress, $0.count - 1, nil, 0, nil)
         }
         #expect(noBuffer == 0)
     }
@@ -203,16 +203,44 @@ struct PluginHelperTests {
         #expect(Self.parse(#"{"ok":true,"x":"# + String(repeating: "[", count: 30) + String(repeating: "]", count: 30) + "}") == (1, ""))
     }
 
-    @Test("any bytes: the reader answers -1, 0 or 1 and leaves a terminated UTF-8 error", arguments: 0..<4)
+    static func wait(_ reply: String) -> (result: Int32, waitMS: Int32) {
+        var wait: Int32 = -7
+        let result = reply.utf8CString.withUnsafeBufferPointer {
+            ckeepalived_pcm_parse_reply($0.baseAddress, $0.count - 1, nil, 0, &wait)
+        }
+        return (result, wait)
+    }
+
+    @Test("an interim line: keepalived holds the open N ms more while the power comes on (2, and N)")
+    func interimWait() {
+        #expect(Self.wait(#"{"ok":true,"wait":5100}"# + "\n") == (2, 5100))
+        #expect(Self.wait(#"{"wait":0,"ok":true}"#) == (2, 0))
+        #expect(Self.wait(#"{ "ok" : true , "wait" : 250 }"#) == (2, 250))
+        // Never longer than the plug-in allows, however large the number.
+        #expect(Self.wait(#"{"ok":true,"wait":30001}"#) == (2, CKEEPALIVED_PCM_POWER_WAIT_MAX_MS))
+        #expect(Self.wait(#"{"ok":true,"wait":99999999999999999999999}"#) == (2, CKEEPALIVED_PCM_POWER_WAIT_MAX_MS))
+        // A refusal is a refusal, with or without a wait; a final reply leaves the wait alone.
+        #expect(Self.wait(#"{"ok":false,"wait":100,"error":"no"}"#) == (0, -7))
+        #expect(Self.wait(#"{"ok":true,"released":["hw:CARD=0,DEV=0"]}"#) == (1, -7))
+        // A wait that is not a whole number is not a reply.
+        for bad in [#"{"ok":true,"wait":-1}"#, #"{"ok":true,"wait":1.5}"#, #"{"ok":true,"wait":1e3}"#, #"{"ok":true,"wait":"5"}"#,
+                    #"{"ok":true,"wait":}"#, #"{"ok":true,"wait":12x}"#, #"{"ok":true,"wait":true}"#] {
+            #expect(Self.wait(bad) == (-1, -7), "\(bad)")
+        }
+    }
+
+    @Test("any bytes: the reader answers -1, 0, 1 or 2 and leaves a terminated UTF-8 error", arguments: 0..<4)
     func anyBytes(seed: UInt64) {
         var generator = SplitMix(seed: seed &+ 100)
-        let alphabet = Array(#"{}[]":,\ okfalsetruerrn0u9e-+.\#u{7F}"#.utf8) + [0xC3, 0xA9, 0xFF, 0x0A, 0x00]
+        let alphabet = Array(#"{}[]":,\ okfalsetruerrn0u9e-+.wait\#u{7F}"#.utf8) + [0xC3, 0xA9, 0xFF, 0x0A, 0x00]
+        let starts = [#"{"ok":false,"error":""#, #"{"ok":true,"wait":"#]
         for _ in 0..<2000 {
             let length = Int(generator.next() % 48)
-            var bytes = Array(#"{"ok":false,"error":""#.utf8).prefix(Int(generator.next() % 22))
+            let start = starts[Int(generator.next() % 2)]
+            var bytes = Array(start.utf8).prefix(Int(generator.next() % UInt64(start.utf8.count + 1)))
             bytes += (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
             let (result, _) = Self.parse(Array(bytes), errorSize: Int(generator.next() % 12))
-            #expect([-1, 0, 1].contains(result))
+            #expect([-1, 0, 1, 2].contains(result))
         }
     }
 }

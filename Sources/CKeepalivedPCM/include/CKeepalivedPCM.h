@@ -3,7 +3,8 @@
 //
 // A music player opens `keepalived:CARD=Intel,DEV=0` (or `keepalived:0,0`) where it would open
 // `hw:…`. For a playback stream the plug-in first asks keepalived, on its control socket(s), to
-// release that card's device, waits at most 200 ms for the answers, and then opens
+// release that card's device, waits at most 200 ms for the answers (longer only when keepalived
+// says it is switching the amplifier on first: --power-on-wait), and then opens
 // `hw:CARD=<index>,DEV=<d>,SUBDEV=<s>` for the player with the player's own mode: the player
 // then has the hardware itself, with nothing in between. A capture stream only opens the hardware.
 //
@@ -55,12 +56,21 @@ int ckeepalived_pcm_hw_name(char *buffer, size_t size, int card, int device, int
 /// anything else (the caller says so and waits the default).
 int ckeepalived_pcm_release_timeout_ms(const char *text);
 
+/// The longest a `wait` line (below) may extend the open's wait: keepalived's --power-on-wait
+/// is at most 30 s, and a hold is never longer than the daemon's bound.
+#define CKEEPALIVED_PCM_POWER_WAIT_MAX_MS 30000
+
 /// Reads one reply line of keepalived's (`length` bytes, a trailing newline allowed):
 /// `{"ok":true,…}` or `{"ok":false,"error":"…",…}`. Returns 1 for ok, 0 for not ok, with the
 /// error's text (unescaped, control characters as spaces, cut to whole UTF-8 characters) in
 /// `error` (NUL-terminated; "" when the reply has none; `error` may be NULL), and -1 when the
 /// line is not a JSON object with a boolean "ok".
-int ckeepalived_pcm_parse_reply(const char *reply, size_t length, char *error, size_t error_size);
+///
+/// Returns 2 for an interim line, `{"ok":true,"wait":N}`: keepalived released the device and
+/// holds the open N ms more while the amplifier is switched on (--power-on-wait); its final
+/// reply follows on the same connection. `wait_ms` (may be NULL) gets N, at most
+/// CKEEPALIVED_PCM_POWER_WAIT_MAX_MS; a "wait" that is not a whole number makes the line -1.
+int ckeepalived_pcm_parse_reply(const char *reply, size_t length, char *error, size_t error_size, int *wait_ms);
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,12 @@ import Glibc
 /// came first, so another program's sound on the same dmix cannot be told from keepalived's own.
 ///
 /// Hooks run one after another on a thread of their own (``SerialCalls``), never on the thread
-/// that reported the audio: a hook that takes seconds delays nothing but the next hook.
+/// that reported the audio: a hook that takes seconds delays nothing but the next hook. With
+/// `--power-on-wait` a player arriving through `keepalived:` at an idle output makes it active
+/// at once and waits for its `on-active` hook (``holdForPower(_:player:)``: a ``PowerOnGate``),
+/// while keepalived's own stream still plays there, so the card stays awake as the amplifier
+/// comes on; the release follows (``playerArrived(_:)``). A stream on a sound server's sink
+/// plays as it comes: nobody's open can be held there.
 ///
 /// ```swift
 /// let activity = try OutputActivity(settings: settings, logger: logger)
@@ -27,6 +32,10 @@ final class OutputActivity: Sendable {
         var idleAfter: Duration = .seconds(300)
         var onActive: Hook?
         var onIdle: Hook?
+        /// How long a player's open may be held for `onActive` (`--power-on-wait`); nil: never.
+        var powerOnWait: Duration?
+        /// How long after `onActive` ends the open still waits (`--power-on-settle`).
+        var powerOnSettle: Duration = .zero
     }
 
     /// Who plays on an output, and where that is.
@@ -49,6 +58,8 @@ final class OutputActivity: Sendable {
         var streams: [String: Player] = [:]
         /// Who played last on each output: what an `idle` names.
         var last: [String: Player] = [:]
+        /// Players held at an output's door while the power comes on, before their loan.
+        var arriving: [String: Player] = [:]
     }
 
     private let state: Locked<State>
@@ -93,6 +104,36 @@ final class OutputActivity: Sendable {
         update { $0.streams = streams }
     }
 
+    /// A player asks for `outputs` (the card device it opens): with `--power-on-wait`, when they
+    /// are all idle, they become active now, `on-active` runs, and the gate returned says when
+    /// the player may have them; nil when nothing is held (no `--power-on-wait`, no hook, no
+    /// output, or one already active: once per active period, not per track). Until
+    /// ``playerArrived(_:)`` the player counts as playing there.
+    func holdForPower(_ outputs: [String], player: Player) -> PowerOnGate? {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            guard let wait = state.settings.powerOnWait, state.settings.onActive != nil, !outputs.isEmpty,
+                  outputs.allSatisfy({ state.machines[$0]?.report.active != true }) else { return nil }
+            let gate: PowerOnGate
+            do { gate = try PowerOnGate(deadline: now + wait, settle: state.settings.powerOnSettle) } catch {
+                logger.warning("cannot hold the player's open for --on-active: it plays at once", metadata: ["error": "\(error)"])
+                return nil
+            }
+            update(&state, now: now, gate: gate) { state in
+                for output in outputs { state.arriving[output] = player }
+            }
+            return gate
+        }
+    }
+
+    /// The players held by ``holdForPower(_:player:)`` on `outputs` went on: their loans (told
+    /// before this) take over, or, when the release was not applied, the outputs fall silent.
+    func playerArrived(_ outputs: [String]) {
+        update { state in
+            for output in outputs { state.arriving[output] = nil }
+        }
+    }
+
     /// The idle timer fired (the main loop's thread).
     func timerFired() {
         _ = timer.acknowledge()
@@ -121,29 +162,36 @@ final class OutputActivity: Sendable {
 
     private func update(_ change: (inout State) -> Void) {
         let now = ContinuousClock.now
-        state.withLock { state in
-            let before = Self.players(state)
-            change(&state)
-            let after = Self.players(state)
-            for output in Set(before.keys).union(after.keys).sorted() where before[output] != after[output] {
-                if state.machines[output] == nil { state.machines[output] = ActivityStateMachine(idleAfter: state.settings.idleAfter) }
-                if let player = after[output] {
-                    state.last[output] = player
-                    carryOut(state.machines[output]!.audioStarted(by: player.program, at: now), output: output, &state, now: now)
-                } else {
-                    carryOut(state.machines[output]!.audioStopped(at: now), output: output, &state, now: now)
-                }
+        state.withLock { state in update(&state, now: now, gate: nil, change) }
+    }
+
+    /// `gate`: what the `on-active` hooks this change sets off open (one for the outputs of one
+    /// card device).
+    private func update(_ state: inout State, now: ContinuousClock.Instant, gate: PowerOnGate?, _ change: (inout State) -> Void) {
+        let before = Self.players(state)
+        change(&state)
+        let after = Self.players(state)
+        for output in Set(before.keys).union(after.keys).sorted() where before[output] != after[output] {
+            if state.machines[output] == nil { state.machines[output] = ActivityStateMachine(idleAfter: state.settings.idleAfter) }
+            if let player = after[output] {
+                state.last[output] = player
+                carryOut(state.machines[output]!.audioStarted(by: player.program, at: now), output: output, &state, now: now, gate: gate)
+            } else {
+                carryOut(state.machines[output]!.audioStopped(at: now), output: output, &state, now: now)
             }
-            armTimer(state)
         }
+        armTimer(state)
     }
 
-    /// A loan's player first: it has the card itself; a stream on the sink is the server's.
+    /// A loan's player first: it has the card itself; one at the door is about to; a stream on
+    /// the sink is the server's.
     private static func players(_ state: State) -> [String: Player] {
-        state.streams.merging(state.loans) { _, loan in loan }
+        state.streams.merging(state.arriving) { _, arriving in arriving }.merging(state.loans) { _, loan in loan }
     }
 
-    private func carryOut(_ action: ActivityStateMachine.Action, output: String, _ state: inout State, now: ContinuousClock.Instant) {
+    /// `gate`: the held open that waits for the `on-active` hook, if any.
+    private func carryOut(_ action: ActivityStateMachine.Action, output: String, _ state: inout State, now: ContinuousClock.Instant,
+                          gate: PowerOnGate? = nil) {
         switch action {
         case .none, .armTimer, .cancelTimer:
             // The one timer is armed at the earliest idle instant after every change.
@@ -151,7 +199,7 @@ final class OutputActivity: Sendable {
         case .becameActive(let program):
             let player = state.last[output] ?? Player(program: program)
             logger.notice("real audio plays: active", metadata: ["device": "\(output)", "program": "\(program)"])
-            announce("active", output: output, player: player, hook: state.settings.onActive)
+            announce("active", output: output, player: player, hook: state.settings.onActive, gate: gate)
             if Self.activeOutputs(state) == 1 { boxChanged?(true) }
         case .becameIdle:
             let player = state.last[output] ?? Player(program: "?")
@@ -166,7 +214,7 @@ final class OutputActivity: Sendable {
         state.machines.values.count { $0.report.active }
     }
 
-    private func announce(_ event: String, output: String, player: Player, hook: Hook?) {
+    private func announce(_ event: String, output: String, player: Player, hook: Hook?, gate: PowerOnGate? = nil) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let line = ActivityEvent(event: event, output: output, program: player.program, card: player.card, device: player.device,
@@ -177,7 +225,11 @@ final class OutputActivity: Sendable {
         if let card = player.card { environment["KEEPALIVED_CARD"] = "\(card)" }
         if let device = player.device { environment["KEEPALIVED_DEVICE"] = "\(device)" }
         if let sink = player.sink { environment["KEEPALIVED_SINK"] = sink }
-        hooks.enqueue { [logger, environment] in hook.run(environment: environment, logger: logger) }
+        gate?.addRun()
+        hooks.enqueue { [logger, environment] in
+            hook.run(environment: environment, logger: logger)
+            gate?.runEnded(at: .now)
+        }
     }
 
     private func armTimer(_ state: State) {

@@ -167,7 +167,20 @@ package struct RunCommand: ParsableCommand {
                 },
                 stop: { stopRequest.trigger() },
                 reload: { reloads.queueReload(trigger: "control socket") },
-                release: { request, pid, arrived, hungUp in loans.release(request, pid: pid, arrived: arrived, hungUp: hungUp) }))
+                release: { request, pid, arrived, hungUp in
+                    // --power-on-wait: a player at an idle output waits for --on-active, while
+                    // keepalived still plays there; the release follows.
+                    let device = HardwareDevice(card: request.card, device: request.device)
+                    let player = OutputActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
+                    let outputs = scanner.outputs(on: device)
+                    guard let gate = activity.holdForPower(outputs, player: player) else {
+                        return .reply(loans.release(request, pid: pid, arrived: arrived, hungUp: hungUp))
+                    }
+                    return .afterPowerOn(gate) { hungUp in
+                        defer { activity.playerArrived(outputs) }
+                        return loans.release(request, pid: pid, arrived: .now, hungUp: hungUp)
+                    }
+                }))
         } catch {
             printError("keepalived: error: \(error)")
             if case .alreadyRunning = error { throw SysExit.tempFail }

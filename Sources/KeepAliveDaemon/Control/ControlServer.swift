@@ -13,7 +13,9 @@ import Glibc
 /// once) can delay the playback threads or the daemon's main loop, and nothing it waits for can
 /// delay a player's `release`: a reload is queued for the main loop and its reply sent when it
 /// comes, while the other clients are served; a release is answered here, as soon as the
-/// outputs on its device are closed. Each connection gets at most
+/// outputs on its device are closed (with `--power-on-wait`, once the `on-active` hook has
+/// switched the amplifier on: a ``PowerOnGate``, waited for as a reload is, after a line that
+/// tells the player how long at most; the device is released then). Each connection gets at most
 /// ``maximumRequestBytes`` per line, ``maximumClients`` connections are served at once (more are
 /// told "busy" and closed), and a connection idle for ``clientTimeout`` is closed, but one that
 /// asked for `events`: it stays open and gets each ``ActivityEvent`` as a line, until it hangs up
@@ -22,6 +24,8 @@ final class ControlServer: @unchecked Sendable {
     static let maximumRequestBytes = 64 * 1024
     static let maximumClients = 32
     static let clientTimeout: Duration = .seconds(5)
+    /// How much longer than a held release's gate the player is told to wait.
+    static let holdMargin: Duration = .milliseconds(250)
 
     /// What the server asks of the daemon.
     struct Handlers: Sendable {
@@ -31,7 +35,16 @@ final class ControlServer: @unchecked Sendable {
         var reload: @Sendable () -> Result<MainLoopRequest, MainLoopQueue.QueueFailure>
         /// A player's release of one card device, for the process at the other end, which asked
         /// at `arrived`; `hungUp` says whether it has stopped waiting.
-        var release: @Sendable (ReleaseRequest, _ pid: Int32, _ arrived: ContinuousClock.Instant, _ hungUp: () -> Bool) -> ControlReply
+        var release: @Sendable (ReleaseRequest, _ pid: Int32, _ arrived: ContinuousClock.Instant, _ hungUp: () -> Bool) -> ReleaseAnswer
+    }
+
+    /// How a release is answered.
+    enum ReleaseAnswer: Sendable {
+        /// At once: the device is released, or why not.
+        case reply(ControlReply)
+        /// Once `gate` opens (`--power-on-wait`: the amplifier first): then `release` releases
+        /// the device and gives the reply; its argument says whether the player stopped waiting.
+        case afterPowerOn(PowerOnGate, release: @Sendable (_ hungUp: () -> Bool) -> ControlReply)
     }
 
     /// A group whose members may ask for a `release`: its name and id.
@@ -160,11 +173,30 @@ final class ControlServer: @unchecked Sendable {
         var playerOnly: Bool
         var reader = ControlRequestReader(limit: ControlServer.maximumRequestBytes)
         var deadline: ContinuousClock.Instant
-        /// A reload queued for the main loop: its reply goes out before the client's next line
-        /// is read, at the latest at `deadline`.
-        var pending: MainLoopRequest?
+        /// A reply that waits: it goes out before the client's next line is read, at the latest
+        /// at `deadline`.
+        var pending: Pending?
         /// Asked for `events`: no deadline, and each event line is sent to it.
         var subscribed = false
+    }
+
+    /// What a client's reply waits for.
+    private enum Pending {
+        /// A reload queued for the main loop.
+        case reload(MainLoopRequest)
+        /// A release held for the power (`--power-on-wait`): `release` runs once `gate` opens;
+        /// `settling` once its hooks have ended (it then waits for `deadline`, the gate's
+        /// opening, not for a descriptor).
+        case powerOn(PowerOnGate, release: @Sendable (_ hungUp: () -> Bool) -> ControlReply, pid: Int32, arrived: ContinuousClock.Instant, settling: Bool)
+
+        /// What the server thread polls for it: nothing (-1) while it only waits for a time.
+        var descriptor: Int32 {
+            switch self {
+            case .reload(let request): request.readyDescriptor
+            case .powerOn(_, _, _, _, true): -1
+            case .powerOn(let gate, _, _, _, false): gate.descriptor
+            }
+        }
     }
 
     private func serve() {
@@ -181,7 +213,7 @@ final class ControlServer: @unchecked Sendable {
             descriptors.append(pollfd(fd: backoff.listens(at: now) ? listener : -1, events: Int16(POLLIN), revents: 0))
             descriptors.append(pollfd(fd: events?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
             // A client waiting for a reload: its reply's descriptor, not its own.
-            for client in clients { descriptors.append(pollfd(fd: client.pending?.readyDescriptor ?? client.fd, events: Int16(POLLIN), revents: 0)) }
+            for client in clients { descriptors.append(pollfd(fd: client.pending?.descriptor ?? client.fd, events: Int16(POLLIN), revents: 0)) }
             // Rounded up: a deadline less than 1 ms ahead would otherwise be polled for at once,
             // again and again.
             let nearest = clients.filter { !$0.subscribed }.map(\.deadline).min().map { now.duration(to: $0).pollTimeout } ?? -1
@@ -300,18 +332,40 @@ final class ControlServer: @unchecked Sendable {
         return true
     }
 
-    /// Sends a waiting reload's reply once the main loop gave it, or says it is still waiting
-    /// once `timedOut`; then answers what the client sent meanwhile. False when the connection
-    /// should close.
+    /// Sends a waiting reply: a reload's once the main loop gave it, or says it is still waiting
+    /// once `timedOut`; a held release's once its gate opens (at the latest at its deadline,
+    /// which is the client's). Then answers what the client sent meanwhile. False when the
+    /// connection should close.
     private func replyPending(_ client: inout Client, timedOut: Bool) -> Bool {
-        guard let request = client.pending else { return true }
+        guard let pending = client.pending else { return true }
         let reply: ControlReply
-        if let given = request.reply {
-            reply = given
-        } else if timedOut {
-            reply = .failure("reload still waiting after \(MainLoopQueue.replyTimeout.components.seconds) s; it will be applied when the daemon gets to it")
-        } else {
-            return true
+        switch pending {
+        case .reload(let request):
+            if let given = request.reply {
+                reply = given
+            } else if timedOut {
+                reply = .failure("reload still waiting after \(MainLoopQueue.replyTimeout.components.seconds) s; it will be applied when the daemon gets to it")
+            } else {
+                return true
+            }
+        case .powerOn(let gate, let release, let pid, let arrived, _):
+            let now = ContinuousClock.now
+            guard timedOut || gate.isOpen(at: now) else {
+                // The hooks ended: the settle is a time, not a descriptor.
+                if let opensAt = gate.opensAt {
+                    client.deadline = opensAt
+                    client.pending = .powerOn(gate, release: release, pid: pid, arrived: arrived, settling: true)
+                }
+                return true
+            }
+            let metadata: Logger.Metadata = ["pid": "\(pid)", "ms": "\((now - arrived).wholeMilliseconds)"]
+            if gate.hooksOutlasted {
+                logger.warning("--on-active still runs at --power-on-wait's end: the player's open goes on", metadata: metadata)
+            } else {
+                logger.info("the player's open goes on: --on-active has switched the power on", metadata: metadata)
+            }
+            let fd = client.fd
+            reply = release { csystem_peer_hung_up(fd) == 1 }
         }
         client.pending = nil
         client.deadline = ContinuousClock.now + Self.clientTimeout
@@ -319,7 +373,8 @@ final class ControlServer: @unchecked Sendable {
         return answerBuffered(&client) && readRequests(&client)
     }
 
-    /// The reply to `command`; nil when it waits for the main loop (a reload: ``Client/pending``).
+    /// The reply to `command`; nil when it waits (``Client/pending``): a reload for the main
+    /// loop, a release for the power (after its interim line, sent here).
     private func answer(_ command: ControlCommand, from client: inout Client, arrived: ContinuousClock.Instant) -> ControlReply? {
         serverThread.check("ControlServer.answer")
         if client.playerOnly, command.name != "release" {
@@ -331,7 +386,20 @@ final class ControlServer: @unchecked Sendable {
             // thread waits in that open, which the release would join.
             guard client.pid != getpid() else { return ControlReply(ok: true, released: []) }
             let fd = client.fd
-            return handlers.release(request, client.pid, arrived) { csystem_peer_hung_up(fd) == 1 }
+            switch handlers.release(request, client.pid, arrived, { csystem_peer_hung_up(fd) == 1 }) {
+            case .reply(let reply):
+                return reply
+            case .afterPowerOn(let gate, let release):
+                // How long the player's open may wait for the final line: a little past the
+                // gate's deadline, so that the reply, not the player's own deadline, ends it.
+                let wait = (ContinuousClock.now.duration(to: gate.deadline) + Self.holdMargin).wholeMilliseconds
+                logger.info("a player waits for --on-active to switch the power on", metadata: [
+                    "card": "\(request.card)", "device": "\(request.device)", "player": "\(request.program ?? "?") (pid \(client.pid))"])
+                UnixSocket.send(fd, ControlJSON.encode(ControlReply(ok: true, wait: Int(max(wait, 0)))) + "\n")
+                client.pending = .powerOn(gate, release: release, pid: client.pid, arrived: arrived, settling: false)
+                client.deadline = gate.deadline
+                return nil
+            }
         case .status:
             return ControlReply(ok: true, pid: getpid(), status: handlers.status())
         case .stop:
@@ -345,7 +413,7 @@ final class ControlServer: @unchecked Sendable {
         case .reload:
             switch handlers.reload() {
             case .success(let request):
-                client.pending = request
+                client.pending = .reload(request)
                 client.deadline = ContinuousClock.now + MainLoopQueue.replyTimeout
                 return nil
             case .failure(let failure):

@@ -6,6 +6,9 @@ import ArgumentParser
 /// The durations are parsed here rather than by typed options, as ``SessionOptions`` does, so
 /// that every bad value gets the same kind of message.
 struct PowerOptions: ParsableArguments {
+    /// The plug-in holds an open at most this long (CKEEPALIVED_PCM_POWER_WAIT_MAX_MS).
+    static let longestPowerOnWait: Duration = .seconds(30)
+
     @Option(name: .customLong("on-active"), help: ArgumentHelp(
         "Run this command when real audio starts on an output that was idle (a player through keepalived:, another stream on a kept sink): its words split like a shell's, run without one; KEEPALIVED_EVENT, KEEPALIVED_OUTPUT, KEEPALIVED_PROGRAM and KEEPALIVED_CARD/KEEPALIVED_DEVICE or KEEPALIVED_SINK in its environment; its output goes to the log. Once per active period, not per track.",
         valueName: "command"))
@@ -25,6 +28,16 @@ struct PowerOptions: ParsableArguments {
         "How long --on-active and --on-idle may run before they are ended (SIGTERM to their process group, SIGKILL a second later), like 10s or 1min (default 30s).",
         valueName: "duration"))
     var hookTimeout: String?
+
+    @Option(name: .customLong("power-on-wait"), help: ArgumentHelp(
+        "Hold a player's open through keepalived: until --on-active has ended (it switches the amplifier on), at most this long, like 5s (from 100ms to 30s; default: no hold): the first note plays on an amplifier that is on. Once per active period, not per track.",
+        valueName: "duration"))
+    var powerOnWait: String?
+
+    @Option(name: .customLong("power-on-settle"), help: ArgumentHelp(
+        "With --power-on-wait: how long the open still waits after --on-active has ended, for an amplifier or receiver that takes a moment to play once on, like 500ms (default 0; within --power-on-wait).",
+        valueName: "duration"))
+    var powerOnSettle: String?
 
     mutating func validate() throws {
         _ = try settings
@@ -47,6 +60,20 @@ struct PowerOptions: ParsableArguments {
             }
             settings.onActive?.timeout = timeout
             settings.onIdle?.timeout = timeout
+            if let powerOnWait {
+                let wait = try DurationArgument.parse(powerOnWait, option: "--power-on-wait", atLeast: .milliseconds(100), written: "100ms")
+                guard wait <= Self.longestPowerOnWait else {
+                    throw ValidationError("--power-on-wait must be at most 30s, not \(powerOnWait): a player's open waits that long")
+                }
+                guard settings.onActive != nil else {
+                    throw ValidationError("--power-on-wait holds a player's open until --on-active has switched the power on: give --on-active too")
+                }
+                settings.powerOnWait = wait
+            }
+            if let powerOnSettle {
+                guard settings.powerOnWait != nil else { throw ValidationError("--power-on-settle is part of --power-on-wait: give both") }
+                settings.powerOnSettle = try DurationArgument.parse(powerOnSettle, option: "--power-on-settle", atLeast: .zero, written: "0s")
+            }
             return settings
         }
     }

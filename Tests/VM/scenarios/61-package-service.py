@@ -13,6 +13,10 @@ options file names the HDA card. Then:
 - `systemctl reload` with a new level: the same process, the PCM never closed nor reopened, the
   codec never slept, no recovery, the new level in status;
 - the journal has the daemon's lines with their syslog priorities;
+- `--on-active`/`--on-idle` as the README's smart plug (curl to an HTTP server on the guest's
+  loopback), set off by aplay through the package's `keepalived:` PCM: inside the sandbox the
+  hook fails and the plug gets nothing; with docs/systemd.md's network drop-in (read from the
+  document) the plug gets `on`, then `off` after `--on-idle-after`;
 - `systemctl stop` is quick and leaves no process, no runtime directory, no open PCM;
 - with the nodes `root:root 0600` (a box without udev's rules), status says `permission-denied`
   naming the node; `keepalived stop` over the socket ends the service cleanly (exit codes checked).
@@ -21,6 +25,8 @@ options file names the HDA card. Then:
 import glob
 import json
 import os
+import re
+import subprocess
 import threading
 import time
 
@@ -221,6 +227,70 @@ vt.check("journal-priorities", playing and playing[0].get("PRIORITY") == "6" and
 reloaded = [e for e in entries if "reload" in str(e.get("MESSAGE", ""))]
 vt.check("journal-reload-line", bool(reloaded),
          "; ".join(f"<{e.get('PRIORITY')}> {str(e.get('MESSAGE'))[:90]}" for e in reloaded[:2]) or "no line mentions the reload")
+
+# -- a hook and the sandbox: docs/systemd.md's network drop-in ----------------------------------------
+# The hooks run inside the unit's sandbox: with PrivateNetwork=yes, IPAddressDeny=any and AF_UNIX
+# only, a smart plug's HTTP call fails; with the drop-in docs/systemd.md gives for the network, it
+# reaches the server. The "plug" is an HTTP server on the guest's loopback, and the hooks are the
+# README's curl lines; a player through the package's `keepalived:` PCM makes the output active.
+HTTP_LOG = "/run/vm-plug.log"
+os.makedirs("/run/relay", exist_ok=True)
+with open("/run/relay/0", "w") as f:
+    f.write("ok\n")  # the plug's answer: 200 (the server leaves the query out of the path)
+plug = subprocess.Popen(["python3", "-m", "http.server", "--bind", "127.0.0.1", "8765", "--directory", "/run"],
+                        stdout=subprocess.DEVNULL, stderr=open(HTTP_LOG, "w"))
+vt.wait_until(lambda: vt.run(["curl", "-fsS", "-m", "2", "-o", "/dev/null", "http://127.0.0.1:8765/"]).returncode == 0, 20, 0.3)
+TRACK = "/run/vm-track.wav"
+vt.run(["sox", "-n", "-r", "48000", "-c", "2", "-b", "16", TRACK, "synth", "1", "sine", "440", "vol", "0.1"])
+PLAYER_ENV = dict(ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
+CURL = "curl -fsS -m 5 -o /dev/null http://127.0.0.1:8765/relay/0?turn="
+write_options(f"--device {device} --volume 0.01 --on-active '{CURL}on' --on-idle '{CURL}off' --on-idle-after 2s")
+
+
+def plug_requests():
+    return [l.split('"')[1].split()[1] for l in vt.read(HTTP_LOG, "").splitlines() if '"GET /relay' in l]
+
+
+def hook_lines(since):
+    r = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat", f"--since=@{since:.0f}"], timeout=30)
+    return [l for l in r.stdout.splitlines() if "hook " in l]
+
+
+since = time.time() - 1
+r = vt.run(["systemctl", "reload", UNIT], timeout=30)
+play = vt.run(["aplay", "-q", "-D", f"keepalived:CARD={card_id},DEV=0", TRACK], timeout=30, env=PLAYER_ENV)
+w = vt.wait_until(lambda: any("hook failed" in l and "turn=on" in l for l in hook_lines(since)), 15, 0.3)
+vt.check("hook-sandboxed-without-drop-in", r.returncode == 0 and play.returncode == 0 and w and not plug_requests(),
+         f"reload: exit {r.returncode}; aplay through keepalived: exit {play.returncode} ({vt.one_line(play.stdout, 100)}); "
+         f"the hook's lines: {vt.one_line(' | '.join(hook_lines(since)), 400)}; the plug got {plug_requests()}")
+w = vt.wait_until(lambda: any("hook failed" in l and "turn=off" in l for l in hook_lines(since)), 15, 0.3)
+
+ini = re.search(r"## Hooks and the sandbox.*?```ini\n(.*?)```", vt.read(os.path.join(os.environ["VM_REPO"], "docs/systemd.md"), ""), re.S)
+DROP_IN = f"/etc/systemd/system/{UNIT}.service.d/network.conf"
+os.makedirs(os.path.dirname(DROP_IN), exist_ok=True)
+with open(DROP_IN, "w") as f:
+    f.write(ini.group(1) if ini else "")
+vt.run(["systemctl", "daemon-reload"], timeout=60)
+r = vt.run(["systemctl", "restart", UNIT], timeout=60)
+w0 = vt.wait_until(lambda: show("StatusText")["StatusText"] == f"playing on {device}", 20)
+since = time.time() - 1
+t = time.monotonic()
+play = vt.run(["aplay", "-q", "-D", f"keepalived:CARD={card_id},DEV=0", TRACK], timeout=30, env=PLAYER_ENV)
+w1 = vt.wait_until(lambda: "/relay/0?turn=on" in plug_requests(), 15, 0.2)
+on_after = time.monotonic() - t
+w2 = vt.wait_until(lambda: "/relay/0?turn=off" in plug_requests(), 20, 0.2)
+vt.check("hook-network-drop-in", bool(ini) and r.returncode == 0 and w0 and play.returncode == 0 and w1 and w2
+         and plug_requests() == ["/relay/0?turn=on", "/relay/0?turn=off"] and not any("hook failed" in l for l in hook_lines(since)),
+         f"docs/systemd.md's drop-in {'found' if ini else 'NOT found'} ({vt.one_line(ini.group(1) if ini else '', 160)}); "
+         f"restart: exit {r.returncode}; aplay: exit {play.returncode}; the plug got {plug_requests()}, on {on_after:.1f} s "
+         f"after the player started; the hook's lines: {vt.one_line(' | '.join(hook_lines(since)), 300)}")
+os.remove(DROP_IN)
+vt.run(["systemctl", "daemon-reload"], timeout=60)
+plug.terminate()
+write_options(f"--device {device} --volume 0.02")
+vt.run(["systemctl", "restart", UNIT], timeout=60)
+vt.wait_until(lambda: show("StatusText")["StatusText"] == f"playing on {device}", 20)
+pid = int(show("MainPID")["MainPID"])
 
 # -- stop -----------------------------------------------------------------------------------------
 t0 = time.monotonic()

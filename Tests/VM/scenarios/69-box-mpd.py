@@ -28,7 +28,12 @@ WAV and a 48 kHz FLAC, 16-bit stereo sweeps made by sox. One boot:
   with `--on-active`/`--on-idle` and `--on-idle-after 3s` (a reload): the queue is one active
   period (`status` says active, by mpd, while it plays): the hook runs once as it starts, with
   the card and device, and once 3 s after MPD's close (its output in the journal), and
-  `keepalived events` prints the same two changes;
+  `keepalived events` prints the same two changes; with `--power-on-wait 5s` and an on-active
+  hook that takes 1.5 s (an amplifier's relay and its warm-up), MPD's open waits for it: the
+  hook starts within 1 s of keepalived hearing MPD's open, keepalived plays on the card until
+  the hook has ended (its stream's, not MPD's, until then), and MPD's stream starts on the card
+  (the kernel's trigger time) after the hook's end, within 1.5 s of it (the rest of the release
+  and MPD's own start on the emulated CPU); the codec never sleeps meanwhile (below);
 - a probe (aplay opening `keepalived:` and closing it before any hw_params) leaves keepalived's
   remembered format alone: it comes back at 48 kHz, the last track's rate, not its clip's 44.1;
 - two devices of one card (snd-aloop's Loopback, devices 0 and 1, both kept awake): a player
@@ -428,11 +433,13 @@ vt.check("probe-keeps-format", w and lent == 1 and rate() == "48000", f"the prob
 # way, named mpd on the card; `keepalived events` and `status` say the same.
 HOOK = "/usr/local/bin/vm-activity-hook"
 with open(HOOK, "w") as f:
-    # Its output goes to the journal (the service's /tmp is its own): one line per run.
-    f.write('#!/bin/sh\nread up _ < /proc/uptime\necho "HOOK $KEEPALIVED_EVENT $KEEPALIVED_OUTPUT $KEEPALIVED_PROGRAM $KEEPALIVED_CARD $KEEPALIVED_DEVICE $up"\n')
+    # Its output goes to the journal (the service's /tmp is its own): one line per run, and on
+    # active a second, 1.5 s later: an amplifier switched on and warmed up.
+    f.write('#!/bin/sh\nread up _ < /proc/uptime\necho "HOOK $KEEPALIVED_EVENT $KEEPALIVED_OUTPUT $KEEPALIVED_PROGRAM $KEEPALIVED_CARD $KEEPALIVED_DEVICE $up"\n'
+            '[ "$KEEPALIVED_EVENT" = active ] || exit 0\nsleep 1.5\nread up _ < /proc/uptime\necho "POWERED $up"\n')
 os.chmod(HOOK, 0o755)
 with open(CONF, "w") as f:
-    f.write(f'KEEPALIVED_OPTIONS="-d {HW} -d {USB_HW} -d {LOOP0} -d {LOOP1} --on-active {HOOK} --on-idle {HOOK} --on-idle-after 3s"\n')
+    f.write(f'KEEPALIVED_OPTIONS="-d {HW} -d {USB_HW} -d {LOOP0} -d {LOOP1} --on-active {HOOK} --on-idle {HOOK} --on-idle-after 3s --power-on-wait 5s"\n')
 r = sh("systemctl", "reload", UNIT, timeout=60)
 
 
@@ -468,6 +475,15 @@ mpc("-q", "add", TRACKS["b48"][0])
 t = time.monotonic()
 mpc("-q", "play")
 w1 = vt.wait_until(lambda: holder() == pid and rate() == "44100", 15, 0.02)
+# MPD's stream's start on the card, on the guest's monotonic clock: the kernel's trigger time,
+# moved by the status's own clock (its tstamp, read now) to time.monotonic()'s.
+read_at = time.monotonic()
+pcm = vt.read(STATUS, "")
+stamps = dict((k.strip(), v.strip()) for k, _, v in (l.partition(":") for l in pcm.splitlines()) if k.strip() in ("trigger_time", "tstamp"))
+try:
+    mpd_started = float(stamps["trigger_time"]) - float(stamps["tstamp"]) + read_at
+except (KeyError, ValueError):
+    mpd_started = None
 playing_activity = activity()
 w2 = vt.wait_until(lambda: holder() == pid and rate() == "48000", TRACKS["a44"][2] + 15, 0.02)
 w3 = vt.wait_until(lambda: holder() not in (pid, "open", None), TRACKS["b48"][2] + 15, 0.02)
@@ -491,6 +507,27 @@ lines = hook_lines(since)
 want = [f"active {HW} mpd {card} 0", f"idle {HW} mpd {card} 0"]
 vt.check("hooks-once-each-way", w and [" ".join(l.split()[1:6]) for l in lines] == want,
          f"hook runs in the journal: {lines} (want {want})")
+# --power-on-wait: the hook's start after keepalived heard MPD's open (its journal's monotonic
+# stamp of the hold), the hook's end, MPD's stream's start.
+journal = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "short-monotonic").stdout.splitlines()
+def stamp(l):
+    m = re.match(r"\s*\[\s*([0-9.]+)\]", l)
+    return float(m.group(1)) if m else None
+held = [stamp(l) for l in journal if "a player waits for --on-active" in l and (stamp(l) or 0) >= since]
+powered = [float(l.split("line=POWERED", 1)[1].split()[0]) for l in journal if "line=POWERED" in l and float(l.split("line=POWERED", 1)[1].split()[0]) >= since]
+hook_start = float(lines[0].split()[-1]) if lines else None
+if held and powered and hook_start is not None and mpd_started is not None:
+    to_hook, to_sound = hook_start - held[0], mpd_started - powered[0]
+    with timeline.lock:
+        kept = [x for x in timeline.spans if x[0] == kpid and x[1] <= hook_start and x[2] >= powered[0]]
+    vt.note(f"power_on_ms= open_to_hook={1000 * to_hook:.0f} hook={1000 * (powered[0] - hook_start):.0f} hook_end_to_first_sample={1000 * to_sound:.0f}")
+    vt.check("power-on-before-the-first-note", len(held) == 1 and len(powered) == 1 and 0 <= to_hook <= 1.0 and 0 < to_sound <= 1.5 and bool(kept),
+             f"keepalived heard MPD's open at {held[0]:.3f} s, the hook ran {hook_start:.3f}-{powered[0]:.3f} s, MPD's stream started on "
+             f"the card at {mpd_started:.3f} s: {1000 * to_hook:.0f} ms to the hook, {1000 * to_sound:.0f} ms from its end to the first sample "
+             f"(holds: {len(held)}, hook ends: {len(powered)}); keepalived held the card through the hook: {bool(kept)}")
+else:
+    vt.fail("power-on-before-the-first-note", f"not all seen: the hold {held}, the hook's start {hook_start} and end {powered}, "
+            f"MPD's trigger {mpd_started} ({vt.one_line(pcm, 200)})")
 if len(lines) == 2:
     idle_at = float(lines[1].split()[-1])
     # --on-idle-after 3s from the loan's end, which keepalived's reopen of the card (seen here)
