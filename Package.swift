@@ -50,6 +50,9 @@ let package = Package(
         // threads through it), and the one posix_spawn setup shared by `keepalived start` and the
         // tests' child processes.
         .target(name: "CSystem"),
+        // The kernel's CEC framework (linux/cec.h): its ioctls on fixed-size structures, which
+        // Swift cannot call (variadic ioctl, _IOWR request numbers), for --cec. No libcec.
+        .target(name: "CLinuxCEC"),
         // libsystemd: sd-bus, through which the daemon follows logind (sleep, lock, idle), with
         // wrappers for its varargs calls; and sd-daemon's notify protocol (READY=1, WATCHDOG=1).
         .target(
@@ -80,6 +83,7 @@ let package = Package(
                 "CSDBus",
                 "CPulse",
                 "CALSA",
+                "CLinuxCEC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -186,9 +186,9 @@ _keepalived() {
 
 _keepalived_run() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --cec-wake-tv --cec-standby --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --retry-max --buffer --linger --socket --config --player-group)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config --player-group)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -252,6 +252,10 @@ _keepalived_run() {
         return
         ;;
     '--power-on-settle')
+        return
+        ;;
+    '--cec')
+        __keepalived_add_completions -f
         return
         ;;
     '--retry-max')
@@ -277,9 +281,9 @@ _keepalived_run() {
 
 _keepalived_start() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --cec-wake-tv --cec-standby --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --retry-max --buffer --linger --socket)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -343,6 +347,10 @@ _keepalived_start() {
         return
         ;;
     '--power-on-settle')
+        return
+        ;;
+    '--cec')
+        __keepalived_add_completions -f
         return
         ;;
     '--retry-max')
@@ -425,9 +433,9 @@ _keepalived_devices() {
 
 _keepalived_test() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --no-ring-loop --verbose -v -y --yes --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --cec-wake-tv --cec-standby --no-ring-loop --verbose -v -y --yes --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --retry-max --buffer --linger --socket --config)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -491,6 +499,10 @@ _keepalived_test() {
         return
         ;;
     '--power-on-settle')
+        return
+        ;;
+    '--cec')
+        __keepalived_add_completions -f
         return
         ;;
     '--retry-max')

@@ -127,6 +127,9 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
     /// The card devices keepalived let players have (the `keepalived:` PCM), and who has them
     /// (absent when none).
     public var loans: [LoanReport]?
+    /// HDMI-CEC with `--cec`: the adapter, keepalived's addresses on the bus, the last message
+    /// it sent (absent without `--cec`).
+    public var cec: CECReport?
 
     /// A status as the daemon reports it.
     public init(state: String, reason: String? = nil, pid: Int32, uptimeSeconds: Double, socket: String,
@@ -139,6 +142,45 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         self.logFile = logFile
         self.outputs = outputs
         self.exclude = exclude
+    }
+}
+
+/// `--cec` in ``DaemonStatus``: where keepalived is on the HDMI-CEC bus and what it last said.
+///
+/// ```swift
+/// if let cec = status.cec, cec.acknowledged == false { print("nothing answered \(cec.lastMessage ?? "")") }
+/// ```
+public struct CECReport: Codable, Equatable, Sendable {
+    /// The adapter's device node (`/dev/cec0`).
+    public var device: String
+    /// `waiting for the adapter`, `claiming a logical address` or `ready`.
+    public var state: String
+    /// The driver's name of the adapter, once open.
+    public var adapter: String?
+    /// keepalived's physical address (`2.0.0.0`) and logical address (4, 8 or 11 for a
+    /// Playback device; 15 when none was free), once claimed.
+    public var physicalAddress: String?
+    public var logicalAddress: Int?
+    /// The last message keepalived sent when the box became active or idle
+    /// (`4→5 System Audio Mode Request (2.0.0.0)`).
+    public var lastMessage: String?
+    /// Whether its destination acknowledged it (absent until the adapter said).
+    public var acknowledged: Bool?
+    /// Whether the audio system said it plays the box's sound (its Set System Audio Mode),
+    /// absent until it said anything.
+    public var systemAudioMode: Bool?
+
+    /// A report; only the fields that apply are set.
+    public init(device: String, state: String, adapter: String? = nil, physicalAddress: String? = nil, logicalAddress: Int? = nil,
+                lastMessage: String? = nil, acknowledged: Bool? = nil, systemAudioMode: Bool? = nil) {
+        self.device = device
+        self.state = state
+        self.adapter = adapter
+        self.physicalAddress = physicalAddress
+        self.logicalAddress = logicalAddress
+        self.lastMessage = lastMessage
+        self.acknowledged = acknowledged
+        self.systemAudioMode = systemAudioMode
     }
 }
 

@@ -64,13 +64,17 @@ final class OutputActivity: Sendable {
 
     private let state: Locked<State>
     private let hooks = SerialCalls(threadName: "keepalive-hook")
+    /// Told when the box as a whole becomes active (the first output) or idle (the last one),
+    /// under the lock, so in order: `--cec` (``CECFollower``). It must not wait.
+    private let boxChanged: (@Sendable (_ active: Bool) -> Void)?
 
     /// - Throws: `Errno` when the system refuses a timer.
-    init(settings: Settings, logger: Logger) throws(Errno) {
+    init(settings: Settings, logger: Logger, boxChanged: (@Sendable (_ active: Bool) -> Void)? = nil) throws(Errno) {
         self.logger = logger
         timer = try IntervalTimer()
         events = try EventLines()
         state = Locked(State(settings: settings))
+        self.boxChanged = boxChanged
     }
 
     /// A reload's settings: a new `--on-idle-after` applies from the next silence.
@@ -196,11 +200,18 @@ final class OutputActivity: Sendable {
             let player = state.last[output] ?? Player(program: program)
             logger.notice("real audio plays: active", metadata: ["device": "\(output)", "program": "\(program)"])
             announce("active", output: output, player: player, hook: state.settings.onActive, gate: gate)
+            if Self.activeOutputs(state) == 1 { boxChanged?(true) }
         case .becameIdle:
             let player = state.last[output] ?? Player(program: "?")
             logger.notice("no real audio for \(LingerWatcher.describe(state.settings.idleAfter)): idle", metadata: ["device": "\(output)"])
             announce("idle", output: output, player: player, hook: state.settings.onIdle)
+            if Self.activeOutputs(state) == 0 { boxChanged?(false) }
         }
+    }
+
+    /// The outputs active now (this one's machine already changed).
+    private static func activeOutputs(_ state: State) -> Int {
+        state.machines.values.count { $0.report.active }
     }
 
     private func announce(_ event: String, output: String, player: Player, hook: Hook?, gate: PowerOnGate? = nil) {

@@ -122,8 +122,10 @@ package struct RunCommand: ParsableCommand {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
+        // --cec: follows the box's activity on a thread of its own (checked by the parse).
+        let cec = CECFollower(settings: (try? options.cec.settings) ?? CECFollower.Settings(), logger: logger)
         let activity: OutputActivity
-        do { activity = try OutputActivity(settings: try options.power.settings, logger: logger) } catch {
+        do { activity = try OutputActivity(settings: try options.power.settings, logger: logger, boxChanged: { cec.boxChanged(active: $0) }) } catch {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
@@ -131,10 +133,12 @@ package struct RunCommand: ParsableCommand {
             let policy = (try? next.session.policy) ?? PauseStateMachine.Policy()
             let plan = try next.lingerPlan(for: configuration)
             let power = try next.power.settings
+            let cecSettings = try next.cec.settings
             return {
                 logind.policyChanged(policy)
                 linger.apply(plan)
                 activity.apply(power)
+                cec.apply(cecSettings)
             }
         })
 
@@ -158,6 +162,7 @@ package struct RunCommand: ParsableCommand {
                     let lent = loans.reports
                     status.loans = lent.isEmpty ? nil : lent
                     for index in status.outputs.indices { status.outputs[index].activity = activity.report(for: status.outputs[index].device) }
+                    status.cec = cec.report
                     return status
                 },
                 stop: { stopRequest.trigger() },
@@ -188,6 +193,8 @@ package struct RunCommand: ParsableCommand {
         // The control socket's handlers hold the request, the request the runtime, the runtime
         // the control socket: let go once it ran, so nothing outlives the command unreachable.
         defer { stopRequest.disarm() }
+        cec.start()
+        defer { cec.stop() }
         do { try runtime.run() } catch {
             printError("keepalived: error: \(error)")
             throw error is ControlSocketError ? SysExit.cannotCreate : SysExit.osError

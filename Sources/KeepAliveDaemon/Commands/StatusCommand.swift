@@ -39,6 +39,19 @@ package struct StatusCommand: ParsableCommand {
         return text
     }
 
+    /// `/dev/cec0 (vivid-000-vid-out1): ready, 2.0.0.0, logical address 4; last sent: 4→5 System
+    /// Audio Mode Request (2.0.0.0), acknowledged; audio system on`.
+    static func describe(_ cec: CECReport) -> String {
+        var text = "\(cec.device)\(cec.adapter.map { " (\($0))" } ?? ""): \(cec.state)"
+        if let physical = cec.physicalAddress, let logical = cec.logicalAddress { text += ", \(physical), logical address \(logical)" }
+        if let message = cec.lastMessage {
+            let heard = cec.acknowledged.map { $0 ? "acknowledged" : "not acknowledged" } ?? "sending"
+            text += "; last sent: \(message), \(heard)"
+        }
+        if let mode = cec.systemAudioMode { text += "; audio system \(mode ? "on" : "off")" }
+        return text
+    }
+
     static func describe(_ status: DaemonStatus) -> String {
         var lines = ["keepalived is running (pid \(status.pid), up \(formatDuration(status.uptimeSeconds)))"]
         lines.append("state: \(status.state)\(status.reason.map { " (\($0))" } ?? "")")
@@ -57,6 +70,7 @@ package struct StatusCommand: ParsableCommand {
                 lines.append("  player's format: \(format) \(rate) Hz \(channels) ch (kept when keepalived takes it back)")
             }
         }
+        if let cec = status.cec { lines.append("cec: \(Self.describe(cec))") }
         for output in status.outputs {
             lines.append("output \(output.device): \(output.state)\(output.reason.map { " (\($0))" } ?? "")")
             if let format = output.format, let rate = output.rate, let channels = output.channels {

@@ -39,6 +39,8 @@ struct PlaybackOptions: ParsableArguments {
 
     @OptionGroup var power: PowerOptions
 
+    @OptionGroup var cec: CECOptions
+
     @Option(help: .hidden)
     var seed: UInt64?
 

@@ -1,0 +1,303 @@
+import _KeepalivedControlProtocol
+import CLinuxCEC
+import Glibc
+import KeepAlive
+import Logging
+
+/// The one owner of the CEC adapter's node, on ``CECFollower``'s thread (`keepalive-cec`): opens
+/// it, asks the kernel for keepalived's Playback logical address, and waits in one `poll` on the
+/// adapter (messages, transmit results, state changes) and on the follower's doorbell (the box,
+/// a reload, the stop). Every event goes to its ``CECStateMachine``, and the ``CECStateMachine/Action``
+/// it returns is carried out here: nothing else touches the descriptor, as ``owner`` checks.
+///
+/// The adapter is opened non-blocking, so a transmission never holds the thread: its result
+/// comes back through `CEC_RECEIVE` with the sequence number `CEC_TRANSMIT` gave it. A missing
+/// or refused node is tried again when its directory changes (``CECNodeWatcher``) or after
+/// ``retryInterval``, each reason logged once; an adapter
+/// without a physical address yet (no HDMI sink, no EDID) is open and waits for the kernel's
+/// state change, which also tells an HDMI replug's new address (the kernel claims the logical
+/// address again itself); an unplugged adapter (ENODEV, POLLERR) is closed and waited for.
+///
+/// ```swift
+/// let thread = try startThread(named: "keepalive-cec") { CECAdapter(follower: follower).run() }
+/// ```
+final class CECAdapter {
+    /// The name the TV's menus show, at most 14 bytes.
+    static let osdName = "keepalived"
+    /// How often a missing or refused node is tried again besides when its directory says it
+    /// changed (``CECNodeWatcher``); without inotify, ``pollInterval``.
+    static let retryInterval: Duration = .seconds(30)
+    static let pollInterval: Duration = .seconds(2)
+
+    let follower: CECFollower
+    let logger: Logger
+    let owner = ThreadOwner("the CEC adapter's thread")
+    private var machine = CECStateMachine(settings: .init())
+    private var device: String?
+    private var descriptor: Int32 = -1
+    private var adapterName: String?
+    /// The node's directory while the node is missing or refused.
+    private var watcher: CECNodeWatcher?
+    /// The last reason the node could not be opened, so that a retry does not log it again.
+    private var openFailure: String?
+    /// The messages transmitted and not yet answered, by their sequence number.
+    private var pending: [UInt32: CECMessage] = [:]
+
+    init(follower: CECFollower) {
+        self.follower = follower
+        logger = follower.logger
+    }
+
+    /// Runs until the follower stops.
+    func run() {
+        owner.claim()
+        while true {
+            let inbox = follower.take()
+            if inbox.stopping { break }
+            follow(inbox.settings)
+            for active in inbox.box { carryOut(active ? machine.boxActive() : machine.boxIdle()) }
+            if descriptor < 0, device != nil { open() }
+            publish()
+            wait()
+        }
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// A reload's settings: another node replaces the open one.
+    private func follow(_ settings: CECFollower.Settings) {
+        owner.check("CECAdapter.follow")
+        if settings.machine != machine.settings { carryOut(machine.apply(settings.machine)) }
+        guard settings.device != device else { return }
+        if descriptor >= 0 {
+            close(descriptor)
+            descriptor = -1
+            pending = [:]
+            logger.notice("CEC: adapter let go (the options changed)", metadata: ["device": "\(device ?? "")"])
+            carryOut(machine.adapterLost())
+        }
+        device = settings.device
+        adapterName = nil
+        openFailure = nil
+        watcher = nil
+    }
+
+    private func open() {
+        owner.check("CECAdapter.open")
+        guard let device else { return }
+        // Watching first: a node created between a failed open and the watch is not missed.
+        if watcher == nil { watcher = CECNodeWatcher(device: device) }
+        let fd = Glibc.open(device, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return openFailed(errno, "cannot open it") }
+        guard clinuxcec_become_follower(fd) == 0 else {
+            let code = errno
+            close(fd)
+            return openFailed(code, "cannot follow its messages")
+        }
+        var state = clinuxcec_adapter()
+        guard clinuxcec_adapter_state(fd, Self.osdName, &state) == 0 else {
+            let code = errno
+            close(fd)
+            return openFailed(code, "cannot read its state")
+        }
+        let name = withUnsafeBytes(of: state.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if state.ours == 0 {
+            guard state.capabilities & UInt32(CEC_CAP_LOG_ADDRS) != 0 else {
+                close(fd)
+                return openFailed(EOPNOTSUPP, "its driver does not let a program claim a logical address")
+            }
+            if state.configured > 0 {
+                logger.notice("CEC: the adapter had another configuration; keepalived claims it as a Playback device", metadata: ["device": "\(device)"])
+            }
+            guard clinuxcec_claim_playback(fd, Self.osdName, state.configured > 0 ? 1 : 0) == 0 else {
+                let code = errno
+                close(fd)
+                return openFailed(code, "cannot claim a Playback logical address")
+            }
+        }
+        descriptor = fd
+        adapterName = name
+        openFailure = nil
+        watcher = nil
+        logger.notice("CEC: adapter open", metadata: ["device": "\(device)", "adapter": "\(name)",
+                                                       "physical-address": "\(Self.describe(state.physical_address))"])
+        carryOut(machine.adapterOpened())
+        // Claimed before (keepalived's own configuration, kept by the kernel across restarts):
+        // ready now. Otherwise the claim's state change says when.
+        if state.ours != 0 { addressesChanged(physical: state.physical_address, mask: state.logical_address_mask) }
+    }
+
+    private func openFailed(_ code: Int32, _ what: String) {
+        var why = "\(what): \(Errno(code))"
+        switch code {
+        // The node missing, or still there for a moment while its adapter goes away: one line.
+        case ENOENT, ENXIO, ENODEV: why = "no such adapter (yet); waiting for it"
+        case EACCES, EPERM: why += " (the node is usually root:video 0660: run keepalived in group video; the system service needs the drop-in in docs/systemd.md, HDMI-CEC and the sandbox)"
+        default: break
+        }
+        guard why != openFailure else { return }
+        openFailure = why
+        let level: Logger.Level = [ENOENT, ENXIO, ENODEV].contains(code) ? .notice : .warning
+        let again = (watcher?.descriptor ?? -1) >= 0 ? "tried again when the node changes, or in \(Self.retryInterval.components.seconds) s"
+            : "tried again every \(Self.pollInterval.components.seconds) s"
+        logger.log(level: level, "CEC: adapter unavailable, \(again): \(why)", metadata: ["device": "\(device ?? "")"])
+    }
+
+    /// Sleeps until the adapter or the doorbell has something (or the next try at the node).
+    private func wait() {
+        owner.check("CECAdapter.wait")
+        let node = descriptor < 0 ? watcher?.descriptor ?? -1 : -1
+        var fds = [pollfd(fd: follower.doorbell.descriptor, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: descriptor, events: Int16(POLLIN | POLLPRI), revents: 0),
+                   pollfd(fd: node, events: Int16(POLLIN), revents: 0)]
+        let retry = node >= 0 ? Self.retryInterval : Self.pollInterval
+        let timeout: Int32 = descriptor < 0 && device != nil ? Int32(retry.components.seconds * 1000) : -1
+        guard poll(&fds, 3, timeout) > 0 else { return }
+        if fds[0].revents != 0 { follower.doorbell.drain() }
+        // The loop's next turn tries the node.
+        if fds[2].revents != 0 { watcher?.drain() }
+        let ready = fds[1].revents
+        guard descriptor >= 0, ready != 0 else { return }
+        // Events first: a state change may make the messages after it sendable.
+        if ready & Int16(POLLPRI) != 0, !takeEvents() { return }
+        if ready & Int16(POLLIN) != 0, !takeMessages() { return }
+        // The kernel's poll says an unregistered (unplugged) adapter with POLLERR | POLLHUP.
+        if ready & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { lost(ENODEV) }
+    }
+
+    /// The adapter's state changes; false once it is gone.
+    private func takeEvents() -> Bool {
+        while true {
+            var event = clinuxcec_event()
+            guard clinuxcec_dequeue_event(descriptor, &event) == 0 else { return gone(errno) }
+            switch event.event {
+            case UInt32(CEC_EVENT_STATE_CHANGE):
+                addressesChanged(physical: event.physical_address, mask: event.logical_address_mask)
+            case UInt32(CEC_EVENT_LOST_MSGS):
+                logger.debug("CEC: the kernel dropped messages keepalived did not read in time", metadata: ["device": "\(device ?? "")"])
+            default:
+                break
+            }
+        }
+    }
+
+    /// Received messages and our transmissions' results; false once the adapter is gone.
+    private func takeMessages() -> Bool {
+        while true {
+            var received = clinuxcec_message()
+            guard clinuxcec_receive(descriptor, &received) == 0 else { return gone(errno) }
+            let bytes = withUnsafeBytes(of: received.bytes) { Array($0.prefix(Int(received.length))) }
+            if received.sequence != 0, received.tx_status != 0 {
+                guard let message = pending.removeValue(forKey: received.sequence) ?? CECMessage(bytes: bytes) else { continue }
+                carryOut(machine.transmitResult(message, Self.outcome(received.tx_status)))
+            } else if let message = CECMessage(bytes: bytes) {
+                logger.debug("CEC: received \(message)", metadata: ["device": "\(device ?? "")"])
+                carryOut(machine.messageReceived(message))
+            }
+        }
+    }
+
+    /// After a failed take: true when there was simply nothing more (EAGAIN); anything else
+    /// (ENODEV: unplugged) closes the adapter, to be opened again, and returns false.
+    private func gone(_ code: Int32) -> Bool {
+        if code == EAGAIN || code == EWOULDBLOCK { return true }
+        lost(code)
+        return false
+    }
+
+    private func lost(_ code: Int32) {
+        owner.check("CECAdapter.lost")
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+        pending = [:]
+        adapterName = nil
+        logger.notice("CEC: adapter gone (\(Errno(code))); waiting for it", metadata: ["device": "\(device ?? "")"])
+        carryOut(machine.adapterLost())
+    }
+
+    /// The kernel's word on keepalived's addresses: ready once it has both.
+    private func addressesChanged(physical: UInt16, mask: UInt16) {
+        let before = machine.report.addresses
+        if physical != UInt16(CEC_PHYS_ADDR_INVALID), mask != 0 {
+            let logical = UInt8(mask.trailingZeroBitCount)
+            carryOut(machine.adapterReady(physicalAddress: physical, logicalAddress: logical))
+            if before != machine.report.addresses {
+                logger.notice("CEC: on the bus as a Playback device", metadata: ["device": "\(device ?? "")", "physical-address": "\(Self.describe(physical))",
+                                                                                "logical-address": "\(logical)"])
+            }
+        } else {
+            carryOut(machine.adapterUnclaimed())
+            if before != nil {
+                let why = physical == UInt16(CEC_PHYS_ADDR_INVALID) ? "no physical address (HDMI unplugged?); waiting for one"
+                    : "no logical address (another program cleared it?); waiting for one"
+                logger.notice("CEC: \(why)", metadata: ["device": "\(device ?? "")"])
+            }
+        }
+    }
+
+    private func carryOut(_ action: CECStateMachine.Action) {
+        owner.check("CECAdapter.carryOut")
+        switch action {
+        case .none:
+            break
+        case .announce(let messages):
+            for message in messages {
+                logger.notice("CEC: \(message)", metadata: ["device": "\(device ?? "")"])
+                transmit(message)
+            }
+        case .answer(let message):
+            logger.debug("CEC: answering \(message)", metadata: ["device": "\(device ?? "")"])
+            transmit(message)
+        case .noReceiver(let message):
+            logger.notice("CEC: nothing acknowledged \(message): no device answers at logical address \(message.destination) (\(CECMessage.name(of: message.destination))); said once until one does",
+                          metadata: ["device": "\(device ?? "")"])
+        case .transmitFailed(let message, let why):
+            logger.warning("CEC: cannot send \(message): \(why)", metadata: ["device": "\(device ?? "")"])
+        }
+    }
+
+    private func transmit(_ message: CECMessage) {
+        guard descriptor >= 0 else { return }
+        var sequence: UInt32 = 0
+        let bytes = message.bytes
+        guard clinuxcec_transmit(descriptor, bytes, UInt32(bytes.count), &sequence) == 0 else {
+            let code = errno
+            if code == ENODEV { return lost(code) }
+            return carryOut(machine.transmitResult(message, .failed("\(Errno(code))")))
+        }
+        pending[sequence] = message
+    }
+
+    private func publish() {
+        guard let device else { return follower.publish(nil) }
+        let report = machine.report
+        let acknowledged: Bool? = switch machine.last?.outcome {
+        case .acknowledged: true
+        case .notAcknowledged, .failed: false
+        case nil: nil
+        }
+        follower.publish(CECReport(device: device, state: report.state, adapter: adapterName,
+                                   physicalAddress: report.addresses.map { Self.describe($0.physical) },
+                                   logicalAddress: report.addresses.map { Int($0.logical) },
+                                   lastMessage: machine.last.map { "\($0.message)" }, acknowledged: acknowledged,
+                                   systemAudioMode: machine.systemAudioMode))
+    }
+
+    /// The transmit status bits as an outcome: acknowledged, nobody there, or why it failed.
+    static func outcome(_ status: UInt8) -> CECStateMachine.Outcome {
+        if status & UInt8(CEC_TX_STATUS_OK) != 0 { return .acknowledged }
+        if status & UInt8(CEC_TX_STATUS_NACK) != 0 { return .notAcknowledged }
+        var why: [String] = []
+        if status & UInt8(CEC_TX_STATUS_ARB_LOST) != 0 { why.append("arbitration lost") }
+        if status & UInt8(CEC_TX_STATUS_LOW_DRIVE) != 0 { why.append("low drive on the bus") }
+        if status & UInt8(CEC_TX_STATUS_ERROR) != 0 { why.append("transmit error") }
+        if status & UInt8(CEC_TX_STATUS_TIMEOUT) != 0 { why.append("timed out") }
+        if status & UInt8(CEC_TX_STATUS_ABORTED) != 0 { why.append("aborted") }
+        return .failed(why.isEmpty ? "status 0x\(String(status, radix: 16))" : why.joined(separator: ", "))
+    }
+
+    /// `2.0.0.0`, or `none` for the invalid address.
+    static func describe(_ physical: UInt16) -> String {
+        physical == UInt16(CEC_PHYS_ADDR_INVALID) ? "none" : CECMessage.describe(physicalAddress: physical)
+    }
+}

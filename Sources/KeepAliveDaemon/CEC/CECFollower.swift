@@ -1,0 +1,125 @@
+import _KeepalivedControlProtocol
+import KeepAlive
+import Logging
+import Synchronization
+
+/// `--cec`: keepalived on the HDMI-CEC bus, following the box's real audio. The rest of the
+/// daemon talks to it from any thread and never waits: ``OutputActivity`` reports the box
+/// becoming active or idle (``boxChanged(active:)``), a reload hands it new settings
+/// (``apply(_:)``), the control socket's thread reads ``report``. Each is queued and the
+/// adapter's own thread (`keepalive-cec`, a ``CECAdapter``) is woken to act on it: that thread
+/// alone touches the adapter, and no fault of the adapter reaches the rest of the daemon.
+///
+/// The thread starts with the first `--cec` (at start or on a reload) and runs until ``stop()``;
+/// with `--cec` taken away on a reload it closes the adapter and sleeps.
+///
+/// ```swift
+/// let follower = CECFollower(settings: try options.cec.settings, logger: logger)
+/// follower.boxChanged(active: true)    // from OutputActivity, under its lock: queued
+/// follower.report?.lastMessage         // "4→5 System Audio Mode Request (2.0.0.0)"
+/// follower.stop()
+/// ```
+final class CECFollower: Sendable {
+    /// What the options ask for.
+    struct Settings: Equatable, Sendable {
+        /// The adapter's node; nil without `--cec`.
+        var device: String?
+        var machine = CECStateMachine.Settings()
+    }
+
+    /// What waits for the adapter's thread, in the order it came.
+    struct Inbox: Sendable {
+        var settings: Settings
+        /// The box's changes not yet handled, true for active; queued only while the thread runs.
+        var box: [Bool] = []
+        /// The box now, for a thread that starts on a reload while audio plays.
+        var active = false
+        var running = false
+        var stopping = false
+    }
+
+    let logger: Logger
+    let doorbell = Doorbell()
+    private let inbox: Mutex<Inbox>
+    private let published = Mutex<CECReport?>(nil)
+    private let thread = Mutex<JoinableThread?>(nil)
+    /// Whether a thread was ever asked for: it is started at most once.
+    private let started = Atomic<Bool>(false)
+
+    init(settings: Settings, logger: Logger) {
+        self.logger = logger
+        inbox = Mutex(Inbox(settings: settings))
+    }
+
+    /// Starts the adapter's thread when `--cec` names an adapter; a failure to start is logged
+    /// and `--cec` does nothing (the daemon plays on without it).
+    func start() {
+        guard inbox.withLock({ $0.settings.device != nil }) else { return }
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // From now on every change is queued, after the box as it is.
+        inbox.withLock { inbox in
+            inbox.running = true
+            inbox.box = inbox.active ? [true] : []
+        }
+        do {
+            var handle: JoinableThread? = try startThread(named: "keepalive-cec") { [self] in
+                CECAdapter(follower: self).run()
+            }
+            thread.withLock { $0 = handle.take() }
+        } catch {
+            inbox.withLock { $0.running = false }
+            logger.error("--cec: \(error); HDMI-CEC is off until the next start", metadata: ["device": "\(inbox.withLock { $0.settings.device ?? "" })"])
+        }
+    }
+
+    /// A reload's settings: a new adapter is opened, the old one let go; nothing is sent.
+    func apply(_ settings: Settings) {
+        let changed = inbox.withLock { inbox in
+            defer { inbox.settings = settings }
+            return inbox.settings != settings
+        }
+        guard changed else { return }
+        start()
+        doorbell.ring()
+    }
+
+    /// The box became active (the first output with real audio) or idle (the last output went
+    /// idle). Called under ``OutputActivity``'s lock, which keeps the changes in order.
+    func boxChanged(active: Bool) {
+        let running = inbox.withLock { inbox in
+            inbox.active = active
+            if inbox.running { inbox.box.append(active) }
+            return inbox.running
+        }
+        if running { doorbell.ring() }
+    }
+
+    /// What `status` shows; nil without `--cec`.
+    var report: CECReport? {
+        guard inbox.withLock({ $0.settings.device != nil }) else { return nil }
+        return published.withLock { $0 }
+    }
+
+    /// Ends the thread (the daemon's stop); the adapter's addresses stay claimed by the kernel.
+    func stop() {
+        inbox.withLock { $0.stopping = true }
+        doorbell.raise()
+        guard let handle = thread.withLock({ $0.take() }) else { return }
+        handle.join()
+    }
+
+    // MARK: - For the adapter's thread
+
+    /// Everything queued since the last call.
+    func take() -> Inbox {
+        inbox.withLock { inbox in
+            defer { inbox.box = [] }
+            return inbox
+        }
+    }
+
+    /// The adapter's thread's latest state, for ``report``.
+    func publish(_ report: CECReport?) {
+        published.withLock { $0 = report }
+    }
+}

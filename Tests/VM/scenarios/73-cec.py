@@ -1,0 +1,306 @@
+#!/usr/bin/python3
+# vm: devices=hda timeout=300
+"""--cec on the kernel's own CEC framework: keepalived (`run -d hw:0,0 --cec /dev/cec2`) on an
+emulated HDMI-CEC bus of Debian's `vivid` driver (CONFIG_VIDEO_VIVID_CEC: one HDMI input, the TV
+at 0.0.0.0 on /dev/cec0, and two HDMI outputs on the same bus, /dev/cec1 at 1.0.0.0 and
+/dev/cec2 at 2.0.0.0). v4l-utils' `cec-ctl --tv` and `cec-follower` play the TV on cec0,
+`cec-ctl --audio` and `cec-follower` the audio system (logical address 5) on cec1; keepalived
+is a Playback device on cec2, and `cec-ctl --monitor-all` on cec0 records the bus
+($VM_IO/cec-monitor.txt). A player is `aplay -D keepalived:CARD=0` (the plug-in built from the
+tree with cc, installed in the guest's overlay) of a 1.5 s WAV. One boot:
+
+- keepalived starts before the adapter exists (`modprobe vivid` comes after): `status` says it
+  waits, its `keepalive-cec` thread asleep (at most one context switch in 5 s: /dev is watched
+  with inotify, not polled), and once the module is loaded it claims a Playback logical address
+  (4, 8 or 11) at 2.0.0.0 within 15 s;
+- at start and on a reload (SIGHUP) while nothing plays, keepalived sends nothing but the
+  kernel's own claim (its polls and Report Physical Address);
+- asked by the TV, keepalived's address reports power status on (keepalived's answer), its OSD
+  name `keepalived` (the kernel's), and Feature Abort for Give Device Vendor ID (the kernel's: no
+  vendor id) and for User Control Pressed (keepalived's: a follower refuses what it does not do);
+- the player makes the box active: System Audio Mode Request (2.0.0.0) from keepalived to 5
+  within 10 s, no Image View On nor Active Source; the audio system's follower answers (Set
+  System Audio Mode on), and `status --json` shows the request acknowledged;
+- 3 s after the player's end (--on-idle-after 3s), with --cec-standby: Standby to 5 only;
+- the options file gains --cec-wake-tv, a reload sends nothing; the next player: System Audio
+  Mode Request to 5, Image View On to 0 and Active Source broadcast; idle: Standby to 5 and 0;
+- HDMI unplugged (the TV input's EDID cleared: no physical address) keepalived waits for a
+  logical address; plugged back with another address (`v4l2-ctl --set-edid pa=1.3.0.0`: vivid's
+  second output is then 1.2.0.0) the kernel's state change has it ready again at 1.2.0.0
+  within 15 s, without a message;
+- the adapter unplugged (vivid unbound from its platform device; ENODEV): keepalived says it
+  waits for the adapter and keeps playing; bound again, it is back on the bus within 15 s,
+  still without a message;
+- no audio system on the bus (its logical address cleared), two active periods: `status` shows
+  the System Audio Mode Request not acknowledged, and the log says so once, at notice.
+
+Every wait has a deadline; the monitor's record and keepalived's log are in $VM_IO.
+"""
+
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import time
+import wave
+
+import vmtest as vt
+
+K = os.environ["KEEPALIVED"]
+REPO = os.environ["VM_REPO"]
+IO = os.environ["VM_IO"]
+SOCKET = "/run/keepalived-cec/control.sock"
+CONF = "/tmp/keepalived-cec.conf"
+MONITOR = os.path.join(IO, "cec-monitor.txt")
+LOG = os.path.join(IO, "keepalived.log")
+KEPT = "/dev/cec2"
+ANNOUNCEMENTS = ("SYSTEM_AUDIO_MODE_REQUEST", "IMAGE_VIEW_ON", "ACTIVE_SOURCE", "STANDBY")
+# vivid: one HDMI input (2 bits per input, 3 = HDMI), two HDMI outputs (1 bit each), all on one bus.
+VIVID = ["vivid", "n_devs=1", "num_inputs=1", "input_types=0x3", "num_outputs=2", "output_types=0x3"]
+PLAYER_ENV = dict(os.environ, KEEPALIVED_SOCKET=SOCKET, KEEPALIVED_RELEASE_TIMEOUT="1000")
+
+
+def status():
+    return vt.keepalived_status(K, SOCKET) or {}
+
+
+def cec():
+    return status().get("cec") or {}
+
+
+def bus():
+    """The monitor's messages so far: (initiator, destination, opcode name, line)."""
+    found = []
+    for line in vt.read(MONITOR, "").splitlines():
+        m = re.search(r"\((\d+) to (\d+)\): ([A-Z_]+)", line)
+        if m:
+            found.append((int(m.group(1)), int(m.group(2)), m.group(3), line.strip()))
+    return found
+
+
+def keepalived_said(since, own):
+    """What keepalived's logical address announced after the first `since` monitor lines."""
+    return [(d, op) for i, d, op, _ in bus()[since:] if i == own and op in ANNOUNCEMENTS]
+
+
+def write_conf(extra=""):
+    with open(CONF, "w") as f:
+        f.write(f'KEEPALIVED_OPTIONS="--cec {KEPT} --cec-standby --on-idle-after 3s {extra}"\n')
+
+
+def make_wav(path, seconds=1.5, rate=44100):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        frame = struct.pack("<hh", 300, 300)
+        w.writeframes(frame * int(seconds * rate))
+
+
+def play(wav):
+    r = vt.run(["aplay", "-q", "-D", "keepalived:CARD=0", wav], timeout=30, env=PLAYER_ENV)
+    vt.check("aplay-through-keepalived", r.returncode == 0, vt.one_line(r.stdout) or "played")
+
+
+helpers = []
+
+
+def start_bus(load):
+    """Loads vivid (or binds it again: `load`), starts the monitor, the TV and the audio system;
+    True once all are up."""
+    r = vt.run(load)
+    w = vt.wait_until(lambda: all(os.path.exists(f"/dev/cec{n}") for n in range(3)), 10)
+    if not vt.check("vivid-cec-adapters", r.returncode == 0 and w, f"{' '.join(load)}: {vt.one_line(r.stdout)} /dev/cec0-2 after {w.seconds:.1f} s"):
+        return False
+    monitor = open(MONITOR, "a")
+    helpers.append(subprocess.Popen(["stdbuf", "-oL", "cec-ctl", "-d", "/dev/cec0", "--monitor-all", "-s"], stdout=monitor, stderr=subprocess.STDOUT))
+    time.sleep(0.5)
+    tv = vt.run(["cec-ctl", "-d", "/dev/cec0", "--tv", "-o", "TV", "-s"])
+    audio = vt.run(["cec-ctl", "-d", "/dev/cec1", "--audio", "-o", "Receiver", "-s"])
+    for n in (0, 1):
+        out = open(os.path.join(IO, f"cec-follower-{n}.txt"), "a")
+        helpers.append(subprocess.Popen(["stdbuf", "-oL", "cec-follower", "-d", f"/dev/cec{n}", "-m"], stdout=out, stderr=subprocess.STDOUT))
+    return vt.check("tv-and-audio-system", tv.returncode == 0 and audio.returncode == 0,
+                    f"cec-ctl --tv: {tv.returncode}, --audio: {audio.returncode} {vt.one_line(audio.stdout[-200:])}")
+
+
+def stop_bus():
+    for p in helpers:
+        p.terminate()
+    for p in helpers:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    helpers.clear()
+
+
+# -- the plug-in, built from the tree ---------------------------------------------------------
+t0 = time.monotonic()
+r = vt.run([os.path.join(REPO, "scripts/build-alsa-plugin"), "/tmp/alsa-plugin"], timeout=120)
+plugin_dir = "/usr/lib/x86_64-linux-gnu/alsa-lib"
+if vt.check("plugin-built", r.returncode == 0, f"{vt.one_line(r.stdout)} in {time.monotonic() - t0:.1f} s"):
+    os.makedirs(plugin_dir, exist_ok=True)
+    shutil.copy("/tmp/alsa-plugin/libasound_module_pcm_keepalived.so", plugin_dir)
+    os.makedirs("/etc/alsa/conf.d", exist_ok=True)
+    shutil.copy(os.path.join(REPO, "packaging/alsa/50-keepalived.conf"), "/etc/alsa/conf.d/")
+else:
+    vt.finish()
+wav = "/tmp/cec-track.wav"
+make_wav(wav)
+
+# -- keepalived first, the adapter later ------------------------------------------------------
+write_conf()
+os.makedirs(os.path.dirname(SOCKET), exist_ok=True)
+log = open(LOG, "w")
+daemon = subprocess.Popen([K, "run", "-d", "hw:0,0", "--socket", SOCKET, "--config", CONF, "-v"], stdout=log, stderr=subprocess.STDOUT)
+w = vt.wait_until(lambda: cec().get("state") == "waiting for the adapter", 20, 0.2)
+vt.check("waits-for-missing-adapter", w and daemon.poll() is None, f"status after {w.seconds:.1f} s: {cec()}")
+
+
+def cec_thread_switches():
+    for task in os.listdir(f"/proc/{daemon.pid}/task"):
+        if vt.read(f"/proc/{daemon.pid}/task/{task}/comm", "").strip() == "keepalive-cec":
+            text = vt.read(f"/proc/{daemon.pid}/task/{task}/status", "")
+            return sum(int(line.split()[1]) for line in text.splitlines() if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+    return None
+
+
+# Waiting costs no wakeups: the node's directory is watched (inotify), not polled.
+before = cec_thread_switches()
+time.sleep(5)
+after = cec_thread_switches()
+vt.check("waits-asleep", before is not None and after is not None and after - before <= 1,
+         f"the keepalive-cec thread switched {None if before is None or after is None else after - before} times in 5 s while waiting")
+
+if not start_bus(["modprobe"] + VIVID):
+    daemon.kill()
+    vt.finish()
+w = vt.wait_until(lambda: cec().get("state") == "ready", 15, 0.2)
+report = cec()
+own = report.get("logicalAddress")
+vt.check("claims-playback-address", w and own in (4, 8, 11) and report.get("physicalAddress") == "2.0.0.0",
+         f"after {w.seconds:.1f} s: {report}")
+if own is None:
+    daemon.kill()
+    stop_bus()
+    vt.finish()
+
+# -- nothing at start, nothing at a reload ----------------------------------------------------
+time.sleep(2)
+claim = [line for i, _, _, line in bus() if i == own]
+vt.check("silent-at-start", not keepalived_said(0, own), f"keepalived's own lines (the kernel's claim): {claim[:4]}")
+mark = len(bus())
+daemon.send_signal(signal.SIGHUP)
+w = vt.wait_until(lambda: "reloaded" in vt.read(LOG, ""), 10, 0.2)
+time.sleep(2)
+vt.check("silent-at-reload", w and not keepalived_said(mark, own), f"reloaded after {w.seconds:.1f} s; announced: {keepalived_said(mark, own)}")
+
+# -- the follower's answers: the kernel's (OSD name, vendor id) and keepalived's own ---------------
+mark = len(bus())
+asked = {}
+for what in ("--give-device-power-status", "--give-osd-name", "--give-device-vendor-id", "--user-control-pressed"):
+    argv = ["cec-ctl", "-d", "/dev/cec0", "-s", "--to", str(own), what] + (["ui-cmd=play"] if what == "--user-control-pressed" else [])
+    asked[what] = vt.run(argv, timeout=20).stdout
+time.sleep(1)
+answers = [(op, line) for i, d, op, line in bus()[mark:] if i == own and d == 0]
+vt.check("answers-power-status", "pwr-state: on" in asked["--give-device-power-status"], vt.one_line(asked["--give-device-power-status"][-200:]))
+vt.check("answers-osd-name", "keepalived" in asked["--give-osd-name"], vt.one_line(asked["--give-osd-name"][-200:]))
+aborts = [op for op, _ in answers if op == "FEATURE_ABORT"]
+vt.check("feature-aborts-the-rest", len(aborts) == 2 and not keepalived_said(mark, own),
+         f"keepalived's address to the TV: {[op for op, _ in answers]} (Feature Abort for Give Device Vendor ID, the kernel's: no vendor id; and for User Control Pressed, keepalived's)")
+
+
+def active_period(name, expect_wake, expect_standby, last):
+    mark = len(bus())
+    started = time.monotonic()
+    play(wav)
+    ended = time.monotonic()
+    w = vt.wait_until(lambda: len(keepalived_said(mark, own)) >= len(expect_wake), 10, 0.1)
+    said = keepalived_said(mark, own)
+    vt.check(f"{name}-active-messages", w and said[:len(expect_wake)] == expect_wake,
+             f"{said} within {time.monotonic() - started:.1f} s of the player's start (expected {expect_wake})")
+    # The receiver's answer, and the acknowledgement in status.
+    w = vt.wait_until(lambda: last in (cec().get("lastMessage") or "") and cec().get("acknowledged") is True, 5, 0.2)
+    answer = [line for i, d, op, line in bus()[mark:] if i == 5 and op == "SET_SYSTEM_AUDIO_MODE"]
+    vt.check(f"{name}-acknowledged", w and bool(answer), f"status: {cec()}; the audio system: {answer[:1]}")
+    w = vt.wait_until(lambda: len(keepalived_said(mark, own)) >= len(expect_wake) + len(expect_standby), 3 + 1.25 + 6, 0.1)
+    said = keepalived_said(mark, own)
+    vt.check(f"{name}-idle-standby", w and said[len(expect_wake):] == expect_standby,
+             f"{said[len(expect_wake):]} {time.monotonic() - ended:.1f} s after the player's end (expected {expect_standby}; --on-idle-after 3s)")
+    time.sleep(1)
+    vt.check(f"{name}-nothing-more", keepalived_said(mark, own) == expect_wake + expect_standby, f"{keepalived_said(mark, own)}")
+
+
+active_period("audio-only", [(5, "SYSTEM_AUDIO_MODE_REQUEST")], [(5, "STANDBY")], "System Audio Mode Request")
+
+# -- --cec-wake-tv on a reload ----------------------------------------------------------------
+write_conf("--cec-wake-tv")
+mark = len(bus())
+reloads = vt.read(LOG, "").count("reloaded")
+daemon.send_signal(signal.SIGHUP)
+w = vt.wait_until(lambda: vt.read(LOG, "").count("reloaded") > reloads, 10, 0.2)
+time.sleep(2)
+vt.check("silent-at-wake-tv-reload", w and not keepalived_said(mark, own), f"announced: {keepalived_said(mark, own)}")
+active_period("wake-tv", [(5, "SYSTEM_AUDIO_MODE_REQUEST"), (0, "IMAGE_VIEW_ON"), (15, "ACTIVE_SOURCE")], [(5, "STANDBY"), (0, "STANDBY")], "Active Source")
+
+# -- HDMI unplugged and plugged back: the TV input's EDID cleared, then set with another address --
+# vivid gives its outputs their physical addresses from that EDID; the kernel's state change
+# tells keepalived, and the kernel claims the logical address again at the new address.
+mark = len(bus())
+r = vt.run(["v4l2-ctl", "-d", "/dev/video0", "--clear-edid=0"])
+w = vt.wait_until(lambda: cec().get("state") == "claiming a logical address", 10, 0.2)
+vt.check("hdmi-unplugged-waits", r.returncode == 0 and w, f"v4l2-ctl --clear-edid: {r.returncode} {vt.one_line(r.stdout)}; after {w.seconds:.1f} s: {cec()}")
+# The EDID's address 1.3.0.0 puts the input under 1.0.0.0, and vivid's second output at 1.2.0.0.
+r = vt.run(["v4l2-ctl", "-d", "/dev/video0", "--set-edid", "pad=0,type=hdmi,pa=1.3.0.0"])
+w = vt.wait_until(lambda: cec().get("state") == "ready", 15, 0.2)
+time.sleep(1)
+vt.check("hdmi-replugged-claims-again", r.returncode == 0 and w and cec().get("physicalAddress") == "1.2.0.0" and not keepalived_said(mark, own),
+         f"v4l2-ctl --set-edid pa=1.3.0.0: {r.returncode}; after {w.seconds:.1f} s: {cec()}; announced: {keepalived_said(mark, own)}")
+
+# -- the adapter unplugged and back: vivid unbound (the module stays: keepalived's open node holds it) --
+stop_bus()
+r = vt.run("echo vivid.0 > /sys/bus/platform/drivers/vivid/unbind", timeout=30)
+w = vt.wait_until(lambda: cec().get("state") == "waiting for the adapter", 10, 0.2)
+output = lambda: (status().get("outputs") or [{}])[0].get("state")
+vt.check("adapter-gone-waits", r.returncode == 0 and w and daemon.poll() is None and output() == "playing",
+         f"unbind: {r.returncode} {vt.one_line(r.stdout)}; after {w.seconds:.1f} s: {cec()}; output {output()}")
+if start_bus(["/bin/sh", "-c", "echo vivid.0 > /sys/bus/platform/drivers/vivid/bind"]):
+    mark = len(bus())
+    w = vt.wait_until(lambda: cec().get("state") == "ready", 15, 0.2)
+    time.sleep(1)
+    vt.check("adapter-back", w and not keepalived_said(mark, own), f"after {w.seconds:.1f} s: {cec()}; announced: {keepalived_said(mark, own)}")
+
+# -- no audio system on the bus: its messages are not acknowledged, which is said once ----------
+write_conf()
+reloads = vt.read(LOG, "").count("reloaded")
+daemon.send_signal(signal.SIGHUP)
+vt.wait_until(lambda: vt.read(LOG, "").count("reloaded") > reloads, 10, 0.2)
+r = vt.run(["cec-ctl", "-d", "/dev/cec1", "-s", "--clear"])
+unheard = []
+for period in range(2):
+    play(wav)
+    w = vt.wait_until(lambda: "System Audio Mode Request" in (cec().get("lastMessage") or "") and cec().get("acknowledged") is False, 10, 0.2)
+    unheard.append((w.seconds if w else None, cec().get("acknowledged")))
+    vt.wait_until(lambda: "Standby" in (cec().get("lastMessage") or "") and cec().get("acknowledged") is not None, 12, 0.2)
+said = re.findall(r"^.*nothing acknowledged.*$", vt.read(LOG, ""), re.M)
+vt.check("no-receiver-said-once", r.returncode == 0 and all(seen is not None for seen, _ in unheard) and len(said) == 1
+         and " notice: " in said[0] and daemon.poll() is None,
+         f"two active periods with the audio system's address cleared: status acknowledged {[a for _, a in unheard]}; the log: {said}")
+
+# -- the end ------------------------------------------------------------------------------------
+r = vt.run([K, "stop", "--socket", SOCKET], timeout=20)
+vt.check("stops", r.returncode == 0 and daemon.wait(timeout=10) == 0, vt.one_line(r.stdout))
+stop_bus()
+text = vt.read(LOG, "")
+vt.check("no-errors", not re.search(r" (error|critical): ", text), "; ".join(re.findall(r"^.* (?:error|critical): .*$", text, re.M))[:300] or "none")
+for line in text.splitlines():
+    if "CEC" in line:
+        vt.note(line)
+vt.note("the bus, as cec-ctl --monitor-all on the TV's adapter saw it:")
+for line in vt.read(MONITOR, "").splitlines():
+    if line.strip():
+        vt.note(line.rstrip())
+vt.finish()
