@@ -182,7 +182,7 @@ extension Integration {
             #expect(open.elapsed >= .milliseconds(1290), "\(open)\n\(daemon.stderr)")
             #expect(open.elapsed < Duration.milliseconds(3000).underSanitizer, "\(open)")
             #expect(!open.stderr.contains("keepalived"), "\(open.stderr)")
-            #expect(daemon.stderr.contains("the player's open goes on: --on-active has switched the power on"), "\(daemon.stderr)")
+            #expect(daemon.stderr.contains("the player's open goes on: the power is on"), "\(daemon.stderr)")
 
             // The same active period: the next open (a track of another format) is not held.
             let next = try await setup.open("keepalived-card0", socket: socket)
@@ -222,7 +222,7 @@ extension Integration {
             (["--on-idle-after", "0s"], "--on-idle-after must be at least 1s"),
             (["--on-idle-after", "soon"], "--on-idle-after"),
             (["--hook-timeout", "10ms"], "--hook-timeout must be at least 100ms"),
-            (["--power-on-wait", "5s"], "--power-on-wait holds a player's open until --on-active has switched the power on: give --on-active too"),
+            (["--power-on-wait", "5s"], "--power-on-wait holds a player's open while the power comes on: give --on-active (the command that switches it on) or --cec (the receiver woken over HDMI-CEC)"),
             (["--on-active", "true", "--power-on-wait", "50ms"], "--power-on-wait must be at least 100ms"),
             (["--on-active", "true", "--power-on-wait", "31s"], "--power-on-wait must be at most 30s"),
             (["--on-active", "true", "--power-on-wait", "later"], "--power-on-wait"),

@@ -1,4 +1,5 @@
 import Glibc
+import KeepAlive
 import Logging
 import Testing
 
@@ -72,6 +73,26 @@ struct PowerOnGateTests {
         activity.playerArrived(["hw:0,0"])
         let report = activity.report(for: "hw:0,0")
         #expect(report.state == "active" && report.idleInSeconds != nil, "quieting: \(report)")
+        activity.finishHooks()
+    }
+
+    @Test("--cec without a hook: the first output of an idle box holds the player for --power-on-settle while the receiver wakes; a box already active does not")
+    func heldForCEC() throws {
+        var settings = OutputActivity.Settings()
+        settings.powerOnWait = .seconds(5)
+        settings.powerOnSettle = .milliseconds(300)
+        settings.cecWakes = true
+        let woken = Locked<[Bool]>([])
+        let activity = try OutputActivity(settings: settings, logger: Self.logger, boxChanged: { active in woken.withLock { $0.append(active) } })
+        let before = ContinuousClock.now
+        let gate = try #require(activity.holdForPower(["hw:0,0"], player: Self.mpd))
+        let opensAt = try #require(gate.opensAt, "no hook runs: the settle is the wait")
+        #expect(opensAt >= before + .milliseconds(300) && opensAt <= ContinuousClock.now + .milliseconds(300))
+        #expect(woken.withLock { $0 } == [true], "the box became active at the player's arrival: the receiver is woken during the hold")
+        activity.loansChanged(["hw:0,0": Self.mpd])
+        activity.playerArrived(["hw:0,0"])
+        // Another card's player while the box is active: the receiver is on already.
+        #expect(activity.holdForPower(["hw:1,0"], player: OutputActivity.Player(program: "squeezelite", card: 1, device: 0)) == nil)
         activity.finishHooks()
     }
 

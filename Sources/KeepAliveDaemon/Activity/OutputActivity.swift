@@ -34,8 +34,11 @@ final class OutputActivity: Sendable {
         var onIdle: Hook?
         /// How long a player's open may be held for `onActive` (`--power-on-wait`); nil: never.
         var powerOnWait: Duration?
-        /// How long after `onActive` ends the open still waits (`--power-on-settle`).
+        /// How long after `onActive` ends the open still waits (`--power-on-settle`); without
+        /// `onActive`, how long after `--cec` wakes the receiver.
         var powerOnSettle: Duration = .zero
+        /// `--cec`: the box's first active output wakes a receiver (``CECFollower``).
+        var cecWakes = false
     }
 
     /// Who plays on an output, and where that is.
@@ -106,18 +109,28 @@ final class OutputActivity: Sendable {
 
     /// A player asks for `outputs` (the card device it opens): with `--power-on-wait`, when they
     /// are all idle, they become active now, `on-active` runs, and the gate returned says when
-    /// the player may have them; nil when nothing is held (no `--power-on-wait`, no hook, no
-    /// output, or one already active: once per active period, not per track). Until
-    /// ``playerArrived(_:)`` the player counts as playing there.
+    /// the player may have them (the hook's end and `--power-on-settle`; with `--cec` and no
+    /// hook, the settle from now: the receiver is woken as the box becomes active). nil when
+    /// nothing is held: no `--power-on-wait`, no output, one already active (once per active
+    /// period, not per track), or nothing to switch on (no hook, and `--cec` has nothing to
+    /// wake on a box already active). Until ``playerArrived(_:)`` the player counts as
+    /// playing there.
     func holdForPower(_ outputs: [String], player: Player) -> PowerOnGate? {
         let now = ContinuousClock.now
         return state.withLock { state in
-            guard let wait = state.settings.powerOnWait, state.settings.onActive != nil, !outputs.isEmpty,
+            guard let wait = state.settings.powerOnWait, !outputs.isEmpty,
                   outputs.allSatisfy({ state.machines[$0]?.report.active != true }) else { return nil }
+            let hook = state.settings.onActive != nil
+            guard hook || (state.settings.cecWakes && Self.activeOutputs(state) == 0) else { return nil }
             let gate: PowerOnGate
             do { gate = try PowerOnGate(deadline: now + wait, settle: state.settings.powerOnSettle) } catch {
-                logger.warning("cannot hold the player's open for --on-active: it plays at once", metadata: ["error": "\(error)"])
+                logger.warning("cannot hold the player's open while the power comes on: it plays at once", metadata: ["error": "\(error)"])
                 return nil
+            }
+            if !hook {
+                // The wake goes out as the box becomes active, below; the settle is the wait.
+                gate.addRun()
+                gate.runEnded(at: now)
             }
             update(&state, now: now, gate: gate) { state in
                 for output in outputs { state.arriving[output] = player }

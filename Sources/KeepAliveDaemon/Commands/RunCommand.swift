@@ -125,14 +125,14 @@ package struct RunCommand: ParsableCommand {
         // --cec: follows the box's activity on a thread of its own (checked by the parse).
         let cec = CECFollower(settings: (try? options.cec.settings) ?? CECFollower.Settings(), logger: logger)
         let activity: OutputActivity
-        do { activity = try OutputActivity(settings: try options.power.settings, logger: logger, boxChanged: { cec.boxChanged(active: $0) }) } catch {
+        do { activity = try OutputActivity(settings: try options.activitySettings, logger: logger, boxChanged: { cec.boxChanged(active: $0) }) } catch {
             printError("keepalived: error: cannot create a timer: \(error)")
             throw SysExit.osError
         }
         let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: { try currentOptions() }, prepare: { next, configuration in
             let policy = (try? next.session.policy) ?? PauseStateMachine.Policy()
             let plan = try next.lingerPlan(for: configuration)
-            let power = try next.power.settings
+            let power = try next.activitySettings
             let cecSettings = try next.cec.settings
             return {
                 logind.policyChanged(policy)

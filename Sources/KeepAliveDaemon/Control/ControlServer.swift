@@ -362,7 +362,7 @@ final class ControlServer: @unchecked Sendable {
             if gate.hooksOutlasted {
                 logger.warning("--on-active still runs at --power-on-wait's end: the player's open goes on", metadata: metadata)
             } else {
-                logger.info("the player's open goes on: --on-active has switched the power on", metadata: metadata)
+                logger.info("the player's open goes on: the power is on", metadata: metadata)
             }
             let fd = client.fd
             reply = release { csystem_peer_hung_up(fd) == 1 }
@@ -393,7 +393,7 @@ final class ControlServer: @unchecked Sendable {
                 // How long the player's open may wait for the final line: a little past the
                 // gate's deadline, so that the reply, not the player's own deadline, ends it.
                 let wait = (ContinuousClock.now.duration(to: gate.deadline) + Self.holdMargin).wholeMilliseconds
-                logger.info("a player waits for --on-active to switch the power on", metadata: [
+                logger.info("a player waits while the power comes on (--power-on-wait)", metadata: [
                     "card": "\(request.card)", "device": "\(request.device)", "player": "\(request.program ?? "?") (pid \(client.pid))"])
                 UnixSocket.send(fd, ControlJSON.encode(ControlReply(ok: true, wait: Int(max(wait, 0)))) + "\n")
                 client.pending = .powerOn(gate, release: release, pid: client.pid, arrived: arrived, settling: false)

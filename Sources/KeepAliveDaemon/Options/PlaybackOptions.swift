@@ -86,9 +86,22 @@ struct PlaybackOptions: ParsableArguments {
         if let bufferSeconds, !(bufferSeconds.isFinite && bufferSeconds >= 0.02 && bufferSeconds <= 10) {
             throw ValidationError("--buffer must be between 0.02 and 10 seconds, not \(bufferSeconds)")
         }
+        if power.powerOnWait != nil, power.onActive == nil, cec.device == nil {
+            throw ValidationError("--power-on-wait holds a player's open while the power comes on: give --on-active (the command that switches it on) or --cec (the receiver woken over HDMI-CEC)")
+        }
         // Like --idle-after: at least a second.
         if let lingerDuration, lingerDuration < .seconds(1) {
             throw ValidationError("--linger must be at least 1s, not \(lingerDuration)")
+        }
+    }
+
+    /// What follows the outputs' activity: the hooks, and whether `--cec` wakes a receiver a
+    /// player's open may wait for (`--power-on-wait`).
+    var activitySettings: OutputActivity.Settings {
+        get throws {
+            var settings = try power.settings
+            settings.cecWakes = cec.device != nil
+            return settings
         }
     }
 

@@ -30,12 +30,12 @@ struct PowerOptions: ParsableArguments {
     var hookTimeout: String?
 
     @Option(name: .customLong("power-on-wait"), help: ArgumentHelp(
-        "Hold a player's open through keepalived: until --on-active has ended (it switches the amplifier on), at most this long, like 5s (from 100ms to 30s; default: no hold): the first note plays on an amplifier that is on. Once per active period, not per track.",
+        "Hold a player's open through keepalived: until --on-active has ended (it switches the amplifier on), at most this long, like 5s (from 100ms to 30s; default: no hold; needs --on-active or --cec): the first note plays on an amplifier that is on, while keepalived keeps the card awake. Once per active period, not per track.",
         valueName: "duration"))
     var powerOnWait: String?
 
     @Option(name: .customLong("power-on-settle"), help: ArgumentHelp(
-        "With --power-on-wait: how long the open still waits after --on-active has ended, for an amplifier or receiver that takes a moment to play once on, like 500ms (default 0; within --power-on-wait).",
+        "With --power-on-wait: how long the open still waits after --on-active has ended (with --cec and no --on-active: after the receiver is woken), for an amplifier or receiver that takes a moment to play once on, like 500ms (default 0; within --power-on-wait).",
         valueName: "duration"))
     var powerOnSettle: String?
 
@@ -64,9 +64,6 @@ struct PowerOptions: ParsableArguments {
                 let wait = try DurationArgument.parse(powerOnWait, option: "--power-on-wait", atLeast: .milliseconds(100), written: "100ms")
                 guard wait <= Self.longestPowerOnWait else {
                     throw ValidationError("--power-on-wait must be at most 30s, not \(powerOnWait): a player's open waits that long")
-                }
-                guard settings.onActive != nil else {
-                    throw ValidationError("--power-on-wait holds a player's open until --on-active has switched the power on: give --on-active too")
                 }
                 settings.powerOnWait = wait
             }

@@ -513,7 +513,7 @@ journal = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "short-monotonic").st
 def stamp(l):
     m = re.match(r"\s*\[\s*([0-9.]+)\]", l)
     return float(m.group(1)) if m else None
-held = [stamp(l) for l in journal if "a player waits for --on-active" in l and (stamp(l) or 0) >= since]
+held = [stamp(l) for l in journal if "a player waits while the power comes on" in l and (stamp(l) or 0) >= since]
 powered = [float(l.split("line=POWERED", 1)[1].split()[0]) for l in journal if "line=POWERED" in l and float(l.split("line=POWERED", 1)[1].split()[0]) >= since]
 hook_start = float(lines[0].split()[-1]) if lines else None
 if held and powered and hook_start is not None and mpd_started is not None:

@@ -24,6 +24,8 @@ tree with cc, installed in the guest's overlay) of a 1.5 s WAV. One boot:
 - 3 s after the player's end (--on-idle-after 3s), with --cec-standby: Standby to 5 only;
 - the options file gains --cec-wake-tv, a reload sends nothing; the next player: System Audio
   Mode Request to 5, Image View On to 0 and Active Source broadcast; idle: Standby to 5 and 0;
+  with --power-on-wait 5s --power-on-settle 1s (no --on-active) the player's open is held 1 s
+  while the receiver wakes: the wake is in keepalived's log before the open goes on;
 - HDMI unplugged (the TV input's EDID cleared: no physical address) keepalived waits for a
   logical address; plugged back with another address (`v4l2-ctl --set-edid pa=1.3.0.0`: vivid's
   second output is then 1.2.0.0) the kernel's state change has it ready again at 1.2.0.0
@@ -213,11 +215,21 @@ vt.check("feature-aborts-the-rest", len(aborts) == 2 and not keepalived_said(mar
          f"keepalived's address to the TV: {[op for op, _ in answers]} (Feature Abort for Give Device Vendor ID, the kernel's: no vendor id; and for User Control Pressed, keepalived's)")
 
 
-def active_period(name, expect_wake, expect_standby, last):
+def active_period(name, expect_wake, expect_standby, last, held=None):
     mark = len(bus())
+    logged = len(vt.read(LOG, ""))
     started = time.monotonic()
     play(wav)
     ended = time.monotonic()
+    if held is not None:
+        # --power-on-wait with --cec alone: the wake first, then the open held the settle.
+        log = vt.read(LOG, "")[logged:]
+        woke = log.find("System Audio Mode Request")
+        went = re.search(r"the player's open goes on: the power is on.* ms=(\d+)", log)
+        vt.check(f"{name}-open-held-while-the-receiver-wakes", 0 <= woke < (went.start() if went else -1)
+                 and held <= int(went.group(1)) <= held + 1500,
+                 f"the wake at {woke}, the open's go-on at {went and went.start()} in the log's new text; held "
+                 f"{went and went.group(1)} ms (--power-on-settle {held} ms); aplay took {ended - started:.2f} s for a 1.5 s file")
     w = vt.wait_until(lambda: len(keepalived_said(mark, own)) >= len(expect_wake), 10, 0.1)
     said = keepalived_said(mark, own)
     vt.check(f"{name}-active-messages", w and said[:len(expect_wake)] == expect_wake,
@@ -237,14 +249,15 @@ def active_period(name, expect_wake, expect_standby, last):
 active_period("audio-only", [(5, "SYSTEM_AUDIO_MODE_REQUEST")], [(5, "STANDBY")], "System Audio Mode Request")
 
 # -- --cec-wake-tv on a reload ----------------------------------------------------------------
-write_conf("--cec-wake-tv")
+write_conf("--cec-wake-tv --power-on-wait 5s --power-on-settle 1s")
 mark = len(bus())
 reloads = vt.read(LOG, "").count("reloaded")
 daemon.send_signal(signal.SIGHUP)
 w = vt.wait_until(lambda: vt.read(LOG, "").count("reloaded") > reloads, 10, 0.2)
 time.sleep(2)
 vt.check("silent-at-wake-tv-reload", w and not keepalived_said(mark, own), f"announced: {keepalived_said(mark, own)}")
-active_period("wake-tv", [(5, "SYSTEM_AUDIO_MODE_REQUEST"), (0, "IMAGE_VIEW_ON"), (15, "ACTIVE_SOURCE")], [(5, "STANDBY"), (0, "STANDBY")], "Active Source")
+active_period("wake-tv", [(5, "SYSTEM_AUDIO_MODE_REQUEST"), (0, "IMAGE_VIEW_ON"), (15, "ACTIVE_SOURCE")], [(5, "STANDBY"), (0, "STANDBY")], "Active Source",
+              held=1000)
 
 # -- HDMI unplugged and plugged back: the TV input's EDID cleared, then set with another address --
 # vivid gives its outputs their physical addresses from that EDID; the kernel's state change
