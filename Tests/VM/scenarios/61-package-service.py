@@ -17,6 +17,9 @@ options file names the HDA card. Then:
   loopback), set off by aplay through the package's `keepalived:` PCM: inside the sandbox the
   hook fails and the plug gets nothing; with docs/systemd.md's network drop-in (read from the
   document) the plug gets `on`, then `off` after `--on-idle-after`;
+- `--cec` on an adapter of vivid's emulated HDMI: the shipped unit's device filter refuses the
+  node (logged, the service plays on); with docs/systemd.md's CEC drop-in (read from the
+  document) the service claims its address on the bus;
 - `systemctl stop` is quick and leaves no process, no runtime directory, no open PCM;
 - with the nodes `root:root 0600` (a box without udev's rules), status says `permission-denied`
   naming the node; `keepalived stop` over the socket ends the service cleanly (exit codes checked).
@@ -287,6 +290,52 @@ vt.check("hook-network-drop-in", bool(ini) and r.returncode == 0 and w0 and play
 os.remove(DROP_IN)
 vt.run(["systemctl", "daemon-reload"], timeout=60)
 plug.terminate()
+write_options(f"--device {device} --volume 0.02")
+vt.run(["systemctl", "restart", UNIT], timeout=60)
+vt.wait_until(lambda: show("StatusText")["StatusText"] == f"playing on {device}", 20)
+pid = int(show("MainPID")["MainPID"])
+
+# -- --cec inside the sandbox: docs/systemd.md's CEC drop-in -----------------------------------------
+# vivid's emulated HDMI (Tests/VM/scenarios/73-cec.py has the bus itself): a TV input, whose EDID
+# gives the output its physical address, and one HDMI output whose adapter the service is given.
+# The shipped unit leaves /dev/cec* out; the drop-in, read from the page, lets it in.
+r = vt.run(["modprobe", "vivid", "n_devs=1", "num_inputs=1", "input_types=0x3", "num_outputs=1", "output_types=0x1"], timeout=60)
+vt.run(["udevadm", "settle", "--timeout=30"], timeout=60)
+w = vt.wait_until(lambda: os.path.exists("/dev/cec1"), 10)
+tv = vt.run(["cec-ctl", "-d", "/dev/cec0", "--tv", "-o", "TV", "-s"], timeout=30)
+node = os.stat("/dev/cec1") if w else None
+vt.check("cec-adapter-for-the-service", r.returncode == 0 and w and tv.returncode == 0,
+         f"modprobe vivid: exit {r.returncode}; /dev/cec1 {'gid ' + str(node.st_gid) + ' mode ' + oct(node.st_mode & 0o777) if node else 'missing'}; "
+         f"cec-ctl --tv: exit {tv.returncode}")
+
+
+def cec_lines(since):
+    r = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat", f"--since=@{since:.0f}"], timeout=30)
+    return [l for l in r.stdout.splitlines() if "CEC:" in l]
+
+
+write_options(f"--device {device} --volume 0.01 --cec /dev/cec1")
+since = time.time() - 1
+r = vt.run(["systemctl", "restart", UNIT], timeout=60)
+w = vt.wait_until(lambda: any("adapter unavailable" in l for l in cec_lines(since)), 15, 0.3)
+vt.check("cec-sandboxed-without-drop-in", r.returncode == 0 and w and show("ActiveState")["ActiveState"] == "active"
+         and any("Permission denied" in l or "Operation not permitted" in l for l in cec_lines(since))
+         and not any("adapter open" in l or "on the bus" in l for l in cec_lines(since)),
+         f"restart: exit {r.returncode}; unit {show('ActiveState')['ActiveState']}; CEC lines: {vt.one_line(' | '.join(cec_lines(since)), 300)}")
+ini = re.search(r"## HDMI-CEC and the sandbox.*?```ini\n(.*?)```", vt.read(os.path.join(os.environ["VM_REPO"], "docs/systemd.md"), ""), re.S)
+DROP_IN = f"/etc/systemd/system/{UNIT}.service.d/cec.conf"
+os.makedirs(os.path.dirname(DROP_IN), exist_ok=True)
+with open(DROP_IN, "w") as f:
+    f.write(ini.group(1) if ini else "")
+vt.run(["systemctl", "daemon-reload"], timeout=60)
+since = time.time() - 1
+r = vt.run(["systemctl", "restart", UNIT], timeout=60)
+w = vt.wait_until(lambda: any("on the bus as a Playback device" in l for l in cec_lines(since)), 20, 0.3)
+vt.check("cec-drop-in", bool(ini) and r.returncode == 0 and w and not any("unavailable" in l for l in cec_lines(since)),
+         f"docs/systemd.md's drop-in {'found' if ini else 'NOT found'} ({vt.one_line(ini.group(1) if ini else '', 160)}); "
+         f"restart: exit {r.returncode}; CEC lines after {w.seconds:.1f} s: {vt.one_line(' | '.join(cec_lines(since)), 300)}")
+os.remove(DROP_IN)
+vt.run(["systemctl", "daemon-reload"], timeout=60)
 write_options(f"--device {device} --volume 0.02")
 vt.run(["systemctl", "restart", UNIT], timeout=60)
 vt.wait_until(lambda: show("StatusText")["StatusText"] == f"playing on {device}", 20)

@@ -19,6 +19,9 @@
 #   running: a 44.1 kHz track (paplay), a 48 kHz one (pw-play, PipeWire's own client), a 44.1 kHz
 #   one again; the card's hw_params show the track's rate while it plays and keep it after, and
 #   the codec never powers off across the tracks;
+# - then, started again with --on-active/--on-idle and --on-idle-after 3s: the user's track on the
+#   HDA sink makes that output active in status while it plays, and idle 3 s after its end, one
+#   hook run each way, naming the output and the sink;
 # - before all that, with PipeWire and WirePlumber alone (no pulse server), say in status, devices
 #   and its log that PipeWire runs without pipewire-pulse and what to do, opening no card.
 . "$VM_GUEST/desktoplib.sh"
@@ -90,5 +93,37 @@ done
 set -- $(vm_codec_power); _off1=$2
 vm_check codec-awake-across-tracks "power_off_acct +$((_off1 - _off0)) ms across the three tracks" [ "$_off1" -eq "$_off0" ]
 vm_check cards-left-after-tracks "open substreams: $(owners | tr '\n' ' ')" only_owner "$DESK_SERVER"
+as_user "$KEEPALIVED" stop >/dev/null 2>&1
+
+# Power follows the music on a desktop: keepalived again with --on-active/--on-idle and
+# --on-idle-after 3s; the user's track on the sink keepalived keeps awake makes its output active
+# (status says so, by the track's program) and idle 3 s after the track's end, one hook each way.
+cat >/tmp/activity-hook <<'EOF'
+#!/bin/sh
+read up _ </proc/uptime
+echo "$KEEPALIVED_EVENT $KEEPALIVED_OUTPUT $KEEPALIVED_SINK $up" >>/tmp/activity-hook.log
+EOF
+chmod 755 /tmp/activity-hook; : >/tmp/activity-hook.log; chown $DESK_USER /tmp/activity-hook.log
+_out=$(as_user "$KEEPALIVED" start --all --on-active /tmp/activity-hook --on-idle /tmp/activity-hook --on-idle-after 3s 2>&1)
+vm_wait 10 both_running
+_activity() { as_user "$KEEPALIVED" status --json 2>/dev/null | python3 -c 'import json,sys; o=[o for o in json.load(sys.stdin)["outputs"] if o["device"]==sys.argv[1]]; a=(o[0].get("activity") or {}) if o else {}; print(a.get("state","?"), a.get("program","-"))' "pulse:DEVICE=$hda_sink"; }
+_idle_before=$(_activity)
+as_user_within 20 pw-play --target "$hda_sink" /tmp/track48000.wav & _pid=$!
+_is_active() { case "$(_activity)" in active*) return 0;; esac; return 1; }
+vm_wait 5 _is_active
+_playing=$(_activity)
+wait $_pid
+read _ended _ </proc/uptime
+_hooked() { [ "$(wc -l </tmp/activity-hook.log)" -ge 2 ]; }
+vm_wait 10 _hooked
+_hooks=$(cat /tmp/activity-hook.log | tr '\n' ';')
+_idle_after=$(awk -v e="$_ended" '$1 == "idle" {printf "%.2f", $4 - e}' /tmp/activity-hook.log)
+_want="active pulse:DEVICE=$hda_sink $hda_sink;idle pulse:DEVICE=$hda_sink $hda_sink;"
+_desk_idle_ok() { _hooks_ok && awk -v d="$_idle_after" 'BEGIN { exit !(d >= 2.5 && d <= 6.0) }'; }
+_hooks_ok() { [ "$(cut -d' ' -f1-3 /tmp/activity-hook.log | tr '\n' ';')" = "$_want" ]; }
+vm_check desktop-activity-active "before the track: $_idle_before; while pw-play plays on $hda_sink: $_playing (start: $_out)" \
+    [ "${_idle_before%% *}" = idle -a "${_playing%% *}" = active ]
+vm_check desktop-activity-idle "hook runs: $_hooks (want $_want); idle ${_idle_after:-?} s after the track's end (--on-idle-after 3s)" \
+    _desk_idle_ok
 as_user "$KEEPALIVED" stop >/dev/null 2>&1
 vm_finish

@@ -23,8 +23,9 @@ WAV and a 48 kHz FLAC, 16-bit stereo sweeps made by sox. One boot:
 - the USB audio device (snd-usb-audio, 48 kHz only in QEMU): `aplay -D keepalived:CARD=Audio,DEV=0`
   of a 48 kHz file holds it in the file's format (aplay the owner, no "busy"), and keepalived has
   it back within 1.25 s of aplay's exit, in that format; the HDA card stays MPD's or keepalived's;
-- MPD plays a 44.1 kHz then a 48 kHz track as one queue: MPD closes and reopens the card between
-  them and keepalived, waiting its grace, never takes it in between, nor does MPD log "busy";
+- MPD plays three tracks as one queue, the first skipped half a second in (`mpc next`): 44.1 kHz,
+  44.1 kHz, 48 kHz; MPD closes and reopens the card for the 48 kHz one and keepalived, waiting
+  its grace, never takes it in between, nor does MPD log "busy";
   with `--on-active`/`--on-idle` and `--on-idle-after 3s` (a reload): the queue is one active
   period (`status` says active, by mpd, while it plays): the hook runs once as it starts, with
   the card and device, and once 3 s after MPD's close (its output in the journal), and
@@ -99,6 +100,8 @@ PLAYER_ENV = dict(ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
 TRACKS = {
     "a44": ("box/a44.wav", 44100, 4, ["sine", "220-1760", "sine", "330-2640"]),
     "b48": ("box/b48.flac", 48000, 5, ["sine", "440-3520", "sine", "550-110"]),
+    # The queue's first track, skipped.
+    "s44": ("box/s44.wav", 44100, 3, ["sine", "660-220", "sine", "880-330"]),
 }
 BOUND = 1.0  # s from keepalived's close to MPD's open
 # From a player's close to keepalived's open: keepalived first waits its 250 ms reopen grace
@@ -470,21 +473,31 @@ events = subprocess.Popen([K, "events"], stdout=subprocess.PIPE, stderr=subproce
 time.sleep(0.5)
 mpc("-q", "clear")
 mpc("-q", "repeat", "off")
+# Three tracks, the first skipped: 44.1 kHz (skipped), 44.1 kHz, 48 kHz.
+mpc("-q", "add", TRACKS["s44"][0])
 mpc("-q", "add", TRACKS["a44"][0])
 mpc("-q", "add", TRACKS["b48"][0])
 t = time.monotonic()
 mpc("-q", "play")
 w1 = vt.wait_until(lambda: holder() == pid and rate() == "44100", 15, 0.02)
-# MPD's stream's start on the card, on the guest's monotonic clock: the kernel's trigger time,
-# moved by the status's own clock (its tstamp, read now) to time.monotonic()'s.
+vt.wait_until(lambda: vt.pcm_state(card) == "RUNNING", 5, 0.01)
+# MPD's stream's start on the card, on the guest's monotonic clock: the kernel's trigger time.
+# alsa-lib asks the kernel for CLOCK_MONOTONIC timestamps (SNDRV_PCM_IOCTL_TTSTAMP), so it is
+# time.monotonic()'s own; a trigger time that is not between `mpc play` and now is on another
+# clock, and is moved by the status's tstamp (the same clock's now, or the last period's update:
+# 0 before the first one).
 read_at = time.monotonic()
 pcm = vt.read(STATUS, "")
 stamps = dict((k.strip(), v.strip()) for k, _, v in (l.partition(":") for l in pcm.splitlines()) if k.strip() in ("trigger_time", "tstamp"))
 try:
-    mpd_started = float(stamps["trigger_time"]) - float(stamps["tstamp"]) + read_at
+    trigger, tstamp = float(stamps["trigger_time"]), float(stamps.get("tstamp", "0"))
+    mpd_started = trigger if t <= trigger <= read_at else trigger - tstamp + read_at if tstamp > 0 else None
 except (KeyError, ValueError):
     mpd_started = None
 playing_activity = activity()
+time.sleep(0.5)
+skipped = mpc("-q", "next").returncode == 0
+after_skip = vt.one_line(mpc("status").stdout, 160)
 w2 = vt.wait_until(lambda: holder() == pid and rate() == "48000", TRACKS["a44"][2] + 15, 0.02)
 w3 = vt.wait_until(lambda: holder() not in (pid, "open", None), TRACKS["b48"][2] + 15, 0.02)
 mpd_done = uptime()
@@ -495,8 +508,8 @@ last = max((i for i, x in enumerate(between) if x[0] == pid), default=None)
 inside = between[first:last + 1] if first is not None and last is not None else []
 path = " → ".join(f"{name(x[0])} {1000 * (x[2] - x[1]):.0f} ms" for x in inside)
 vt.note(f"queue of two rates: {path[-600:]}")
-vt.check("queue-stays-mpds", w1 and w2 and bool(inside) and all(x[0] in (pid, "open", None) for x in inside),
-         f"44.1 kHz after {w1.seconds:.1f} s, 48 kHz after {w2.seconds:.1f} s; between MPD's first and last hold: "
+vt.check("queue-stays-mpds", w1 and w2 and skipped and bool(inside) and all(x[0] in (pid, "open", None) for x in inside),
+         f"44.1 kHz after {w1.seconds:.1f} s, skipped (mpc next: {skipped}; then {after_skip}), 48 kHz after {w2.seconds:.1f} s more; between MPD's first and last hold: "
          + (path[-400:] or "MPD never seen"))
 vt.check("queue-no-busy", not busy_lines(), vt.one_line(" | ".join(busy_lines()), 300) or "MPD logged no busy")
 taken_back(pid, "queue-end", 48000, t + w1.seconds + w2.seconds)
