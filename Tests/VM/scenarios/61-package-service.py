@@ -268,12 +268,19 @@ vt.check("hook-sandboxed-without-drop-in", r.returncode == 0 and play.returncode
          f"the hook's lines: {vt.one_line(' | '.join(hook_lines(since)), 400)}; the plug got {plug_requests()}")
 w = vt.wait_until(lambda: any("hook failed" in l and "turn=off" in l for l in hook_lines(since)), 15, 0.3)
 
-ini = re.search(r"## Hooks and the sandbox.*?```ini\n(.*?)```", vt.read(os.path.join(os.environ["VM_REPO"], "docs/systemd.md"), ""), re.S)
-DROP_IN = f"/etc/systemd/system/{UNIT}.service.d/network.conf"
-os.makedirs(os.path.dirname(DROP_IN), exist_ok=True)
-with open(DROP_IN, "w") as f:
-    f.write(ini.group(1) if ini else "")
-vt.run(["systemctl", "daemon-reload"], timeout=60)
+def install_drop_in(section, name):
+    """docs/systemd.md's first ini block under `## section`, installed as the unit's drop-in
+    `name` and systemd reloaded: (its path, its text or None when the page has none)."""
+    found = re.search(rf"## {re.escape(section)}.*?```ini\n(.*?)```", vt.read(os.path.join(os.environ["VM_REPO"], "docs/systemd.md"), ""), re.S)
+    path = f"/etc/systemd/system/{UNIT}.service.d/{name}"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(found.group(1) if found else "")
+    vt.run(["systemctl", "daemon-reload"], timeout=60)
+    return path, found.group(1) if found else None
+
+
+DROP_IN, ini = install_drop_in("Hooks and the sandbox", "network.conf")
 r = vt.run(["systemctl", "restart", UNIT], timeout=60)
 w0 = vt.wait_until(lambda: show("StatusText")["StatusText"] == f"playing on {device}", 20)
 since = time.time() - 1
@@ -284,7 +291,7 @@ on_after = time.monotonic() - t
 w2 = vt.wait_until(lambda: "/relay/0?turn=off" in plug_requests(), 20, 0.2)
 vt.check("hook-network-drop-in", bool(ini) and r.returncode == 0 and w0 and play.returncode == 0 and w1 and w2
          and plug_requests() == ["/relay/0?turn=on", "/relay/0?turn=off"] and not any("hook failed" in l for l in hook_lines(since)),
-         f"docs/systemd.md's drop-in {'found' if ini else 'NOT found'} ({vt.one_line(ini.group(1) if ini else '', 160)}); "
+         f"docs/systemd.md's drop-in {'found' if ini else 'NOT found'} ({vt.one_line(ini or '', 160)}); "
          f"restart: exit {r.returncode}; aplay: exit {play.returncode}; the plug got {plug_requests()}, on {on_after:.1f} s "
          f"after the player started; the hook's lines: {vt.one_line(' | '.join(hook_lines(since)), 300)}")
 os.remove(DROP_IN)
@@ -322,17 +329,12 @@ vt.check("cec-sandboxed-without-drop-in", r.returncode == 0 and w and show("Acti
          and any("Permission denied" in l or "Operation not permitted" in l for l in cec_lines(since))
          and not any("adapter open" in l or "on the bus" in l for l in cec_lines(since)),
          f"restart: exit {r.returncode}; unit {show('ActiveState')['ActiveState']}; CEC lines: {vt.one_line(' | '.join(cec_lines(since)), 300)}")
-ini = re.search(r"## HDMI-CEC and the sandbox.*?```ini\n(.*?)```", vt.read(os.path.join(os.environ["VM_REPO"], "docs/systemd.md"), ""), re.S)
-DROP_IN = f"/etc/systemd/system/{UNIT}.service.d/cec.conf"
-os.makedirs(os.path.dirname(DROP_IN), exist_ok=True)
-with open(DROP_IN, "w") as f:
-    f.write(ini.group(1) if ini else "")
-vt.run(["systemctl", "daemon-reload"], timeout=60)
+DROP_IN, ini = install_drop_in("HDMI-CEC and the sandbox", "cec.conf")
 since = time.time() - 1
 r = vt.run(["systemctl", "restart", UNIT], timeout=60)
 w = vt.wait_until(lambda: any("on the bus as a Playback device" in l for l in cec_lines(since)), 20, 0.3)
 vt.check("cec-drop-in", bool(ini) and r.returncode == 0 and w and not any("unavailable" in l for l in cec_lines(since)),
-         f"docs/systemd.md's drop-in {'found' if ini else 'NOT found'} ({vt.one_line(ini.group(1) if ini else '', 160)}); "
+         f"docs/systemd.md's drop-in {'found' if ini else 'NOT found'} ({vt.one_line(ini or '', 160)}); "
          f"restart: exit {r.returncode}; CEC lines after {w.seconds:.1f} s: {vt.one_line(' | '.join(cec_lines(since)), 300)}")
 os.remove(DROP_IN)
 vt.run(["systemctl", "daemon-reload"], timeout=60)
