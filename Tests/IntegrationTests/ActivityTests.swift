@@ -110,6 +110,42 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }
 
+        @Test("--output 'NAME --on-active … --on-idle … --on-idle-after …': that output's own hooks and idle time, the global ones for the others; --power-on-wait needs no global hook then")
+        func outputsOwnHooks() async throws {
+            let directory = try TestPaths.makeTemporaryDirectory("activity-output")
+            let globalLog = directory.appendingPathComponent("global.log")
+            let dacLog = directory.appendingPathComponent("dac.log")
+            let global = try Self.recordingHook(in: directory, log: globalLog)
+            let dacDirectory = directory.appendingPathComponent("dac")
+            try FileManager.default.createDirectory(at: dacDirectory, withIntermediateDirectories: true)
+            let dac = try Self.recordingHook(in: dacDirectory, log: dacLog)
+            let socket = directory.appendingPathComponent("k.sock").path
+            // --power-on-wait with no global --on-active: an output's own hook is enough.
+            let accepted = try ChildProcess(binary, ["run", "-d", "null", "--socket", directory.appendingPathComponent("a.sock").path,
+                                                     "--output", "null --on-active true", "--power-on-wait", "2s"],
+                                            directory: directory, label: "keepalived (accepted)")
+            try await accepted.waitForLog("playing")
+            #expect(try await accepted.terminate(within: .seconds(2)) == 0, "\(accepted.stderr)")
+            // No sound card here: each output waits for its card, which is all a release needs.
+            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", global, "--on-idle", global, "--on-idle-after", "20s",
+                                                   "--output", "hw:1,0 --on-active \(dac) --on-idle \(dac) --on-idle-after 1s", "--power-on-wait", "3s"],
+                                          directory: directory, label: "keepalived")
+            try await waitUntil("the control socket", timeout: .seconds(5)) { FileManager.default.fileExists(atPath: socket) }
+            for card in [0, 1] {
+                let client = try UnixClient(connectingTo: socket)
+                client.send(#"{"request":"release","card":\#(card),"device":0,"program":"mpd"}"# + "\n")
+                _ = try #require(client.readLine(), "no reply to card \(card)'s release")
+            }
+            // Neither player opens its device: both outputs fall silent, and only the DAC goes
+            // idle within the test: after its own second, not the global 20.
+            try await waitUntil("the DAC's on-idle", timeout: .seconds(8).underSanitizer) { Self.lines(dacLog).count >= 2 }
+            #expect(Self.lines(dacLog) == ["active hw:1,0 mpd 1 0 -", "idle hw:1,0 mpd 1 0 -"], "\(Self.lines(dacLog))\n\(daemon.stderr)")
+            #expect(Self.lines(globalLog) == ["active hw:0,0 mpd 0 0 -"], "\(Self.lines(globalLog))\n\(daemon.stderr)")
+            #expect(Self.activity(socket, [:], of: "hw:0,0")?["state"] as? String == "active")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
         @Test("a hook that outlives --hook-timeout is ended with what it started, and the daemon plays on")
         func hookTimeout() async throws {
             let directory = try TestPaths.makeTemporaryDirectory("activity-timeout")

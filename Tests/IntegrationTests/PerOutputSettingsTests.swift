@@ -95,6 +95,9 @@ extension Integration {
                 (["--output", "null", "--output", "null --volume 0.02"], "--output 'null' is given twice"),
                 (["--output", "null --signal hum"], "--output 'null': The value 'hum' is invalid for '--signal <kind>': unknown signal 'hum'"),
                 (["--output", "null --clip /nonexistent.wav"], "--output 'null': clip:"),
+                (["--output", "null --on-active ''"], "--output 'null': --on-active '': give a command"),
+                (["--output", "null --on-idle-after 0s"], "--output 'null': --on-idle-after must be at least 1s"),
+                (["--output", "null --on-idle"], "--output 'null': Missing value for '--on-idle <command>'"),
             ] {
                 let result = try await runCommand(binary, ["run"] + arguments)
                 let expectedCode: Int32 = arguments.contains("null --clip /nonexistent.wav") ? 66 : 64

@@ -49,6 +49,23 @@ struct OptionsFileMergeTests {
         #expect(RunCommand.commandLineWords(["keepalived", "status"]) == [])
     }
 
+    @Test("an output's own hooks in the options file: its command in quotes inside the output's quotes, as docs/usage.md writes it")
+    func outputsOwnHooks() throws {
+        let path = try Self.file("""
+            KEEPALIVED_OPTIONS="-d hw:1 --on-active 'curl -fsS http://plug.lan/on' --output 'hw:CARD=DAC,DEV=0 --on-active "gpioset gpiochip0 17=1" --on-idle-after 10min'"
+
+            """)
+        defer { unlink(path) }
+        let commandLine = ["--config", path]
+        let options = try RunCommand.parse(commandLine).currentOptions(commandLine: commandLine)
+        let settings = try options.activitySettings
+        #expect(settings.onActive(for: "hw:1")?.arguments == ["curl", "-fsS", "http://plug.lan/on"])
+        #expect(settings.onActive(for: "hw:CARD=DAC,DEV=0")?.arguments == ["gpioset", "gpiochip0", "17=1"])
+        #expect(settings.idleAfter(for: "hw:CARD=DAC,DEV=0") == .seconds(600) && settings.idleAfter(for: "hw:1") == .seconds(300))
+        #expect(settings.onIdle(for: "hw:CARD=DAC,DEV=0") == nil)
+        #expect(options.namedDevices == ["hw:1", "hw:CARD=DAC,DEV=0"])
+    }
+
     @Test("a list adds up, a single value is the file's")
     func merge() throws {
         let path = try Self.file("KEEPALIVED_OPTIONS=\"-d hw:1 --volume 0.02\"\n")

@@ -107,4 +107,26 @@ struct PowerOnGateTests {
         held.finishHooks()
         plain.finishHooks()
     }
+
+    @Test("an output's own --on-active (--output 'NAME --on-active …'): its player is held for it, another output's is not, and its own --on-idle-after times its silence")
+    func outputsOwnHook() throws {
+        var settings = OutputActivity.Settings()
+        settings.powerOnWait = .seconds(5)
+        settings.idleAfter = .seconds(300)
+        settings.outputs["hw:1,0"] = OutputActivity.OutputHooks(onActive: try Hook(option: "--on-active", command: "true"), idleAfter: .seconds(2))
+        #expect(settings.onActive(for: "hw:0,0") == nil && settings.onActive(for: "hw:1,0")?.arguments == ["true"])
+        #expect(settings.idleAfter(for: "hw:0,0") == .seconds(300) && settings.idleAfter(for: "hw:1,0") == .seconds(2))
+        let activity = try OutputActivity(settings: settings, logger: Self.logger)
+        #expect(activity.holdForPower(["hw:0,0"], player: Self.mpd) == nil, "no hook for this output, no --cec: nothing to wait for")
+        let dac = OutputActivity.Player(program: "squeezelite", card: 1, device: 0)
+        let gate = try #require(activity.holdForPower(["hw:1,0"], player: dac))
+        activity.finishHooks()
+        #expect(gate.isOpen(at: .now))
+        activity.loansChanged(["hw:1,0": dac])
+        activity.playerArrived(["hw:1,0"])
+        activity.loansChanged([:])
+        let idleIn = try #require(activity.report(for: "hw:1,0").idleInSeconds)
+        #expect(idleIn <= 2 && idleIn > 1, "its own 2 s, not the global 300: \(idleIn)")
+        activity.finishHooks()
+    }
 }

@@ -10,6 +10,9 @@ import Glibc
 /// another stream plays on a sink keepalived keeps awake). Each output has an
 /// ``ActivityStateMachine``; its idle timer joins the main loop's `poll` (``timer``).
 ///
+/// Each output's hooks and idle time are its own `--output` options' where it has them
+/// (``Settings/outputs``), the global ones otherwise.
+///
 /// On `dmix` nothing else is known: the kernel shows one substream, opened by whichever client
 /// came first, so another program's sound on the same dmix cannot be told from keepalived's own.
 ///
@@ -39,6 +42,22 @@ final class OutputActivity: Sendable {
         var powerOnSettle: Duration = .zero
         /// `--cec`: the box's first active output wakes a receiver (``CECFollower``).
         var cecWakes = false
+        /// The outputs' own hooks and idle times (`--output 'NAME --on-active …'`), by output.
+        var outputs: [String: OutputHooks] = [:]
+
+        /// `output`'s `--on-active`: its own, else the global one.
+        func onActive(for output: String) -> Hook? { outputs[output]?.onActive ?? onActive }
+        /// `output`'s `--on-idle`: its own, else the global one.
+        func onIdle(for output: String) -> Hook? { outputs[output]?.onIdle ?? onIdle }
+        /// `output`'s `--on-idle-after`: its own, else the global one.
+        func idleAfter(for output: String) -> Duration { outputs[output]?.idleAfter ?? idleAfter }
+    }
+
+    /// What one `--output` says of its own activity; nil follows the global option.
+    struct OutputHooks: Equatable, Sendable {
+        var onActive: Hook?
+        var onIdle: Hook?
+        var idleAfter: Duration?
     }
 
     /// Who plays on an output, and where that is.
@@ -85,10 +104,10 @@ final class OutputActivity: Sendable {
         state.withLock { state in
             guard state.settings != settings else { return }
             state.settings = settings
-            for output in state.machines.keys where state.machines[output]!.idleAfter != settings.idleAfter {
+            for output in state.machines.keys where state.machines[output]!.idleAfter != settings.idleAfter(for: output) {
                 // Kept as they are (active or idle); a silence under way is timed anew from now.
                 let report = state.machines[output]!.report
-                var machine = ActivityStateMachine(idleAfter: settings.idleAfter)
+                var machine = ActivityStateMachine(idleAfter: settings.idleAfter(for: output))
                 if report.active { _ = machine.audioStarted(by: report.program ?? "?", at: report.since ?? .now) }
                 if report.active, state.loans[output] == nil, state.streams[output] == nil { _ = machine.audioStopped(at: .now) }
                 state.machines[output] = machine
@@ -120,7 +139,7 @@ final class OutputActivity: Sendable {
         return state.withLock { state in
             guard let wait = state.settings.powerOnWait, !outputs.isEmpty,
                   outputs.allSatisfy({ state.machines[$0]?.report.active != true }) else { return nil }
-            let hook = state.settings.onActive != nil
+            let hook = outputs.contains { state.settings.onActive(for: $0) != nil }
             guard hook || (state.settings.cecWakes && Self.activeOutputs(state) == 0) else { return nil }
             let gate: PowerOnGate
             do { gate = try PowerOnGate(deadline: now + wait, settle: state.settings.powerOnSettle) } catch {
@@ -185,7 +204,7 @@ final class OutputActivity: Sendable {
         change(&state)
         let after = Self.players(state)
         for output in Set(before.keys).union(after.keys).sorted() where before[output] != after[output] {
-            if state.machines[output] == nil { state.machines[output] = ActivityStateMachine(idleAfter: state.settings.idleAfter) }
+            if state.machines[output] == nil { state.machines[output] = ActivityStateMachine(idleAfter: state.settings.idleAfter(for: output)) }
             if let player = after[output] {
                 state.last[output] = player
                 carryOut(state.machines[output]!.audioStarted(by: player.program, at: now), output: output, &state, now: now, gate: gate)
@@ -212,12 +231,12 @@ final class OutputActivity: Sendable {
         case .becameActive(let program):
             let player = state.last[output] ?? Player(program: program)
             logger.notice("real audio plays: active", metadata: ["device": "\(output)", "program": "\(program)"])
-            announce("active", output: output, player: player, hook: state.settings.onActive, gate: gate)
+            announce("active", output: output, player: player, hook: state.settings.onActive(for: output), gate: gate)
             if Self.activeOutputs(state) == 1 { boxChanged?(true) }
         case .becameIdle:
             let player = state.last[output] ?? Player(program: "?")
-            logger.notice("no real audio for \(LingerWatcher.describe(state.settings.idleAfter)): idle", metadata: ["device": "\(output)"])
-            announce("idle", output: output, player: player, hook: state.settings.onIdle)
+            logger.notice("no real audio for \(LingerWatcher.describe(state.settings.idleAfter(for: output))): idle", metadata: ["device": "\(output)"])
+            announce("idle", output: output, player: player, hook: state.settings.onIdle(for: output))
             if Self.activeOutputs(state) == 0 { boxChanged?(false) }
         }
     }

@@ -31,7 +31,7 @@ struct PlaybackOptions: ParsableArguments {
     // Unconditional: the value is a whole option line of its own, and a forgotten NAME (a value
     // starting with "--") is answered by the check below, not as a missing value.
     @Option(name: .customLong("output"), parsing: .unconditionalSingleValue, help: ArgumentHelp(
-        "Play to NAME with settings of its own: 'NAME OPTIONS…' in one word, OPTIONS spelled like the options above (--signal, --frequency, --volume, --max-level, --clip, --clip-base64, --play-for, --pause-for, --fade), e.g. --output 'plughw:CARD=DAC --signal sine --frequency 30 --volume -50dB'. Repeat for several; NAME is played like a --device. No output may exceed the global --max-level.",
+        "Play to NAME with settings of its own: 'NAME OPTIONS…' in one word, OPTIONS spelled like the options above (--signal, --frequency, --volume, --max-level, --clip, --clip-base64, --play-for, --pause-for, --fade, and --on-active, --on-idle, --on-idle-after for this output instead of the global ones), e.g. --output 'plughw:CARD=DAC --signal sine --frequency 30 --volume -50dB' or --output 'hw:CARD=DAC --on-active \"gpioset gpiochip0 17=1\"'. Repeat for several; NAME is played like a --device. No output may exceed the global --max-level.",
         valueName: "name options"))
     var outputSpecs: [String] = []
 
@@ -86,9 +86,12 @@ struct PlaybackOptions: ParsableArguments {
         if let bufferSeconds, !(bufferSeconds.isFinite && bufferSeconds >= 0.02 && bufferSeconds <= 10) {
             throw ValidationError("--buffer must be between 0.02 and 10 seconds, not \(bufferSeconds)")
         }
-        if power.powerOnWait != nil, power.onActive == nil, cec.device == nil {
+        if power.powerOnWait != nil, power.onActive == nil, cec.device == nil,
+           !outputSpecs.contains(where: { (try? Self.outputOptions($0))?.options.onActive != nil }) {
             throw ValidationError("--power-on-wait holds a player's open while the power comes on: give --on-active (the command that switches it on) or --cec (the receiver woken over HDMI-CEC)")
         }
+        // Each --output's own hooks, as the global ones are checked (PowerOptions.validate).
+        do { _ = try activitySettings } catch let exit as CleanExit { throw ValidationError(exit.description) }
         // Like --idle-after: at least a second.
         if let lingerDuration, lingerDuration < .seconds(1) {
             throw ValidationError("--linger must be at least 1s, not \(lingerDuration)")
@@ -101,6 +104,18 @@ struct PlaybackOptions: ParsableArguments {
         get throws {
             var settings = try power.settings
             settings.cecWakes = cec.device != nil
+            let timeout = try power.timeout
+            for spec in outputSpecs {
+                let (name, options) = try Self.outputOptions(spec)
+                do {
+                    let hooks = try options.activity(hookTimeout: timeout)
+                    if hooks != OutputActivity.OutputHooks() { settings.outputs[name] = hooks }
+                } catch let exit as CleanExit {
+                    throw CleanExit.failure("--output '\(name)': \(exit.description)", code: SysExit.usage)
+                } catch {
+                    throw CleanExit.failure("--output '\(name)': \(OutputOptions.message(for: error))", code: SysExit.usage)
+                }
+            }
             return settings
         }
     }
@@ -111,19 +126,24 @@ struct PlaybackOptions: ParsableArguments {
         return devices + outputNames.filter { !devices.contains($0) }
     }
 
-    /// One `--output 'NAME OPTIONS…'`: the name, and the settings its options give over `base`.
-    static func output(_ spec: String, over base: OutputConfiguration) throws -> (String, OutputSettings) {
+    /// One `--output 'NAME OPTIONS…'`, parsed: its name and its options.
+    /// - Throws: `CleanExit` (64) naming the output and what was wrong.
+    static func outputOptions(_ spec: String) throws -> (name: String, options: OutputOptions) {
         guard let words = OptionsFile.split(spec), let name = words.first, !name.hasPrefix("-") else {
             throw CleanExit.failure("--output '\(spec)': give the output's PCM name first, then its options (--output 'hw:CARD=DAC --volume -50dB')", code: SysExit.usage)
         }
-        let options: SoundOptions
         do {
-            options = try SoundOptions.parse(Array(words.dropFirst()))
+            return (name, try OutputOptions.parse(Array(words.dropFirst())))
         } catch {
-            throw CleanExit.failure("--output '\(name)': \(SoundOptions.message(for: error))", code: SysExit.usage)
+            throw CleanExit.failure("--output '\(name)': \(OutputOptions.message(for: error))", code: SysExit.usage)
         }
+    }
+
+    /// One `--output 'NAME OPTIONS…'`: the name, and the settings its options give over `base`.
+    static func output(_ spec: String, over base: OutputConfiguration) throws -> (String, OutputSettings) {
+        let (name, options) = try outputOptions(spec)
         do {
-            return (name, try options.settings(over: base))
+            return (name, try options.sound.settings(over: base))
         } catch let exit as CleanExit {
             throw CleanExit.failure("--output '\(name)': \(exit.description)", code: exit.code)
         }

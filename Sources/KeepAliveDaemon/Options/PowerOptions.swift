@@ -43,6 +43,13 @@ struct PowerOptions: ParsableArguments {
         _ = try settings
     }
 
+    /// `--hook-timeout`, every hook's, the outputs' own too (default 30 s).
+    var timeout: Duration {
+        get throws {
+            try hookTimeout.map { try DurationArgument.parse($0, option: "--hook-timeout", atLeast: .milliseconds(100), written: "100ms") } ?? .seconds(30)
+        }
+    }
+
     /// The checked settings.
     /// - Throws: `ValidationError` naming the option and what was wrong.
     var settings: OutputActivity.Settings {
@@ -51,7 +58,7 @@ struct PowerOptions: ParsableArguments {
             if let onIdleAfter {
                 settings.idleAfter = try DurationArgument.parse(onIdleAfter, option: "--on-idle-after", atLeast: .seconds(1), written: "1s")
             }
-            let timeout = try hookTimeout.map { try DurationArgument.parse($0, option: "--hook-timeout", atLeast: .milliseconds(100), written: "100ms") } ?? .seconds(30)
+            let timeout = try self.timeout
             do {
                 settings.onActive = try onActive.map { try Hook(option: "--on-active", command: $0) }
                 settings.onIdle = try onIdle.map { try Hook(option: "--on-idle", command: $0) }
