@@ -7,16 +7,16 @@ import Testing
 @Suite("Event observers", .serialized, .timeLimit(.minutes(1)))
 struct EventObserverTests {
     typealias Support = EmbeddingTestSupport
-    static let capacity = EventBroadcaster.capacity
+    static let capacity = EventBroadcaster<KeepAliveEvent>.capacity
 
     /// The manager's broadcaster, through its internal test accessor.
-    static func broadcaster(of manager: KeepAliveManager) throws -> EventBroadcaster {
+    static func broadcaster(of manager: KeepAliveManager) throws -> EventBroadcaster<KeepAliveEvent> {
         manager.eventBroadcaster
     }
 
     @Test("a reader sees every event while an idle subscriber's buffer stays at capacity; publishing never waits")
     func broadcasterBoundsAnIdleSubscriber() async throws {
-        let broadcaster = EventBroadcaster()
+        let broadcaster = EventBroadcaster<KeepAliveEvent>()
         var idle: AsyncStream<KeepAliveEvent>? = broadcaster.subscribe()
         let reader = EventRecorder(broadcaster.subscribe())
         #expect(broadcaster.subscriberCount == 2)

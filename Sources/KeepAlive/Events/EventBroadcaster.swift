@@ -1,5 +1,6 @@
 
-/// Fans events out to every subscriber, each through its own bounded buffer.
+/// Fans events out to every subscriber, each through its own bounded buffer: the manager's
+/// ``KeepAliveEvent``s, an ``OutputActivityTracker``'s changes.
 ///
 /// Policy (documented for users on ``KeepAliveManager/events`` and in the catalog's "Observing
 /// events" article):
@@ -14,9 +15,9 @@
 ///   thread and never makes the others miss anything.
 /// - A subscription ends when its consuming task is cancelled or its stream and iterators are
 ///   dropped; all streams finish when the broadcaster (its manager) is deallocated.
-final class EventBroadcaster: Sendable {
+final class EventBroadcaster<Event: Sendable>: Sendable {
     /// The most undelivered events one subscriber may hold.
-    static let capacity = 256
+    static var capacity: Int { 256 }
 
     /// What publishing observed of one subscriber's buffer (a test hook; kept because it costs
     /// one lock per event, and events are rare: state changes, not frames).
@@ -32,7 +33,7 @@ final class EventBroadcaster: Sendable {
     }
 
     private struct Subscriber {
-        var continuation: AsyncStream<KeepAliveEvent>.Continuation
+        var continuation: AsyncStream<Event>.Continuation
         var statistics = BufferStatistics()
     }
 
@@ -40,7 +41,7 @@ final class EventBroadcaster: Sendable {
         var nextID = 0
         var table: [Int: Subscriber] = [:]
         /// Plain callbacks, for an owner that waits in poll rather than in a task.
-        var observers: [@Sendable (KeepAliveEvent) -> Void] = []
+        var observers: [@Sendable (Event) -> Void] = []
     }
 
     /// The table lives in a box of its own so that a stream's termination handler can hold it
@@ -66,9 +67,9 @@ final class EventBroadcaster: Sendable {
     }
 
     /// A new stream of every event published from now on.
-    func subscribe() -> AsyncStream<KeepAliveEvent> {
+    func subscribe() -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream.makeStream(
-            of: KeepAliveEvent.self, bufferingPolicy: .bufferingNewest(Self.capacity))
+            of: Event.self, bufferingPolicy: .bufferingNewest(Self.capacity))
         let id = table.subscribers.withLock { state in
             defer { state.nextID += 1 }
             state.table[state.nextID] = Subscriber(continuation: continuation)
@@ -85,19 +86,19 @@ final class EventBroadcaster: Sendable {
     /// Calls `observer` with every event from now on, on the thread that publishes it (a
     /// playback thread): it must not block. For a daemon that waits in `poll` and has no task to
     /// read a stream in.
-    func observe(_ observer: @escaping @Sendable (KeepAliveEvent) -> Void) {
+    func observe(_ observer: @escaping @Sendable (Event) -> Void) {
         table.subscribers.withLock { $0.observers.append(observer) }
     }
 
     /// Delivers `event` to every subscriber without waiting for any of them.
-    func publish(_ event: KeepAliveEvent) {
+    func publish(_ event: Event) {
         let observers = table.subscribers.withLock { $0.observers }
         for observer in observers { observer(event) }
         // Yield outside the lock: the lock stays short, and a termination handler (which takes
         // it) can never run under it.
         let targets = table.subscribers.withLock { state in state.table.map { ($0.key, $0.value.continuation) } }
         guard !targets.isEmpty else { return }
-        var results: [(Int, AsyncStream<KeepAliveEvent>.Continuation.YieldResult)] = []
+        var results: [(Int, AsyncStream<Event>.Continuation.YieldResult)] = []
         results.reserveCapacity(targets.count)
         for (id, continuation) in targets { results.append((id, continuation.yield(event))) }
         table.subscribers.withLock { state in

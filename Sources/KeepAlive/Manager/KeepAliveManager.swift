@@ -19,7 +19,7 @@ import Logging
 public final class KeepAliveManager: Sendable {
     /// The caller's logger; a ``KeepAliveService`` around this manager logs through it too.
     let logger: Logger
-    private let broadcaster = EventBroadcaster()
+    private let broadcaster = EventBroadcaster<KeepAliveEvent>()
 
     /// State read by any thread; the records inside carry their own locks.
     struct Shared {
@@ -129,7 +129,7 @@ public final class KeepAliveManager: Sendable {
     }
 
     /// The broadcaster behind ``events``, for tests that inspect subscriber buffers.
-    var eventBroadcaster: EventBroadcaster { broadcaster }
+    var eventBroadcaster: EventBroadcaster<KeepAliveEvent> { broadcaster }
 
     /// Starts playing on every output, if the gate is on and not already started. Returns at
     /// once; watch ``state`` or ``events`` for the outputs opening.
@@ -300,7 +300,7 @@ public final class KeepAliveManager: Sendable {
     }
 
     /// Runs on a playback thread: updates the record, logs changes once, publishes events.
-    private static func handle(_ report: PlaybackReport, record: OutputRecord, logger: Logger, broadcaster: EventBroadcaster) {
+    private static func handle(_ report: PlaybackReport, record: OutputRecord, logger: Logger, broadcaster: EventBroadcaster<KeepAliveEvent>) {
         let now = ContinuousClock.now
         // The steady-state report, once per period: a counter and a timestamp under the
         // output's own lock, nothing that allocates.

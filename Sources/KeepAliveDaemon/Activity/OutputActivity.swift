@@ -7,8 +7,10 @@ import Glibc
 /// `--on-active` and `--on-idle` hooks, `keepalived events`, and `status`. Real audio is what
 /// keepalived is told of by those who see it: the player loans (``PlayerLoans``: a player opened
 /// the card device through `keepalived:`) and the sound server's listing (``ActivityWatcher``:
-/// another stream plays on a sink keepalived keeps awake). Each output has an
-/// ``ActivityStateMachine``; its idle timer joins the main loop's `poll` (``timer``).
+/// another stream plays on a sink keepalived keeps awake). Whether each output is active is the
+/// library's ``OutputActivityTracker``'s to say (the one model, which embedders of the library
+/// use too): this feeds it who plays where, carries out each change it returns, and wakes it at
+/// its deadline through a timer in the main loop's `poll` (``timer``).
 ///
 /// Each output's hooks and idle time are its own `--output` options' where it has them
 /// (``Settings/outputs``), the global ones otherwise.
@@ -75,7 +77,6 @@ final class OutputActivity: Sendable {
 
     private struct State: Sendable {
         var settings: Settings
-        var machines: [String: ActivityStateMachine] = [:]
         var loans: [String: Player] = [:]
         var streams: [String: Player] = [:]
         /// Who played last on each output: what an `idle` names.
@@ -85,6 +86,9 @@ final class OutputActivity: Sendable {
     }
 
     private let state: Locked<State>
+    /// Active or idle, by output: fed and advanced only with ``state``'s lock held, so its
+    /// changes are carried out in the order they happen.
+    let tracker: OutputActivityTracker
     private let hooks = SerialCalls(threadName: "keepalive-hook")
     /// Told when the box as a whole becomes active (the first output) or idle (the last one),
     /// under the lock, so in order: `--cec` (``CECFollower``). It must not wait.
@@ -96,6 +100,7 @@ final class OutputActivity: Sendable {
         timer = try IntervalTimer()
         events = try EventLines()
         state = Locked(State(settings: settings))
+        tracker = OutputActivityTracker(idleAfter: settings.idleAfter, idleAfterByOutput: settings.outputs.compactMapValues(\.idleAfter))
         self.boxChanged = boxChanged
     }
 
@@ -104,15 +109,9 @@ final class OutputActivity: Sendable {
         state.withLock { state in
             guard state.settings != settings else { return }
             state.settings = settings
-            for output in state.machines.keys where state.machines[output]!.idleAfter != settings.idleAfter(for: output) {
-                // Kept as they are (active or idle); a silence under way is timed anew from now.
-                let report = state.machines[output]!.report
-                var machine = ActivityStateMachine(idleAfter: settings.idleAfter(for: output))
-                if report.active { _ = machine.audioStarted(by: report.program ?? "?", at: report.since ?? .now) }
-                if report.active, state.loans[output] == nil, state.streams[output] == nil { _ = machine.audioStopped(at: .now) }
-                state.machines[output] = machine
-            }
-            armTimer(state)
+            // Kept as they are (active or idle); a silence under way is timed anew from now.
+            tracker.setIdleAfter(settings.idleAfter, byOutput: settings.outputs.compactMapValues(\.idleAfter))
+            armTimer()
         }
     }
 
@@ -138,9 +137,9 @@ final class OutputActivity: Sendable {
         let now = ContinuousClock.now
         return state.withLock { state in
             guard let wait = state.settings.powerOnWait, !outputs.isEmpty,
-                  outputs.allSatisfy({ state.machines[$0]?.report.active != true }) else { return nil }
+                  outputs.allSatisfy({ !tracker.activity(of: $0).isActive }) else { return nil }
             let hook = outputs.contains { state.settings.onActive(for: $0) != nil }
-            guard hook || (state.settings.cecWakes && Self.activeOutputs(state) == 0) else { return nil }
+            guard hook || (state.settings.cecWakes && tracker.activeOutputs.isEmpty) else { return nil }
             let gate: PowerOnGate
             do { gate = try PowerOnGate(deadline: now + wait, settle: state.settings.powerOnSettle) } catch {
                 logger.warning("cannot hold the player's open while the power comes on: it plays at once", metadata: ["error": "\(error)"])
@@ -169,23 +168,22 @@ final class OutputActivity: Sendable {
     /// The idle timer fired (the main loop's thread).
     func timerFired() {
         _ = timer.acknowledge()
-        let now = ContinuousClock.now
         state.withLock { state in
-            for output in state.machines.keys.sorted() {
-                carryOut(state.machines[output]!.timerFired(at: now), output: output, &state, now: now)
-            }
-            armTimer(state)
+            carryOut(tracker.advance(), &state)
+            armTimer()
         }
     }
 
     /// What `status` shows of `output`: idle, with no time, until real audio was first seen there.
     func report(for output: String) -> ActivityReport {
-        state.withLock { state in
-            guard let machine = state.machines[output] else { return ActivityReport(state: "idle") }
-            let report = machine.report
-            let now = ContinuousClock.now
-            return ActivityReport(state: report.active ? "active" : "idle", sinceSeconds: report.since.map { (($0.duration(to: now).seconds) * 10).rounded() / 10 },
-                                  program: report.program, idleInSeconds: machine.idleAt.map { (max(0, now.duration(to: $0).seconds) * 10).rounded() / 10 })
+        let now = ContinuousClock.now
+        func seconds(_ duration: Duration) -> Double { (max(0, duration.seconds) * 10).rounded() / 10 }
+        switch tracker.activity(of: output) {
+        case .idle(let since):
+            return ActivityReport(state: "idle", sinceSeconds: since.map { seconds($0.duration(to: now)) })
+        case .active(let since, let program, let idleAt):
+            return ActivityReport(state: "active", sinceSeconds: seconds(since.duration(to: now)), program: program,
+                                  idleInSeconds: idleAt.map { seconds(now.duration(to: $0)) })
         }
     }
 
@@ -200,19 +198,11 @@ final class OutputActivity: Sendable {
     /// `gate`: what the `on-active` hooks this change sets off open (one for the outputs of one
     /// card device).
     private func update(_ state: inout State, now: ContinuousClock.Instant, gate: PowerOnGate?, _ change: (inout State) -> Void) {
-        let before = Self.players(state)
         change(&state)
-        let after = Self.players(state)
-        for output in Set(before.keys).union(after.keys).sorted() where before[output] != after[output] {
-            if state.machines[output] == nil { state.machines[output] = ActivityStateMachine(idleAfter: state.settings.idleAfter(for: output)) }
-            if let player = after[output] {
-                state.last[output] = player
-                carryOut(state.machines[output]!.audioStarted(by: player.program, at: now), output: output, &state, now: now, gate: gate)
-            } else {
-                carryOut(state.machines[output]!.audioStopped(at: now), output: output, &state, now: now)
-            }
-        }
-        armTimer(state)
+        let players = Self.players(state)
+        for (output, player) in players { state.last[output] = player }
+        carryOut(tracker.update(players.mapValues(\.program), at: now), &state, gate: gate)
+        armTimer()
     }
 
     /// A loan's player first: it has the card itself; one at the door is about to; a stream on
@@ -221,29 +211,27 @@ final class OutputActivity: Sendable {
         state.streams.merging(state.arriving) { _, arriving in arriving }.merging(state.loans) { _, loan in loan }
     }
 
-    /// `gate`: the held open that waits for the `on-active` hook, if any.
-    private func carryOut(_ action: ActivityStateMachine.Action, output: String, _ state: inout State, now: ContinuousClock.Instant,
-                          gate: PowerOnGate? = nil) {
-        switch action {
-        case .none, .armTimer, .cancelTimer:
-            // The one timer is armed at the earliest idle instant after every change.
-            break
-        case .becameActive(let program):
-            let player = state.last[output] ?? Player(program: program)
-            logger.notice("real audio plays: active", metadata: ["device": "\(output)", "program": "\(program)"])
-            announce("active", output: output, player: player, hook: state.settings.onActive(for: output), gate: gate)
-            if Self.activeOutputs(state) == 1 { boxChanged?(true) }
-        case .becameIdle:
-            let player = state.last[output] ?? Player(program: "?")
-            logger.notice("no real audio for \(LingerWatcher.describe(state.settings.idleAfter(for: output))): idle", metadata: ["device": "\(output)"])
-            announce("idle", output: output, player: player, hook: state.settings.onIdle(for: output))
-            if Self.activeOutputs(state) == 0 { boxChanged?(false) }
+    /// The tracker's changes, in order: the log, `keepalived events`, the hooks; and the box as
+    /// a whole (`--cec`) once its first output became active or its last one idle.
+    /// `gate`: the held open that waits for the `on-active` hooks, if any.
+    private func carryOut(_ changes: [OutputActivityTracker.Change], _ state: inout State, gate: PowerOnGate? = nil) {
+        guard !changes.isEmpty else { return }
+        let activeNow = tracker.activeOutputs
+        let activeBefore = activeNow.subtracting(changes.filter { $0.kind == .active }.map(\.output))
+            .union(changes.filter { $0.kind == .idle }.map(\.output))
+        for change in changes {
+            let output = change.output
+            let player = state.last[output] ?? Player(program: change.program)
+            switch change.kind {
+            case .active:
+                logger.notice("real audio plays: active", metadata: ["device": "\(output)", "program": "\(change.program)"])
+                announce("active", output: output, player: player, hook: state.settings.onActive(for: output), gate: gate)
+            case .idle:
+                logger.notice("no real audio for \(LingerWatcher.describe(state.settings.idleAfter(for: output))): idle", metadata: ["device": "\(output)"])
+                announce("idle", output: output, player: player, hook: state.settings.onIdle(for: output))
+            }
         }
-    }
-
-    /// The outputs active now (this one's machine already changed).
-    private static func activeOutputs(_ state: State) -> Int {
-        state.machines.values.count { $0.report.active }
+        if activeBefore.isEmpty != activeNow.isEmpty { boxChanged?(!activeNow.isEmpty) }
     }
 
     private func announce(_ event: String, output: String, player: Player, hook: Hook?, gate: PowerOnGate? = nil) {
@@ -264,8 +252,8 @@ final class OutputActivity: Sendable {
         }
     }
 
-    private func armTimer(_ state: State) {
-        guard let earliest = state.machines.values.compactMap(\.idleAt).min() else { return timer.disarm() }
-        timer.arm(after: max(ContinuousClock.now.duration(to: earliest), .milliseconds(1)))
+    private func armTimer() {
+        guard let deadline = tracker.nextDeadline else { return timer.disarm() }
+        timer.arm(after: max(ContinuousClock.now.duration(to: deadline), .milliseconds(1)))
     }
 }

@@ -4,18 +4,23 @@ import ServiceLifecycle
 
 /// The daemon's own service, a stand-in for real work that needs an awake output: every
 /// `interval` it "announces" something, but only while the keep-alive says every output plays.
-/// It also follows the keep-alive's events, and logs when an output is lost and when it is back.
+/// It also follows the keep-alive's events, and logs when an output is lost and when it is back;
+/// and it tells `activity` when it plays, and logs the outputs becoming active and idle.
 struct Announcer: Service {
     private let keepAlive: KeepAliveManager
     private let events: AsyncStream<KeepAliveEvent>
+    private let activity: OutputActivityTracker
+    private let activityChanges: AsyncStream<OutputActivityTracker.Change>
     private let interval: Duration
     private let logger: Logger
 
-    init(keepAlive: KeepAliveManager, interval: Duration, logger: Logger) {
+    init(keepAlive: KeepAliveManager, activity: OutputActivityTracker, interval: Duration, logger: Logger) {
         self.keepAlive = keepAlive
         // Subscribe now, before the group starts any service, so that no event is missed: a
         // subscription receives the events published after it was made.
         self.events = keepAlive.events
+        self.activity = activity
+        self.activityChanges = activity.changes
         self.interval = interval
         self.logger = logger
     }
@@ -23,6 +28,7 @@ struct Announcer: Service {
     func run() async throws {
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await follow() }
+            group.addTask { await followActivity() }
             group.addTask { try await announce() }
         }
         logger.info("announcer stopped")
@@ -48,10 +54,17 @@ struct Announcer: Service {
         }
     }
 
+    /// Logs the outputs becoming active (an announcement) and idle (quiet for the idle time).
+    private func followActivity() async {
+        for await change in activityChanges.cancelOnGracefulShutdown() {
+            logger.info("output \(change.kind)", metadata: ["device": "\(change.output)", "program": "\(change.program)"])
+        }
+    }
+
     /// Announces every `interval` while the outputs play, until graceful shutdown.
     private func announce() async throws {
         // Graceful shutdown cancels the loop: the sleep throws and the service returns.
-        try? await cancelWhenGracefulShutdown { [keepAlive, interval, logger] in
+        try? await cancelWhenGracefulShutdown { [keepAlive, activity, interval, logger] in
             var number = 0
             while true {
                 try await Task.sleep(for: interval)
@@ -59,6 +72,9 @@ struct Announcer: Service {
                 if state == .playing {
                     number += 1
                     logger.info("announcement", metadata: ["number": "\(number)"])
+                    // Every output plays the announcement: real audio, for the tracker.
+                    activity.update(Dictionary(uniqueKeysWithValues: keepAlive.outputs.map { ($0.device, "announcer") }))
+                    activity.update([:])
                 } else {
                     logger.info("announcement held back", metadata: ["state": "\(state)"])
                 }

@@ -45,10 +45,13 @@ enum AnnouncerDaemon {
             logger.critical("invalid keep-alive configuration: \(error)")
             exit(64)
         }
-        let announcer = Announcer(keepAlive: keepAlive.manager, interval: .seconds(2), logger: logger)
+        // The announcements are real audio: the tracker says when the outputs are in use, and
+        // when they have been quiet for 5 s (where an amplifier would be switched off).
+        let activity = OutputActivityTracker(idleAfter: .seconds(5))
+        let announcer = Announcer(keepAlive: keepAlive.manager, activity: activity, interval: .seconds(2), logger: logger)
 
         let group = ServiceGroup(
-            services: [keepAlive, announcer],
+            services: [keepAlive, activity, announcer],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         try await group.run()

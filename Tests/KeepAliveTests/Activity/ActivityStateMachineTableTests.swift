@@ -1,6 +1,6 @@
 import Testing
 
-@testable import KeepAliveDaemon
+@testable import KeepAlive
 import TestSupport
 
 /// Every state of the activity state machine against every event: the action and the state it

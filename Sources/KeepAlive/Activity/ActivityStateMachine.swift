@@ -2,8 +2,9 @@
 /// **active** from the first real audio (a player through the front door, another stream on the
 /// sink), **idle** once none has played for ``idleAfter``. Between tracks and across track skips
 /// the audio stops for milliseconds to seconds; that is a **quieting** output, still active, and
-/// never reaches idle unless the silence lasts. ``OutputActivity`` feeds it and carries out the
-/// one ``Action`` each event returns: the `on-active` and `on-idle` hooks, the events, a timer.
+/// never reaches idle unless the silence lasts. ``OutputActivityTracker`` keeps one per output,
+/// feeds it and carries out the one ``Action`` each event returns: a change to report, a
+/// deadline to wake at.
 ///
 /// ```swift
 /// var machine = ActivityStateMachine(idleAfter: .seconds(300))
