@@ -38,7 +38,7 @@ public struct OutputSettings: Sendable, Equatable {
     /// ever started. The output's device name is the fallback, opened only when libpulse
     /// (`libpulse0`) cannot be loaded: name the same sink through ALSA's pulse plug-in,
     /// `pulse:DEVICE=<sink>`. Give the output a 6 s ``bufferDuration``, as keepalived gives a
-    /// sink: the stream then wakes about every 4 s.
+    /// sink: the stream then wakes about every 2 s.
     ///
     /// ```swift
     /// let sink = "alsa_output.pci-0000_00_1f.3.hdmi-stereo"

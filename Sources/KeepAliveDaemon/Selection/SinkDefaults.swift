@@ -8,10 +8,12 @@ import KeepAlive
 /// three (as ALSA's pulse plug-in), so 6 s is three of 2 s: the shape tuned aplay's "4 s
 /// buffer, 2 s periods" really runs in (`aplay -v`), and the longest period a PulseAudio sink
 /// serves whole (asked for 8 s, it ran its sink at tens of milliseconds and cost keepalived
-/// more than twice the CPU). keepalived writes two periods at a time (``StreamPacer``), so it
-/// wakes every 4 s where aplay wakes every 2 s (BENCHMARKS.md, "Sink outputs"). The cost: 4 s of loop per sink
-/// (353 kB at 44.1 kHz mono), and a server that dies and stays down is noticed at the
-/// stream's next write, up to 4 s later (docs/recovery.md).
+/// more than twice the CPU). keepalived writes a period at a time (``StreamPacer``: a server's
+/// room lags what it played by up to a period, and two periods of three left pipewire-pulse
+/// nothing queued at a write that just missed a grant), so it wakes every 2 s, as aplay does
+/// (BENCHMARKS.md, "Sink outputs", measured at two periods a write). The cost: 2 s of loop per
+/// sink (176 kB at 44.1 kHz mono), and a server that dies and stays down is noticed at the
+/// stream's next write, up to 2 s later (docs/recovery.md).
 ///
 /// ```swift
 /// let settings = SinkDefaults.settings(for: .hdmi, rate: 44100, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)

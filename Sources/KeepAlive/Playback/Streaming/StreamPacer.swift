@@ -23,7 +23,8 @@ struct StreamPacer {
     /// Free frames that make a write worth a wakeup: half the buffer rounded up to whole
     /// periods, at least one. A sound server grants room a period at a time, and ALSA's pulse
     /// plug-in wants at least three: with half of three periods the first look found one period
-    /// free and the thread slept again until the second came, two wakeups per write. Lowered
+    /// free and the thread slept again until the second came, two wakeups per write. Never more
+    /// than leaves two periods queued by the device's own count (``threshold(for:)``). Lowered
     /// for a device that holds back (``heldBack(available:)``).
     private(set) var threshold: Int
     private let periodFrames: Int
@@ -49,9 +50,20 @@ struct StreamPacer {
     }
 
     /// The ``threshold`` of a pacer for `format`: what one write to it is.
+    ///
+    /// At most the buffer less two periods (at least one period): a device's room lags what it
+    /// played by up to a period. A sound server grants room a period at a time (pipewire-pulse:
+    /// once a whole `minreq`, the period, is missing, at the end of a graph cycle), so up to a
+    /// period it has played may not show as room yet; a write that waits for two of three
+    /// periods can find the server holding nothing. On a 6 s sink (three periods of 2 s) a look
+    /// just before the second period's grant slept another period, and the server was all but dry
+    /// at the write (pipewire-pulse 0.3.65 on a null sink: 0-22 ms left at the fourth write of
+    /// every start, a median of 70 ms at all writes; in a loaded VM, an underrun). So three
+    /// periods are written one at a time; four or more, half the buffer as before.
     static func threshold(for format: OutputFormat) -> Int {
         let period = max(format.periodFrames, 1)
-        let periods = max(1, (format.bufferFrames / 2 + period - 1) / period)
+        let half = (format.bufferFrames / 2 + period - 1) / period
+        let periods = max(1, min(half, format.bufferFrames / period - 2))
         return min(format.bufferFrames, periods * period)
     }
 
