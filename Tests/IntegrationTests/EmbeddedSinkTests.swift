@@ -25,7 +25,7 @@ extension Integration {
             // so that libpulse writes none into this user's home.
             let device = "pulse:DEVICE=\(server.sinkName)"
             var configuration = KeepAliveConfiguration(devices: [device])
-            configuration.outputSettings[device] = OutputSettings(bufferDuration: .seconds(6), serverSink: server.sinkName)
+            configuration.outputSettings[device] = OutputSettings(bufferDuration: .seconds(8), serverSink: server.sinkName)
             try configuration.validate()
             #expect(configuration.configuration(for: device).serverSink == server.sinkName)
             let manager = try KeepAliveManager(configuration: configuration, logger: Logger(label: "embedded-sink"))
@@ -47,9 +47,9 @@ extension Integration {
                 #expect(output.device == device)
                 #expect(output.mode == .stream, "a stream into the server, never a ring loop")
                 #expect(output.lastError == nil, "\(output)")
-                // 6 s asked for, at the sink's rate.
+                // 8 s asked for, at the sink's rate.
                 let format = try #require(output.format)
-                #expect(abs(Double(format.bufferFrames) / Double(format.sampleRate) - 6) < 0.5, "\(format)")
+                #expect(abs(Double(format.bufferFrames) / Double(format.sampleRate) - 8) < 0.5, "\(format)")
 
                 manager.stop()
                 try await waitUntil("the stream to be gone", timeout: .seconds(2)) { server.sinkInputCount() == 0 }

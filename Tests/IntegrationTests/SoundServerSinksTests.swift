@@ -62,9 +62,12 @@ extension Integration {
             let status = Self.status(socket, server.environment)
             let outputs = Self.outputs(status)
             #expect(Set(outputs.keys) == ["pulse:DEVICE=tv", "pulse:DEVICE=speakers"], "\(status)")
-            // A sink asks for a 6 s buffer (three 2 s periods) unless --buffer says otherwise:
-            // the plug-in's stream then wakes no more than tuned aplay's.
-            #expect(Self.bufferSeconds(outputs["pulse:DEVICE=tv"]).map { $0 >= 5.5 && $0 <= 6.5 } == true, "\(status)")
+            // A sink asks for an 8 s buffer (four 2 s periods) unless --buffer says otherwise:
+            // the stream then wakes no more than tuned aplay's, and a write of two periods
+            // leaves more than one queued.
+            #expect(Self.bufferSeconds(outputs["pulse:DEVICE=tv"]).map { $0 >= 7.5 && $0 <= 8.5 } == true, "\(status)")
+            let tv = outputs["pulse:DEVICE=tv"]
+            #expect((tv?["bufferFrames"] as? Int).map { buffer in (tv?["periodFrames"] as? Int).map { buffer / $0 } } == 4, "\(status)")
             #expect(outputs["pulse:DEVICE=tv"]?["sinkKind"] as? String == "HDMI/DisplayPort")
             #expect(outputs["pulse:DEVICE=speakers"]?["sinkKind"] as? String == "analog")
             #expect((outputs["pulse:DEVICE=tv"]?["server"] as? String)?.hasPrefix("pulseaudio") == true)

@@ -192,11 +192,11 @@ struct SinkDefaultsTests {
     @Test("a sink asks for a 6 s buffer and its own rate; a Bluetooth one gets its signal too; a card-like kind gets nothing else")
     func defaults() {
         let hdmi = SinkDefaults.settings(for: .hdmi, rate: 44100, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
-        var expected = OutputSettings(bufferDuration: .seconds(6))
+        var expected = OutputSettings(bufferDuration: .seconds(8))
         expected.generatedSignalRate = 44100
         #expect(hdmi == expected)
         let bluetooth = SinkDefaults.settings(for: .bluetooth, rate: 48000, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
-        #expect(bluetooth.signal == BluetoothDefaults.signal && bluetooth.bufferDuration == .seconds(6) && bluetooth.generatedSignalRate == 48000)
+        #expect(bluetooth.signal == BluetoothDefaults.signal && bluetooth.bufferDuration == .seconds(8) && bluetooth.generatedSignalRate == 48000)
         // A server that gives no rate: generated signals keep the library's 48 kHz.
         #expect(SinkDefaults.settings(for: .hdmi, rate: nil, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling).generatedSignalRate == nil)
     }

@@ -140,7 +140,10 @@ final class ServerSinkPCM {
     }
 
     /// What the stream can carry: the formats the engine plays, in the ranges the plug-in
-    /// allows (at least three periods: a server grants room a period at a time).
+    /// allows. At least four periods: a server grants room a period at a time, so up to a period
+    /// it played is not room yet, and a write of half the buffer must still leave more than a
+    /// period queued (three, written two at a time, left pipewire-pulse nothing at a write that
+    /// just missed a grant: StreamPacer).
     private static func constrain(_ io: UnsafeMutablePointer<snd_pcm_ioplug_t>) -> Int32 {
         let access = [UInt32(SND_PCM_ACCESS_RW_INTERLEAVED.rawValue)]
         let formats = [SND_PCM_FORMAT_S16_LE, SND_PCM_FORMAT_S32_LE, SND_PCM_FORMAT_FLOAT_LE, SND_PCM_FORMAT_S24_LE,
@@ -151,7 +154,7 @@ final class ServerSinkPCM {
         if result >= 0 { result = snd_pcm_ioplug_set_param_minmax(io, Int32(SND_PCM_IOPLUG_HW_RATE), 1, 384_000) }
         if result >= 0 { result = snd_pcm_ioplug_set_param_minmax(io, Int32(SND_PCM_IOPLUG_HW_BUFFER_BYTES), 1, 4 * 1024 * 1024) }
         if result >= 0 { result = snd_pcm_ioplug_set_param_minmax(io, Int32(SND_PCM_IOPLUG_HW_PERIOD_BYTES), 128, 2 * 1024 * 1024) }
-        if result >= 0 { result = snd_pcm_ioplug_set_param_minmax(io, Int32(SND_PCM_IOPLUG_HW_PERIODS), 3, 1024) }
+        if result >= 0 { result = snd_pcm_ioplug_set_param_minmax(io, Int32(SND_PCM_IOPLUG_HW_PERIODS), 4, 1024) }
         return result
     }
 

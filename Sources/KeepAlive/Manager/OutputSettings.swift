@@ -37,8 +37,8 @@ public struct OutputSettings: Sendable, Equatable {
     /// finds for this process (`PULSE_SERVER`, else the user's runtime directory); no server is
     /// ever started. The output's device name is the fallback, opened only when libpulse
     /// (`libpulse0`) cannot be loaded: name the same sink through ALSA's pulse plug-in,
-    /// `pulse:DEVICE=<sink>`. Give the output a 6 s ``bufferDuration``, as keepalived gives a
-    /// sink: the stream then wakes about every 2 s.
+    /// `pulse:DEVICE=<sink>`. Give the output an 8 s ``bufferDuration``, as keepalived gives a
+    /// sink: four periods of 2 s, and the stream wakes about every 4 s.
     ///
     /// ```swift
     /// let sink = "alsa_output.pci-0000_00_1f.3.hdmi-stereo"

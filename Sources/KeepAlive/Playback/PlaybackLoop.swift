@@ -161,8 +161,9 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         // A stream to a sound server costs a round trip per write call (the plug-in's thread
         // and the server each wake for it), and a write call takes at most the rest of the loop:
         // rendered for the provisional quarter-second period, a write to a sink was twelve
-        // calls. A loop as long as one write (``StreamPacer/threshold``, one of the server's
-        // three periods), written from its start each time, makes it one. A card's writes are copies into its ring: its short loop stays.
+        // calls. A loop as long as one write (``StreamPacer/threshold``, two of a sink's four
+        // periods), written from its start each time, makes it one. A card's writes are copies
+        // into its ring: its short loop stays.
         if mode == .stream, !chain.endsInHardware {
             let writeFrames = StreamPacer.threshold(for: format)
             if renderedLoopFrames < writeFrames {

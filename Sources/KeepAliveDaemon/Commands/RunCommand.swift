@@ -71,7 +71,7 @@ package struct RunCommand: ParsableCommand {
         // of its own, each keeping its free pages, and nothing here allocates often enough to
         // contend. Measured with bench/run: 1.63 → 1.59 MB private on PulseAudio.
         mallopt(M_ARENA_MAX, 1)
-        // Blocks of 128 KiB and more (a rendered loop: a period of a sink's 6 s buffer is 350 kB)
+        // Blocks of 128 KiB and more (a rendered loop: a write of a sink's 8 s buffer is 350 kB)
         // mapped on their own, and unmapped when freed. Left to glibc, the first such free
         // raises the threshold to its size, and every later loop (each open renders one) comes
         // from the heap, whose top alone goes back: scripts/chaos saw the heap go from 0.46 to

@@ -24,7 +24,7 @@ enum TestTone {
     static let fade: Duration = .milliseconds(15)
     /// The digital silence after the burst: longer than the output is ever kept open.
     static let silenceAfter: Duration = .seconds(60)
-    /// Short, so the burst is out of the device soon after it was written (a sink's 6 s buffer
+    /// Short, so the burst is out of the device soon after it was written (a sink's 8 s buffer
     /// would hold the next output back for seconds), but not shorter: a sink's stream asked for
     /// 0.5 s stalled at every start on a private PulseAudio (no progress for 1 s, then reopened,
     /// which restarts the burst); 0.8 s and 1 s never did.

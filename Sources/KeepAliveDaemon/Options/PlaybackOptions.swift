@@ -47,7 +47,7 @@ struct PlaybackOptions: ParsableArguments {
     @Option(name: .customLong("retry-max"), help: ArgumentHelp("Longest wait between two attempts to reopen a lost device, in seconds.", valueName: "seconds"))
     var retryMax: Double = 2
 
-    @Option(name: .customLong("buffer"), help: ArgumentHelp("Device buffer to ask for, in seconds (default 2; 6 for a sound server's sink).", valueName: "seconds"))
+    @Option(name: .customLong("buffer"), help: ArgumentHelp("Device buffer to ask for, in seconds (default 2; 8 for a sound server's sink).", valueName: "seconds"))
     var bufferSeconds: Double?
 
     @Flag(name: .customLong("no-ring-loop"), help: ArgumentHelp(

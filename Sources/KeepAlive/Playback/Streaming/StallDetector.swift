@@ -22,7 +22,7 @@ struct StallDetector {
     /// mixes up to 2 s ahead while idle and, when a stream arrives, takes back only that
     /// stream's latency: its first audio is pulled up to 2 s late, whatever the stream's buffer
     /// (measured: 0.09-1.54 s at 0.5-1 s buffers). Above the default buffer's own window (12 s
-    /// for a sink's 6 s), so only small buffers see it.
+    /// for a sink's 8 s), so only small buffers see it.
     static let startWindow = Duration.seconds(3)
 
     init(window: Duration, at now: ContinuousClock.Instant) {

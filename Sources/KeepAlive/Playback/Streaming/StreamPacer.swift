@@ -59,7 +59,8 @@ struct StreamPacer {
     /// just before the second period's grant slept another period, and the server was all but dry
     /// at the write (pipewire-pulse 0.3.65 on a null sink: 0-22 ms left at the fourth write of
     /// every start, a median of 70 ms at all writes; in a loaded VM, an underrun). So three
-    /// periods are written one at a time; four or more, half the buffer as before.
+    /// periods are written one at a time; four or more, half the buffer as before. A sink's
+    /// stream now takes four (``ServerSinkPCM``): 8 s, two 2 s periods a write.
     static func threshold(for format: OutputFormat) -> Int {
         let period = max(format.periodFrames, 1)
         let half = (format.bufferFrames / 2 + period - 1) / period
