@@ -1,6 +1,7 @@
 import Logging
 import ServiceLifecycle
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import KeepAlive
@@ -64,21 +65,37 @@ struct OutputActivityTrackerTests {
 
     @Test("run() goes idle on its own, wakes for a nearer deadline while it waits for a later one, and ends when cancelled")
     func run() async throws {
-        let tracker = OutputActivityTracker(idleAfter: .seconds(30), idleAfterByOutput: ["quick": .milliseconds(200)])
+        // The slow output's hour is what run() would sleep for if a nearer deadline did not wake
+        // it; the quick one's 200 ms must. No upper bound on the time taken: the suite runs many
+        // tests at once on two cores (under a sanitizer this one took 34 s), so the bound is
+        // the hour's, checked by a deadline far below it.
+        let tracker = OutputActivityTracker(idleAfter: .seconds(3600), idleAfterByOutput: ["quick": .milliseconds(200)])
         let changes = tracker.changes
         let running = Task { try await tracker.run() }
         tracker.update(["slow": "mpd", "quick": "aplay"])
-        // run() now waits for the slow output's 30 s; the quick one's 200 ms must wake it.
         tracker.update(["slow": "mpd"])
         let began = ContinuousClock.now
-        var seen: [OutputActivityTracker.Change] = []
-        for await change in changes {
-            seen.append(change)
-            if change.kind == .idle { break }
+        let seen = await withTaskGroup(of: [OutputActivityTracker.Change]?.self) { group in
+            group.addTask {
+                var seen: [OutputActivityTracker.Change] = []
+                for await change in changes {
+                    seen.append(change)
+                    if change.kind == .idle { break }
+                }
+                return seen
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(60).underSanitizer)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
         let waited = began.duration(to: .now)
-        #expect(seen.map(\.description) == ["active output=quick program=aplay", "active output=slow program=mpd", "idle output=quick program=aplay"])
-        #expect(waited >= .milliseconds(190) && waited < .seconds(5), "\(waited)")
+        #expect(seen?.map(\.description) == ["active output=quick program=aplay", "active output=slow program=mpd", "idle output=quick program=aplay"],
+                "run() did not make the quick output idle within \(waited): \(String(describing: seen))")
+        #expect(waited >= .milliseconds(190), "idle before its 200 ms: \(waited)")
         running.cancel()
         try await running.value
         #expect(tracker.activeOutputs == ["slow"])
