@@ -96,7 +96,11 @@ extension Integration {
             // daemon's side of a release needs.
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--on-idle", hook, "--on-idle-after", "1s"],
                                           directory: directory, label: "keepalived")
-            try await waitUntil("the control socket", timeout: .seconds(5)) { FileManager.default.fileExists(atPath: socket) }
+            // The socket's file exists from its bind; it takes connections from its listen (a connect
+            // between the two was refused under ThreadSanitizer).
+            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
+                (try? UnixClient(connectingTo: socket)) != nil
+            }
             let client = try UnixClient(connectingTo: socket)
             client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
             _ = try #require(client.readLine(), "no reply to the release")
@@ -130,7 +134,11 @@ extension Integration {
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", global, "--on-idle", global, "--on-idle-after", "20s",
                                                    "--output", "hw:1,0 --on-active \(dac) --on-idle \(dac) --on-idle-after 1s", "--power-on-wait", "3s"],
                                           directory: directory, label: "keepalived")
-            try await waitUntil("the control socket", timeout: .seconds(5)) { FileManager.default.fileExists(atPath: socket) }
+            // The socket's file exists from its bind; it takes connections from its listen (a connect
+            // between the two was refused under ThreadSanitizer).
+            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
+                (try? UnixClient(connectingTo: socket)) != nil
+            }
             for card in [0, 1] {
                 let client = try UnixClient(connectingTo: socket)
                 client.send(#"{"request":"release","card":\#(card),"device":0,"program":"mpd"}"# + "\n")
@@ -155,7 +163,11 @@ extension Integration {
             chmod(script.path, 0o755)
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "-d", "null", "--socket", socket, "--on-active", script.path, "--hook-timeout", "500ms"],
                                           directory: directory, label: "keepalived")
-            try await waitUntil("the control socket", timeout: .seconds(5)) { FileManager.default.fileExists(atPath: socket) }
+            // The socket's file exists from its bind; it takes connections from its listen (a connect
+            // between the two was refused under ThreadSanitizer).
+            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
+                (try? UnixClient(connectingTo: socket)) != nil
+            }
             let client = try UnixClient(connectingTo: socket)
             client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
             _ = try #require(client.readLine(), "no reply to the release")
@@ -195,7 +207,11 @@ extension Integration {
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "-d", "null", "--socket", socket, "--on-active", hook,
                                                    "--power-on-wait", "5s", "--power-on-settle", "300ms", "--on-idle-after", "30s"],
                                           directory: setup.directory, label: "keepalived")
-            try await waitUntil("the control socket", timeout: .seconds(5)) { FileManager.default.fileExists(atPath: socket) }
+            // The socket's file exists from its bind; it takes connections from its listen (a connect
+            // between the two was refused under ThreadSanitizer).
+            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
+                (try? UnixClient(connectingTo: socket)) != nil
+            }
             // The control socket serves others while the player's open is held; the output is
             // active, and still keepalived's (no loan yet: the card stays awake meanwhile).
             let probe = Task.detached { () async throws -> (ok: Bool, took: Duration, loans: Bool, activity: String?) in
@@ -236,7 +252,11 @@ extension Integration {
             let socket = directory.appendingPathComponent("k.sock").path
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--power-on-wait", "600ms"],
                                           directory: directory, label: "keepalived")
-            try await waitUntil("the control socket", timeout: .seconds(5)) { FileManager.default.fileExists(atPath: socket) }
+            // The socket's file exists from its bind; it takes connections from its listen (a connect
+            // between the two was refused under ThreadSanitizer).
+            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
+                (try? UnixClient(connectingTo: socket)) != nil
+            }
             let client = try UnixClient(connectingTo: socket)
             let asked = ContinuousClock.now
             client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
