@@ -59,17 +59,20 @@ box_closed() { box_probe $1; [ "$BOX_STATE" = closed ]; }
 box_describe() { box_probe $1; echo "card $1: ${BOX_OWNER:-nobody} $BOX_STATE $BOX_PARAMS"; }
 # "SWITCHES CPU_NS THREADS" of PID: switches and CPU summed over every thread, then each
 # thread as TID/NAME/SWITCHES,… (what woke).
+# Wakeups are voluntary context switches: a thread that sleeps and is woken. A preemption
+# (nonvoluntary) is no wakeup, and an emulated guest on a loaded host has a few of them; they are
+# summed apart, for the record.
 box_counters() {
-    _sw=0; _ns=0; _each=
+    _sw=0; _ns=0; _pre=0; _each=
     for _t in /proc/$1/task/*; do
         _n=0
         while read -r _k _v; do
-            case "$_k" in Name:) _name=$_v ;; voluntary_ctxt_switches:|nonvoluntary_ctxt_switches:) _n=$((_n + _v)) ;; esac
+            case "$_k" in Name:) _name=$_v ;; voluntary_ctxt_switches:) _n=$_v ;; nonvoluntary_ctxt_switches:) _pre=$((_pre + _v)) ;; esac
         done <$_t/status
         read -r _v _ <$_t/schedstat
         _sw=$((_sw + _n)); _ns=$((_ns + _v)); _each="$_each${_each:+,}${_t##*/}/$_name/$_n"
     done
-    echo "$_sw $_ns $_each"
+    echo "$_sw $_ns $_each $_pre"
 }
 box_status() { $BOX_K status 2>&1; }
 box_output_line() { box_status | grep "^output $1: "; }
@@ -136,10 +139,10 @@ box_scenario() {
     usb_period=$(sed -n 's/^period_size: //p' /proc/asound/card$usb/pcm0p/sub0/hw_params)
     usb_rate=$(sed -n 's/^rate: \([0-9]*\).*/\1/p' /proc/asound/card$usb/pcm0p/sub0/hw_params)
     set -- $(vm_codec_power "$hda"); on0=$1; off0=$2
-    set -- $(box_counters "$kpid"); sw0=$1; ns0=$2; each0=$3
+    set -- $(box_counters "$kpid"); sw0=$1; ns0=$2; each0=$3; pre0=$4
     t0=$(cut -d' ' -f1 /proc/uptime)
     sleep "$BOX_WINDOW"
-    set -- $(box_counters "$kpid"); sw1=$1; ns1=$2; each1=$3
+    set -- $(box_counters "$kpid"); sw1=$1; ns1=$2; each1=$3; pre1=$4
     t1=$(cut -d' ' -f1 /proc/uptime)
     set -- $(vm_codec_power "$hda"); on1=$1; off1=$2
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
@@ -152,7 +155,7 @@ box_scenario() {
     cpu=$(awk -v a="$ns0" -v b="$ns1" -v t="$secs" 'BEGIN { printf "%.1f", (b - a) / 1000 / t }')
     usb_periods=$(awk -v p="$usb_period" -v r="$usb_rate" -v t="$secs" 'BEGIN { printf "%.1f", (p > 0 ? t * r / p : 0) }')
     threads=$(ls /proc/$kpid/task | wc -l)
-    echo "# ring_loop arch=$arch seconds=$secs wakeups_per_s=$(per_s $all_n) cpu_us_per_s=$cpu switches=$all_n cpu_ns=$((ns1 - ns0)) hda_thread=$hda_n usb_thread=$usb_n usb_periods=$usb_periods all_but_usb_per_s=$(per_s $rest_n) threads=$threads before=$each0 after=$each1"
+    echo "# ring_loop arch=$arch seconds=$secs wakeups_per_s=$(per_s $all_n) cpu_us_per_s=$cpu switches=$all_n preemptions=$((pre1 - pre0)) cpu_ns=$((ns1 - ns0)) hda_thread=$hda_n usb_thread=$usb_n usb_periods=$usb_periods all_but_usb_per_s=$(per_s $rest_n) threads=$threads before=$each0 after=$each1"
     vm_check box-ring-loop-hda-wakeups "$arch: the HDA output's thread $hda_tid woke $hda_n times in ${secs} s (at most 2: a health check a minute), the service's $threads threads but the USB output's $rest_n times: $(per_s $rest_n)/s (at most 0.15); $cpu us CPU/s in all (emulated)" \
         awk -v a="$hda_n" -v r="$(per_s $rest_n)" 'BEGIN { exit !(a <= 2 && r <= 0.15) }'
     vm_check box-ring-loop-usb-wakeups "$arch: the USB output's thread $usb_tid woke $usb_n times in ${secs} s: once per period of $usb_period frames at $usb_rate Hz ($usb_periods periods) at most, and nothing more" \

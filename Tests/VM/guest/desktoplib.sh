@@ -37,20 +37,45 @@ desk_login() {
     vm_check user-session "user@$DESK_UID.service $(systemctl is-active user@$DESK_UID.service), session bus $(ls $XDG_RUNTIME_DIR/bus 2>&1) after $VM_WAITED s" _desk_manager
 }
 _desk_manager() { [ "$(systemctl is-active user@$DESK_UID.service)" = active ] && [ -S $XDG_RUNTIME_DIR/bus ]; }
-as_user() { runuser -u $DESK_USER -- env XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=/home/$DESK_USER DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus "$@"; }
-as_user_within() { _s=$1; shift; timeout "$_s" runuser -u $DESK_USER -- env XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=/home/$DESK_USER DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus "$@"; }
+# Why setpriv and variables before the command, not runuser and env: under TCG every exec costs
+# about 90 ms of the guest's CPU and runuser's PAM session another 120, and the polls of a desktop
+# scenario's waits run these hundreds of times (runuser, env and two greps made a sink check cost
+# 790 ms; the tests' own commands were most of a desktop guest's CPU).
+as_user() {
+    HOME=/home/$DESK_USER USER=$DESK_USER LOGNAME=$DESK_USER DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus \
+        setpriv --reuid=$DESK_USER --regid=$DESK_USER --init-groups "$@"
+}
+as_user_within() {
+    _s=$1; shift
+    HOME=/home/$DESK_USER USER=$DESK_USER LOGNAME=$DESK_USER DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus \
+        timeout "$_s" setpriv --reuid=$DESK_USER --regid=$DESK_USER --init-groups "$@"
+}
 
 sinks() { as_user pactl list short sinks 2>/dev/null; }
-two_sinks() { [ "$(sinks | grep -c alsa_output)" -eq 2 ]; }
-both_running() { [ "$(sinks | grep alsa_output | grep -c RUNNING)" -eq 2 ]; }
-sinks_suspended() { [ "$(sinks | grep alsa_output | grep -c SUSPENDED)" -eq 2 ]; }
+# _alsa_sinks [STATE]: sets _n to how many of the server's sinks are ALSA cards' (in STATE),
+# counted by the shell itself.
+_alsa_sinks() {
+    _n=0
+    while IFS= read -r _l; do
+        case "$_l" in *alsa_output*"${1:-}"*) _n=$((_n + 1)) ;; esac
+    done <<EOF
+$(sinks)
+EOF
+}
+two_sinks() { _alsa_sinks; [ "$_n" -eq 2 ]; }
+both_running() { _alsa_sinks RUNNING; [ "$_n" -eq 2 ]; }
+sinks_suspended() { _alsa_sinks SUSPENDED; [ "$_n" -eq 2 ]; }
 
+# Read by the shell alone: it is polled (see as_user).
 owners() {
     for _f in /proc/asound/card*/pcm*p/sub*/status; do
         # owner_pid is the thread that opened it: its process is the thread's Tgid.
-        _o=$(awk '/owner_pid/ {print $3}' "$_f"); [ -n "$_o" ] || continue
-        _p=$(awk '/^Tgid:/ {print $2}' /proc/$_o/status 2>/dev/null)
-        echo "$_f:$_p:$(cat /proc/$_p/comm 2>/dev/null)"
+        _o=; _p=; _c=
+        while read -r _k _ _v; do [ "$_k" = owner_pid ] && _o=$_v; done <"$_f" 2>/dev/null
+        [ -n "$_o" ] || continue
+        { while read -r _k _v; do [ "$_k" = Tgid: ] && _p=$_v; done <"/proc/$_o/status"; } 2>/dev/null
+        { read -r _c <"/proc/$_p/comm"; } 2>/dev/null
+        echo "$_f:$_p:$_c"
     done
 }
 only_owner() { [ -n "$(owners)" ] && ! owners | grep -v ":$1$"; }
@@ -69,7 +94,11 @@ PY
 # PipeWire sets on such a node (PulseAudio's debug log also says "busy" when it skips a card in
 # use, which is no failure).
 busy_errors() { journalctl _UID=$DESK_UID --no-pager 2>/dev/null | grep -c -i -E "resource busy|Start error"; }
-reservations() { as_user busctl --user list 2>/dev/null | awk '/ReserveDevice1\.Audio[0-9]/ {print $1 "=" $3}' | sed 's/org.freedesktop.ReserveDevice1.//' | sort | tr '\n' ' '; }
+reservations() {
+    as_user busctl --user list 2>/dev/null | awk '
+        /ReserveDevice1\.Audio[0-9]/ { sub(/^org\.freedesktop\.ReserveDevice1\./, "", $1); held[$1] = $3 }
+        END { for (i = 0; i < 10; i++) if (("Audio" i) in held) printf "%s=%s ", "Audio" i, held["Audio" i] }'
+}
 
 user_unit() {
     mkdir -p "$(dirname /home/$DESK_USER/.config/systemd/user/$1)"

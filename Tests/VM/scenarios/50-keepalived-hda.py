@@ -38,12 +38,12 @@ def output_state():
 
 
 def process_counters(pid):
-    """(context switches, CPU ns) summed over every thread of `pid`."""
+    """(wakeups: voluntary context switches, CPU ns) summed over every thread of `pid`."""
     switches, cpu = 0, 0
     for task in os.listdir(f"/proc/{pid}/task"):
         text = vt.read(f"/proc/{pid}/task/{task}/status", "")
         for line in text.splitlines():
-            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+            if line.startswith("voluntary_ctxt_switches"):
                 switches += int(line.split()[1])
         cpu += int(vt.read(f"/proc/{pid}/task/{task}/schedstat", "0").split()[0])
     return switches, cpu

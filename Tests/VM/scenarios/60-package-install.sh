@@ -45,7 +45,8 @@ udevadm settle --timeout=60
 useradd -m -G audio kaudio
 uid=$(id -u kaudio)
 export XDG_RUNTIME_DIR=/run/user/$uid
-as_user() { runuser -u kaudio -- env XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=/home/kaudio "$@"; }
+# setpriv, not runuser and env: two execs and a PAM session fewer in every poll under TCG.
+as_user() { HOME=/home/kaudio USER=kaudio LOGNAME=kaudio setpriv --reuid=kaudio --regid=kaudio --init-groups "$@"; }
 
 loginctl enable-linger kaudio; rc=$?
 manager() { [ "$(systemctl is-active user@$uid.service)" = active ] && [ -S $XDG_RUNTIME_DIR/systemd/private ]; }

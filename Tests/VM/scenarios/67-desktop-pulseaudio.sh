@@ -85,8 +85,7 @@ out=$(as_user "$KEEPALIVED" start --all --verbose 2>&1); rc=$?
 vm_wait 10 holds_both
 vm_check jack-first-keepalived "$(dmix_outputs) dmix outputs playing, reservations: $(reservations)" holds_both
 gave0=$(grep -c 'giving it up' $log)
-runuser -u kdesk -- env XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=/home/kdesk DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus \
-    jackd --no-realtime -d alsa -d hw:0 -P -r 48000 -p 1024 -n 2 >/tmp/jackd.log 2>&1 &
+as_user jackd --no-realtime -d alsa -d hw:0 -P -r 48000 -p 1024 -n 2 >/tmp/jackd.log 2>&1 &
 jack=$!
 jack_plays() { owners | grep -q "card0/.*:jackd$"; }
 vm_wait 20 jack_plays
@@ -99,7 +98,8 @@ vm_check jack-holds-reservation "reservations: $(reservations)" jack_reserved
 left_to_jack() { [ "$(dmix_outputs)" -eq 1 ] && as_user "$KEEPALIVED" status 2>/dev/null | grep -q "^left alone: dmix:CARD=Intel.*card 0 is reserved by"; }
 vm_wait 5 left_to_jack
 vm_check left-to-jack "$(as_user "$KEEPALIVED" status 2>&1 | grep -E '^(output|left alone)' | tr '\n' ' ')" left_to_jack
-kill $jack; wait $jack 2>/dev/null
+# $jack is the shell that runs as_user; jackd is its child.
+pkill -x -u kdesk jackd; wait $jack 2>/dev/null
 vm_wait 10 holds_both
 vm_check back-after-jack "$VM_WAITED s after jackd stopped: $(dmix_outputs) dmix outputs playing, reservations: $(reservations)" holds_both
 

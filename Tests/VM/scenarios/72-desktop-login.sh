@@ -154,7 +154,11 @@ vm_check units-enabled "$(systemctl --global is-enabled keepalived.service pipew
 useradd -m -G audio kdesk
 uid=$(id -u kdesk)
 export XDG_RUNTIME_DIR=/run/user/$uid
-as_user() { runuser -u kdesk -- env XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=/home/kdesk DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus "$@"; }
+# setpriv, not runuser and env: two execs and a PAM session fewer in every poll under TCG.
+as_user() {
+    HOME=/home/kdesk USER=kdesk LOGNAME=kdesk DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus \
+        setpriv --reuid=kdesk --regid=kdesk --init-groups "$@"
+}
 manager() { [ "$(systemctl is-active user@$uid.service)" = active ] && [ -S $XDG_RUNTIME_DIR/bus ]; }
 manager_gone() { ! systemctl -q is-active user@$uid.service && [ ! -d $XDG_RUNTIME_DIR ]; }
 watch=$XDG_RUNTIME_DIR/vm-sink-watch

@@ -171,7 +171,7 @@ def cec_thread_switches():
     for task in os.listdir(f"/proc/{daemon.pid}/task"):
         if vt.read(f"/proc/{daemon.pid}/task/{task}/comm", "").strip() == "keepalive-cec":
             text = vt.read(f"/proc/{daemon.pid}/task/{task}/status", "")
-            return sum(int(line.split()[1]) for line in text.splitlines() if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+            return sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("voluntary_ctxt_switches"))
     return None
 
 
