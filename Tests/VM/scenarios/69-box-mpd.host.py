@@ -90,24 +90,41 @@ def check(result, report):
     for anchor in (16, n // 2):
         for r in runs(cap, fil, anchor):
             found[r] = True
-    best = max(found, key=lambda r: r[1], default=None)
     summary = ", ".join(f"file frames {s}-{s + k - 1} at capture frame {c}" for s, k, c in sorted(found, key=lambda r: r[2]))
-    if best is None:
+    if not found:
         report("FAIL", "a44-bit-perfect", f"no run of the file's frames in QEMU's WAV ({len(cap) // 4} frames)")
         return
-    start, frames, at = best
-    detail = (f"{frames} of {n} frames of {src.name} match in one run (file frames {start}-{start + frames - 1} at the "
-              f"capture's frame {at}, {at / 44100:.2f} s; {len(cap) // 4} frames captured); runs: {summary}")
-    if start != 0:
-        report("FAIL", "a44-bit-perfect", f"{detail}; the track's first frames are not where its run starts")
+    # Each play judged on its own, longest run first: the second play is killed part way, and the
+    # first may have lost one QEMU buffer (two runs, then), so the longest run alone can be the
+    # killed play while the first was whole but for the tolerated loss.
+    plays = sorted((r for r in found if r[0] == 0), key=lambda r: -r[1])
+    if not plays:
+        start, frames, at = max(found, key=lambda r: r[1])
+        report("FAIL", "a44-bit-perfect", f"{_describe(start, frames, at, n, src, cap)}; runs: {summary}; "
+               f"no run starts at the track's first frame")
         return
+    for start, frames, at in plays:
+        verdict = _whole(fil, cap, frames, at, n)
+        if verdict is not None:
+            report("ok", "a44-bit-perfect", f"{_describe(start, frames, at, n, src, cap)}; runs: {summary}{verdict}")
+            return
+    start, frames, at = plays[0]
+    report("FAIL", "a44-bit-perfect", f"{_describe(start, frames, at, n, src, cap)}; runs: {summary}")
+
+
+def _describe(start, frames, at, n, src, cap):
+    return (f"{frames} of {n} frames of {src.name} match in one run (file frames {start}-{start + frames - 1} at the "
+            f"capture's frame {at}, {at / 44100:.2f} s; {len(cap) // 4} frames captured)")
+
+
+def _whole(fil, cap, frames, at, n):
+    """How the play whose run of the file's first `frames` frames is at capture frame `at` was
+    whole (a clause for the report, "" when every frame is there), or None if it was not."""
     if frames == n:
-        report("ok", "a44-bit-perfect", detail)
-        return
+        return ""
     if frames >= n - TAIL_LIMIT:
-        report("ok", "a44-bit-perfect", f"{detail}; the last {n - frames} frames stayed in QEMU's codec buffer when the "
-               f"stream stopped (at most {TAIL_LIMIT}), every frame before them exact")
-        return
+        return (f"; the last {n - frames} frames stayed in QEMU's codec buffer when the stream stopped "
+                f"(at most {TAIL_LIMIT}), every frame before them exact")
     # One lost QEMU buffer: the run resumes at the same capture frame, `dropped` file frames later.
     end_cap = 4 * (at + frames)
     for dropped in range(1, DROP_LIMIT + 1):
@@ -116,8 +133,7 @@ def check(result, report):
             break
         more = _common(cap, end_cap, fil, fi) // 4
         if frames + dropped + more >= n - TAIL_LIMIT:
-            report("ok", "a44-bit-perfect", f"{detail}; QEMU lost file frames {frames}-{frames + dropped - 1} on its side "
-                   f"(one buffer of its own, under TCG), then {more} frames exact, {n - frames - dropped - more} left in its "
-                   f"codec buffer when the stream stopped")
-            return
-    report("FAIL", "a44-bit-perfect", detail)
+            return (f"; QEMU lost file frames {frames}-{frames + dropped - 1} on its side (one buffer of its own, "
+                    f"under TCG), then {more} frames exact, {n - frames - dropped - more} left in its codec buffer "
+                    f"when the stream stopped")
+    return None
