@@ -219,15 +219,25 @@ extension Integration {
             let other = try ChildProcess("paplay", [clip.path], environment: environment, directory: directory, label: "paplay")
             try await waitUntil("the other client's stream", timeout: .seconds(5)) { pulse.hasStream(of: other.pid) }
             var playing: [String] = []
+            // The linger time runs from the other stream's leaving the server, which comes before
+            // paplay's exit and is seen late: under ThreadSanitizer a look (two pactl runs) took
+            // long enough that the exit was seen 0.7 s after keepalived saw the stream go. The
+            // last look that still found the stream is a moment before it left.
+            var otherLastSeen = ContinuousClock.now
             while other.isRunning {
-                playing.append(pulse.sinkState() ?? "?")
+                let looked = ContinuousClock.now
+                let state = pulse.sinkState() ?? "?"
+                if pulse.hasStream(of: other.pid) {
+                    otherLastSeen = looked
+                    playing.append(state)
+                }
                 #expect(pulse.hasStream(of: daemon.pid), "keepalived left while another client played:\n\(daemon.stderr)")
                 try await Task.sleep(for: .milliseconds(200))
             }
             // The last look may come as the other stream leaves the graph.
             #expect(!playing.contains("SUSPENDED") && playing.dropLast().allSatisfy { $0 == "RUNNING" }, "the sink while the other client played: \(playing)")
             #expect(other.terminationStatus == 0, "paplay: \(other.stderr)")
-            let ended = ContinuousClock.now
+            let ended = otherLastSeen
 
             // For the linger time after it stopped, keepalived keeps the sink running. PipeWire may
             // show the sink IDLE for an instant while it takes the other stream out of the graph.
