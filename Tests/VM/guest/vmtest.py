@@ -93,7 +93,8 @@ class Wait:
 
 
 def wait_until(predicate, timeout, interval=0.05):
-    """Poll predicate() until it returns something truthy or `timeout` seconds pass.
+    """Poll predicate() until it returns something truthy or `timeout` seconds pass, sleeping
+    `interval` between polls, or as long as the last poll took when that is longer (at most 0.4 s).
     Returns a Wait: truthy with .value on success, falsy on timeout; .seconds waited."""
     t0 = time.monotonic()
     deadline = t0 + timeout

@@ -100,7 +100,11 @@ struct StreamPlayback {
                         context.report(.notice("device takes audio faster than real time; pacing writes to the clock"))
                     }
                     if toppingUp { stalls.toppedUp(availableAfter: left) } else { stalls.wrote(availableAfter: left, at: after) }
-                    drainsAt = after + .seconds(Double(buffer - left) / rate)
+                    // Timed from the look before the write, not from `after`: a process stopped
+                    // between its write and a later clock read (SIGSTOP, a frozen cgroup) would
+                    // date the audio it queued from its resume, and the underrun that followed
+                    // would report no silence at all.
+                    drainsAt = now + .seconds(Double(buffer - left) / rate)
                     if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
                     context.flowing()
                     continue
