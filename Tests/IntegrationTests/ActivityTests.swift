@@ -25,6 +25,15 @@ extension Integration {
             return script.path
         }
 
+        /// Until the daemon's control socket takes a connection. Its file exists from the bind and
+        /// takes connections from the listen: a connect between the two was refused under
+        /// ThreadSanitizer.
+        static func waitForConnections(_ socket: String) async throws {
+            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
+                (try? UnixClient(connectingTo: socket)) != nil
+            }
+        }
+
         static func lines(_ url: URL) -> [String] {
             ((try? String(contentsOf: url, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
@@ -96,11 +105,7 @@ extension Integration {
             // daemon's side of a release needs.
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--on-idle", hook, "--on-idle-after", "1s"],
                                           directory: directory, label: "keepalived")
-            // The socket's file exists from its bind; it takes connections from its listen (a connect
-            // between the two was refused under ThreadSanitizer).
-            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
-                (try? UnixClient(connectingTo: socket)) != nil
-            }
+            try await Self.waitForConnections(socket)
             let client = try UnixClient(connectingTo: socket)
             client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
             _ = try #require(client.readLine(), "no reply to the release")
@@ -134,11 +139,7 @@ extension Integration {
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", global, "--on-idle", global, "--on-idle-after", "20s",
                                                    "--output", "hw:1,0 --on-active \(dac) --on-idle \(dac) --on-idle-after 1s", "--power-on-wait", "3s"],
                                           directory: directory, label: "keepalived")
-            // The socket's file exists from its bind; it takes connections from its listen (a connect
-            // between the two was refused under ThreadSanitizer).
-            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
-                (try? UnixClient(connectingTo: socket)) != nil
-            }
+            try await Self.waitForConnections(socket)
             for card in [0, 1] {
                 let client = try UnixClient(connectingTo: socket)
                 client.send(#"{"request":"release","card":\#(card),"device":0,"program":"mpd"}"# + "\n")
@@ -163,11 +164,7 @@ extension Integration {
             chmod(script.path, 0o755)
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "-d", "null", "--socket", socket, "--on-active", script.path, "--hook-timeout", "500ms"],
                                           directory: directory, label: "keepalived")
-            // The socket's file exists from its bind; it takes connections from its listen (a connect
-            // between the two was refused under ThreadSanitizer).
-            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
-                (try? UnixClient(connectingTo: socket)) != nil
-            }
+            try await Self.waitForConnections(socket)
             let client = try UnixClient(connectingTo: socket)
             client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
             _ = try #require(client.readLine(), "no reply to the release")
@@ -207,11 +204,7 @@ extension Integration {
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "-d", "null", "--socket", socket, "--on-active", hook,
                                                    "--power-on-wait", "5s", "--power-on-settle", "300ms", "--on-idle-after", "30s"],
                                           directory: setup.directory, label: "keepalived")
-            // The socket's file exists from its bind; it takes connections from its listen (a connect
-            // between the two was refused under ThreadSanitizer).
-            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
-                (try? UnixClient(connectingTo: socket)) != nil
-            }
+            try await Self.waitForConnections(socket)
             // The control socket serves others while the player's open is held; the output is
             // active, and still keepalived's (no loan yet: the card stays awake meanwhile).
             let probe = Task.detached { () async throws -> (ok: Bool, took: Duration, loans: Bool, activity: String?) in
@@ -252,11 +245,7 @@ extension Integration {
             let socket = directory.appendingPathComponent("k.sock").path
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--power-on-wait", "600ms"],
                                           directory: directory, label: "keepalived")
-            // The socket's file exists from its bind; it takes connections from its listen (a connect
-            // between the two was refused under ThreadSanitizer).
-            try await waitUntil("the control socket to take a connection", timeout: .seconds(5).underSanitizer) {
-                (try? UnixClient(connectingTo: socket)) != nil
-            }
+            try await Self.waitForConnections(socket)
             let client = try UnixClient(connectingTo: socket)
             let asked = ContinuousClock.now
             client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")

@@ -45,11 +45,7 @@ as_user() {
     HOME=/home/$DESK_USER USER=$DESK_USER LOGNAME=$DESK_USER DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus \
         setpriv --reuid=$DESK_USER --regid=$DESK_USER --init-groups "$@"
 }
-as_user_within() {
-    _s=$1; shift
-    HOME=/home/$DESK_USER USER=$DESK_USER LOGNAME=$DESK_USER DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus \
-        timeout "$_s" setpriv --reuid=$DESK_USER --regid=$DESK_USER --init-groups "$@"
-}
+as_user_within() { _s=$1; shift; as_user timeout "$_s" "$@"; }
 
 sinks() { as_user pactl list short sinks 2>/dev/null; }
 # _alsa_sinks [STATE]: sets _n to how many of the server's sinks are ALSA cards' (in STATE),
