@@ -21,8 +21,16 @@ struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
         self.operation = operation
     }
 
-    /// alsa-lib's text for the code.
-    var message: String { String(cString: snd_strerror(code)) }
+    /// alsa-lib's text for the code, or keepalived's where alsa-lib has none.
+    var message: String {
+        // The kernel's own ENOTSUPP, which userspace has no name for ("Unknown error 524"): a
+        // Raspberry Pi's HDMI (vc4-hdmi) refuses to start its audio while no display is there to
+        // take it.
+        if code == -kernelENOTSUPP {
+            return "the driver cannot play now: an HDMI output with no display (nothing plugged in, a display that is off, or DVI, which carries no sound)"
+        }
+        return String(cString: snd_strerror(code))
+    }
 
     /// The operation, alsa-lib's text and the errno name: `open: Device or resource busy (EBUSY)`.
     var description: String {
@@ -31,10 +39,14 @@ struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// The kernel's ENOTSUPP (`include/linux/errno.h`), which reaches userspace unnamed.
+let kernelENOTSUPP: Int32 = 524
+
 /// The symbolic names of the errno values a PCM reports; logs and tests read them better than
 /// numbers.
 func errnoName(_ value: Int32) -> String? {
     switch value {
+    case kernelENOTSUPP: "ENOTSUPP"
     case EPIPE: "EPIPE"
     case ESTRPIPE: "ESTRPIPE"
     case EIO: "EIO"

@@ -16,12 +16,18 @@ final class HardwareNegotiation {
     private let pcm: OpaquePointer
     private let params: OpaquePointer
     let sampleFormat: SampleFormat
+    let framing: OutputFraming
     let rate: Int
     let channels: Int
 
     /// Settles access, format, channels and rate: the wanted ones when the device takes them,
-    /// else the nearest it offers (see ``SampleFormat/preferenceOrder(startingWith:)``).
-    init(pcm: OpaquePointer, format wanted: SampleFormat, rate wantedRate: Int, channels wantedChannels: Int) throws(ALSAError) {
+    /// else the nearest it offers (see ``SampleFormat/preferenceOrder(startingWith:)``). A device
+    /// that takes no sample format of keepalived's but IEC 60958 subframes (a Raspberry Pi's
+    /// HDMI) is given 24-bit samples framed as subframes; `framing` ``OutputFraming/iec958``
+    /// asks for that alone (a plug PCM that offers every format and cannot convert to the
+    /// subframes its slave takes, as alsa-lib's before 1.2.12).
+    init(pcm: OpaquePointer, format wanted: SampleFormat, rate wantedRate: Int, channels wantedChannels: Int,
+         framing wantedFraming: OutputFraming = .linear) throws(ALSAError) {
         var allocated: OpaquePointer?
         guard snd_pcm_hw_params_malloc(&allocated) == 0, let allocated else { throw ALSAError(code: -ENOMEM, operation: "hw_params") }
         self.pcm = pcm
@@ -34,10 +40,17 @@ final class HardwareNegotiation {
         result = snd_pcm_hw_params_set_access(pcm, params, SND_PCM_ACCESS_RW_INTERLEAVED)
         guard result >= 0 else { throw ALSAError(code: result, operation: "hw_params (interleaved access)") }
         let params = allocated
-        guard let format = wanted.preferenceOrder.first(where: { snd_pcm_hw_params_test_format(pcm, params, $0.alsaFormat) == 0 }) else {
+        let format: SampleFormat
+        let framing: OutputFraming
+        if wantedFraming == .linear, let linear = wanted.preferenceOrder.first(where: { snd_pcm_hw_params_test_format(pcm, params, $0.alsaFormat) == 0 }) {
+            (format, framing) = (linear, .linear)
+            result = snd_pcm_hw_params_set_format(pcm, params, format.alsaFormat)
+        } else if snd_pcm_hw_params_test_format(pcm, params, SND_PCM_FORMAT_IEC958_SUBFRAME_LE) == 0 {
+            (format, framing) = (.s24, .iec958)
+            result = snd_pcm_hw_params_set_format(pcm, params, SND_PCM_FORMAT_IEC958_SUBFRAME_LE)
+        } else {
             throw ALSAError(code: -EINVAL, operation: "hw_params (no supported sample format)")
         }
-        result = snd_pcm_hw_params_set_format(pcm, params, format.alsaFormat)
         guard result >= 0 else { throw ALSAError(code: result, operation: "hw_params (format)") }
         var channels = UInt32(wantedChannels)
         result = snd_pcm_hw_params_set_channels_near(pcm, params, &channels)
@@ -46,9 +59,27 @@ final class HardwareNegotiation {
         result = snd_pcm_hw_params_set_rate_near(pcm, params, &rate, nil)
         guard result >= 0 else { throw ALSAError(code: result, operation: "hw_params (rate)") }
         sampleFormat = format
+        self.framing = framing
         self.channels = Int(channels)
         self.rate = Int(rate)
     }
+
+    /// Whether the PCM could be given IEC 60958 subframes instead (asked of a fresh parameter
+    /// block: what the device takes, whatever this negotiation chose).
+    static func acceptsIEC958Subframes(_ pcm: OpaquePointer) -> Bool {
+        var allocated: OpaquePointer?
+        guard snd_pcm_hw_params_malloc(&allocated) == 0, let params = allocated else { return false }
+        defer { snd_pcm_hw_params_free(params) }
+        guard snd_pcm_hw_params_any(pcm, params) >= 0 else { return false }
+        return snd_pcm_hw_params_test_format(pcm, params, SND_PCM_FORMAT_IEC958_SUBFRAME_LE) == 0
+    }
+
+    /// Whether the driver moves audio in batches it copies itself (`SNDRV_PCM_INFO_BATCH`: an
+    /// indirect driver such as a Raspberry Pi's headphone jack, bcm2835, which hands its
+    /// firmware only frames written since its last look): its ring is not replayed by the
+    /// hardware, so the ring loop must not be used. alsa-lib carries the flag up through its
+    /// plug-ins.
+    var isBatch: Bool { snd_pcm_hw_params_is_batch(params) != 0 }
 
     deinit { snd_pcm_hw_params_free(params) }
 
@@ -56,7 +87,7 @@ final class HardwareNegotiation {
     /// before the buffer is known.
     var provisionalFormat: OutputFormat {
         let period = max(1, min(rate / 4, 16_384))
-        return OutputFormat(sampleFormat: sampleFormat, sampleRate: rate, channels: channels, bufferFrames: period * 2, periodFrames: period)
+        return OutputFormat(sampleFormat: sampleFormat, sampleRate: rate, channels: channels, bufferFrames: period * 2, periodFrames: period, framing: framing)
     }
 
     /// Whether the device can run without an interrupt per period (HDA can; most USB cannot).
@@ -113,7 +144,7 @@ final class HardwareNegotiation {
         snd_pcm_hw_params_get_buffer_size(params, &buffer)
         snd_pcm_hw_params_get_period_size(params, &period, nil)
         return OutputFormat(sampleFormat: sampleFormat, sampleRate: rate, channels: channels,
-                            bufferFrames: Int(buffer), periodFrames: max(1, Int(period)))
+                            bufferFrames: Int(buffer), periodFrames: max(1, Int(period)), framing: framing)
     }
 }
 

@@ -16,27 +16,46 @@ public struct OutputFormat: Sendable, Equatable, CustomStringConvertible {
     public var bufferFrames: Int
     /// The period (the amount written per wakeup), in frames.
     public var periodFrames: Int
+    /// How the samples are carried: ``OutputFraming/linear``, or inside IEC 60958 subframes
+    /// (``OutputFraming/iec958``, with ``sampleFormat`` ``SampleFormat/s24``) on a device that
+    /// takes nothing else.
+    public var framing: OutputFraming
 
     /// A format with every field given; the engine makes these when a device opens.
-    public init(sampleFormat: SampleFormat, sampleRate: Int, channels: Int, bufferFrames: Int, periodFrames: Int) {
+    public init(sampleFormat: SampleFormat, sampleRate: Int, channels: Int, bufferFrames: Int, periodFrames: Int, framing: OutputFraming = .linear) {
         self.sampleFormat = sampleFormat
         self.sampleRate = sampleRate
         self.channels = channels
         self.bufferFrames = bufferFrames
         self.periodFrames = periodFrames
+        self.framing = framing
     }
 
-    /// Whether frames rendered for `other` play here unchanged: the same sample format, rate and
-    /// channels (buffer and period may differ).
+    /// Whether frames rendered for `other` play here unchanged: the same sample format, framing,
+    /// rate and channels (buffer and period may differ).
     func carriesSameFrames(as other: OutputFormat) -> Bool {
-        sampleFormat == other.sampleFormat && sampleRate == other.sampleRate && channels == other.channels
+        sampleFormat == other.sampleFormat && framing == other.framing && sampleRate == other.sampleRate && channels == other.channels
     }
 
-    /// Bytes in one interleaved frame.
+    /// The same format with plain samples: what a signal is rendered in before it is framed.
+    var linear: OutputFormat {
+        var format = self
+        format.framing = .linear
+        return format
+    }
+
+    /// Bytes in one interleaved frame (a subframe is 32 bits, as an `S24_LE` sample is).
     public var bytesPerFrame: Int { sampleFormat.bytesPerSample * channels }
 
-    /// One line: `S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 44100 frames`.
+    /// ALSA's name for what the device is written: the sample format, or `IEC958_SUBFRAME_LE`.
+    public var deviceFormatName: String {
+        framing == .iec958 ? framing.description : sampleFormat.description
+    }
+
+    /// One line: `S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 44100 frames`, or for an
+    /// IEC958-only device `IEC958_SUBFRAME_LE (S24_LE samples) 48000 Hz 2 ch, …`.
     public var description: String {
-        "\(sampleFormat) \(sampleRate) Hz \(channels) ch, buffer \(bufferFrames) frames, period \(periodFrames) frames"
+        let samples = framing == .iec958 ? "\(framing) (\(sampleFormat) samples)" : "\(sampleFormat)"
+        return "\(samples) \(sampleRate) Hz \(channels) ch, buffer \(bufferFrames) frames, period \(periodFrames) frames"
     }
 }

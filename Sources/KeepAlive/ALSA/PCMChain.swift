@@ -21,11 +21,15 @@ struct PCMChain: Equatable {
     let hardware: HardwareDevice?
 
     /// Layers that pass each sample straight to the next one: a ring filled through them replays
-    /// exactly what was written.
+    /// exactly what was written. The IEC958 layer (a Raspberry Pi's `hdmi:`, or plug's conversion
+    /// to subframes since alsa-lib 1.2.12) frames each sample where it lies in its 192-frame
+    /// channel-status block, counted from the stream's prepare: a ring of whole blocks filled
+    /// from a prepare replays as one valid stream (``ringBlockFrames``).
     private static let transparent: [String] = [
         "Plug PCM", "Linear conversion PCM", "Linear Integer <-> Linear Float conversion PCM",
-        "Route conversion PCM", "Copy conversion PCM", "Hooks PCM", "Soft volume PCM",
+        "Route conversion PCM", "Copy conversion PCM", "Hooks PCM", "Soft volume PCM", iec958Layer,
     ]
+    private static let iec958Layer = "IEC958 subframe conversion PCM"
 
     /// Reads the layer names out of `snd_pcm_dump` text.
     init(dump: String) {
@@ -84,6 +88,12 @@ struct PCMChain: Equatable {
     /// Whether the chain ends in a card's own PCM (hw, plughw, dmix, hdmi…): no sound server is
     /// behind it, so a server restarting cannot have broken its stream.
     var endsInHardware: Bool { layers.last?.hasPrefix("Hardware PCM") == true }
+
+    /// The frames a looped ring must hold a whole number of, for the chain's sake: a
+    /// channel-status block's 192 behind an IEC958 layer, else 1.
+    var ringBlockFrames: Int {
+        layers.contains { $0.hasPrefix(Self.iec958Layer) } ? IEC958Framer.blockFrames : 1
+    }
 
     /// Whether the chain ends in a hardware ring that replays what it holds for ever once the
     /// stream's stop threshold is the boundary.

@@ -341,7 +341,7 @@ public final class KeepAliveManager: Sendable {
             }
             logger.info("opened", metadata: metadata.merging([
                 "mode": "\(mode)",
-                "format": "\(format.sampleFormat)", "rate": "\(format.sampleRate)", "channels": "\(format.channels)",
+                "format": "\(format.deviceFormatName)", "rate": "\(format.sampleRate)", "channels": "\(format.channels)",
                 "buffer": "\(format.bufferFrames)", "period": "\(format.periodFrames)",
             ]) { $1 })
             broadcaster.publish(.opened(device: device, format: format))

@@ -20,7 +20,7 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
     case unplugged
     /// Another program holds the device exclusively (`-EBUSY`).
     case busy
-    /// The device does not exist (yet).
+    /// The device does not exist (yet), or cannot play yet (an HDMI output with no display).
     case noDevice = "no-device"
     /// The device stopped consuming audio without reporting an error.
     case stalled
@@ -55,7 +55,7 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
         case ENODEV, ENXIO: self = .unplugged
         case EIO, ENOTCONN, EBADFD, ECONNREFUSED, ECONNRESET, ESHUTDOWN, EHOSTDOWN: self = .serverGone
         case EBUSY: self = .busy
-        case ENOENT: self = .noDevice
+        case ENOENT, kernelENOTSUPP: self = .noDevice
         default: self = .unknown
         }
     }
@@ -65,7 +65,9 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
         switch -code {
         case EBUSY: self = .busy
         case EACCES, EPERM: self = .permissionDenied
-        case ENOENT, ENODEV, ENXIO: self = .noDevice
+        // ENOTSUPP: an HDMI output with no display (a Raspberry Pi's vc4-hdmi) is waited for
+        // as a device that is not there yet.
+        case ENOENT, ENODEV, ENXIO, kernelENOTSUPP: self = .noDevice
         case EIO, ENOTCONN, ECONNREFUSED, ECONNRESET, ESHUTDOWN, EHOSTDOWN, EPIPE: self = .serverGone
         default: self = .unknown
         }

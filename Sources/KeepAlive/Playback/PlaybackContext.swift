@@ -42,6 +42,9 @@ protocol PlaybackContext: AnyObject {
     /// The watcher's descriptor was readable while playing: the outcome when what it saw ends
     /// the open (a sound server restarted under the stream), else nil.
     func sawWhilePlaying() -> PlaybackOutcome?
+    /// The ring loop found that the device does not replay its ring: the output is opened again
+    /// at once and streams from then on.
+    func ringNotReplayed(_ message: String) -> PlaybackOutcome
     /// The device must be closed and opened again.
     func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant?) -> PlaybackOutcome
 }

@@ -90,7 +90,7 @@ final class LoopFrameSource: FrameSource {
 
     func restart() { position = 0 }
 
-    var ringFit: RingFit { .multiple(of: loop.passFrames) }
+    var ringFit: RingFit { .multiple(of: loop.cycleFrames) }
 
     func holds(_ pointer: UnsafeRawPointer, frames: Int) -> Bool {
         let start = loop.frames(from: 0)

@@ -32,6 +32,16 @@ func makeFrameSource(
     schedule: PlaySchedule?, seed: UInt64, minimumLoopFrames: Int? = nil
 ) throws(KeepAliveSignalError) -> (any FrameSource)? {
     try signal.validate(sampleRate: format.sampleRate)
+    // On an IEC958-only device a loop is framed as it is rendered, when it holds whole
+    // channel-status blocks in a bounded size; everything else is rendered as plain 24-bit
+    // samples and framed as it is written (``IEC958FramedSource``).
+    let framed = format.framing == .iec958
+    let linear = format.linear
+    func loopFormat(passFrames: Int) -> OutputFormat {
+        guard framed, schedule == nil else { return linear }
+        let cycle = RenderedLoop.cycleFrames(passFrames: passFrames, format: format)
+        return cycle * format.bytesPerFrame <= maximumSignalLoopBytes ? format : linear
+    }
     let source: any FrameSource
     let loopFrames = max(minimumLoopFrames ?? format.periodFrames, 1)
     let sampleFormat = format.sampleFormat
@@ -39,56 +49,61 @@ func makeFrameSource(
     case .openOnly:
         return nil
     case .clip:
+        let rendered = loopFormat(passFrames: RenderedLoop.passFrames(clip: clip, rate: format.sampleRate))
         source = LoopFrameSource(
-            loop: RenderedLoop(clip: clip, format: format, gain: volume, ceiling: ceiling, minimumFrames: loopFrames),
-            format: format)
+            loop: RenderedLoop(clip: clip, format: rendered, gain: volume, ceiling: ceiling, minimumFrames: loopFrames),
+            format: rendered)
     case .zero:
         let quantizer = SampleQuantizer(format: sampleFormat, gain: volume, ceiling: ceiling)
+        let rendered = loopFormat(passFrames: 1)
         source = LoopFrameSource(
-            loop: RenderedLoop(format: format, passFrames: 1, minimumFrames: loopFrames, quantizer: quantizer) { _ in 0 },
-            format: format)
+            loop: RenderedLoop(format: rendered, passFrames: 1, minimumFrames: loopFrames, quantizer: quantizer) { _ in 0 },
+            format: rendered)
     case .fluctuate(let perSecond):
         // Gain 1: the source value is one LSB itself, so it quantizes to exactly ±1 step (in
         // float, 2⁻²³), or to what the ceiling leaves of it.
         let quantizer = SampleQuantizer(format: sampleFormat, gain: Level(uncheckedLinear: 1), ceiling: ceiling)
         let lsb = sampleFormat.leastSignificantBit
         if let (frames, pulses) = exactLoop(perSecond: perSecond, eventMultiple: 2, format: format) {
-            let loop = RenderedLoop(format: format, passFrames: frames, minimumFrames: loopFrames, quantizer: quantizer) { frame in
+            let rendered = loopFormat(passFrames: frames)
+            let loop = RenderedLoop(format: rendered, passFrames: frames, minimumFrames: loopFrames, quantizer: quantizer) { frame in
                 // Pulse k sits at frame ⌊k·frames/pulses⌋; the candidate for `frame` is ⌈frame·pulses/frames⌉.
                 let k = (frame * pulses + frames - 1) / frames
                 guard k < pulses, k * frames / pulses == frame else { return 0 }
                 return k % 2 == 0 ? lsb : -lsb
             }
-            source = LoopFrameSource(loop: loop, format: format)
+            source = LoopFrameSource(loop: loop, format: rendered)
         } else {
             source = GeneratedFrameSource(
-                format: format, quantizer: quantizer,
+                format: linear, quantizer: quantizer,
                 generator: PulseGenerator(perSecond: perSecond, sampleRate: format.sampleRate, pulse: lsb))
         }
     case .sine(let frequency):
         let quantizer = SampleQuantizer(format: sampleFormat, gain: volume, ceiling: ceiling)
         if let (frames, cycles) = exactLoop(perSecond: frequency, eventMultiple: 1, format: format) {
-            let loop = RenderedLoop(format: format, passFrames: frames, minimumFrames: loopFrames, quantizer: quantizer) { frame in
+            let rendered = loopFormat(passFrames: frames)
+            let loop = RenderedLoop(format: rendered, passFrames: frames, minimumFrames: loopFrames, quantizer: quantizer) { frame in
                 // Exact phase from integers: no accumulated error over the loop.
                 sin(2 * Double.pi * Double(frame * cycles % frames) / Double(frames))
             }
-            source = LoopFrameSource(loop: loop, format: format)
+            source = LoopFrameSource(loop: loop, format: rendered)
         } else {
             source = GeneratedFrameSource(
-                format: format, quantizer: quantizer,
+                format: linear, quantizer: quantizer,
                 generator: SineGenerator(frequency: frequency, sampleRate: format.sampleRate))
         }
     case .white:
-        source = GeneratedFrameSource(format: format, quantizer: noiseQuantizer(format, volume, ceiling), generator: WhiteNoise(seed: seed))
+        source = GeneratedFrameSource(format: linear, quantizer: noiseQuantizer(format, volume, ceiling), generator: WhiteNoise(seed: seed))
     case .pink:
-        source = GeneratedFrameSource(format: format, quantizer: noiseQuantizer(format, volume, ceiling), generator: PinkNoise(seed: seed))
+        source = GeneratedFrameSource(format: linear, quantizer: noiseQuantizer(format, volume, ceiling), generator: PinkNoise(seed: seed))
     case .brown:
         source = GeneratedFrameSource(
-            format: format, quantizer: noiseQuantizer(format, volume, ceiling),
+            format: linear, quantizer: noiseQuantizer(format, volume, ceiling),
             generator: BrownNoise(seed: seed, sampleRate: format.sampleRate))
     }
-    guard let schedule else { return source }
-    return PeriodicFrameSource(inner: source, schedule: schedule, ceiling: ceiling)
+    let played = schedule.map { PeriodicFrameSource(inner: source, schedule: $0, ceiling: ceiling) } ?? source
+    guard framed, played.format.framing == .linear else { return played }
+    return IEC958FramedSource(inner: played, format: format)
 }
 
 /// The most memory a rendered signal loop may take; longer exact loops are generated in place.

@@ -2,23 +2,44 @@
 ///
 /// The playback loop only hands slices of this buffer to `snd_pcm_writei`: no conversion and no
 /// allocation happen while playing. Owned by one playback thread.
+///
+/// For an IEC958-only device (``OutputFraming/iec958``) the samples are framed into subframes
+/// here too, and the loop holds a whole number of 192-frame channel-status blocks
+/// (``cycleFrames``), so that it replays as one valid IEC 60958 stream.
 final class RenderedLoop {
-    /// Frames in the loop; a whole number of clip passes at the device rate.
+    /// Frames in the loop; a whole number of ``cycleFrames``.
     let frameCount: Int
-    /// Frames of one pass of the signal; the loop holds a whole number of them.
+    /// Frames of one pass of the signal.
     let passFrames: Int
+    /// Frames after which the loop's frames repeat exactly: a pass, or for IEC 60958 the fewest
+    /// frames holding whole passes and whole channel-status blocks. A ring of a whole number of
+    /// them loops without a seam.
+    let cycleFrames: Int
     let bytesPerFrame: Int
     private let storage: UnsafeMutableRawBufferPointer
+
+    /// Frames of one pass of `clip` at `rate`: rate conversion happens when rendering, once, so
+    /// the device needs no resampler in its chain.
+    static func passFrames(clip: Clip, rate: Int) -> Int {
+        max(1, Int((Double(clip.frameCount) * Double(rate) / Double(clip.sampleRate)).rounded()))
+    }
+
+    /// The frames a loop of `passFrames`-frame passes repeats after in `format` (see
+    /// ``cycleFrames``).
+    static func cycleFrames(passFrames: Int, format: OutputFormat) -> Int {
+        format.framing == .iec958 ? IEC958Framer.alignedCycle(passFrames) : passFrames
+    }
 
     /// Renders `clip` for `format`, at least `minimumFrames` long so one write of a period or a
     /// first full buffer needs few calls.
     init(clip: Clip, format: OutputFormat, gain: Level, ceiling: Level, minimumFrames: Int) {
         let quantizer = SampleQuantizer(format: format.sampleFormat, gain: gain, ceiling: ceiling)
         let sourceFrames = clip.frameCount
-        // Rate conversion happens here, once, so the device needs no resampler in its chain.
-        let passFrames = max(1, Int((Double(sourceFrames) * Double(format.sampleRate) / Double(clip.sampleRate)).rounded()))
-        let passes = max(1, (minimumFrames + passFrames - 1) / passFrames)
+        let passFrames = Self.passFrames(clip: clip, rate: format.sampleRate)
+        let cycleFrames = Self.cycleFrames(passFrames: passFrames, format: format)
+        let passes = max(1, (minimumFrames + cycleFrames - 1) / cycleFrames) * (cycleFrames / passFrames)
         self.passFrames = passFrames
+        self.cycleFrames = cycleFrames
         frameCount = passFrames * passes
         bytesPerFrame = format.bytesPerFrame
         storage = .allocate(byteCount: frameCount * bytesPerFrame, alignment: 16)
@@ -36,10 +57,7 @@ final class RenderedLoop {
                 quantizer.store(value, at: storage.baseAddress! + frame * bytesPerFrame + channel * sampleBytes)
             }
         }
-        let passBytes = passFrames * bytesPerFrame
-        for pass in 1..<passes {
-            (storage.baseAddress! + pass * passBytes).copyMemory(from: storage.baseAddress!, byteCount: passBytes)
-        }
+        tile(passes: passes, format: format)
     }
 
     /// Renders a generated signal: `passFrames` frames whose value for frame `n` is `sample(n)`
@@ -54,17 +72,30 @@ final class RenderedLoop {
     /// ```
     init(format: OutputFormat, passFrames: Int, minimumFrames: Int, quantizer: SampleQuantizer, sample: (Int) -> Double) {
         precondition(passFrames >= 1, "a loop holds at least one frame")
-        let passes = max(1, (minimumFrames + passFrames - 1) / passFrames)
+        let cycleFrames = Self.cycleFrames(passFrames: passFrames, format: format)
+        let passes = max(1, (minimumFrames + cycleFrames - 1) / cycleFrames) * (cycleFrames / passFrames)
         self.passFrames = passFrames
+        self.cycleFrames = cycleFrames
         frameCount = passFrames * passes
         bytesPerFrame = format.bytesPerFrame
         storage = .allocate(byteCount: frameCount * bytesPerFrame, alignment: 16)
         for frame in 0..<passFrames {
             quantizer.store(sample(frame), channels: format.channels, at: storage.baseAddress! + frame * bytesPerFrame)
         }
+        tile(passes: passes, format: format)
+    }
+
+    /// Copies the first pass over the rest of the loop, then frames the whole loop where the
+    /// device takes IEC 60958 subframes (each copy of a pass sits elsewhere in its blocks, so the
+    /// framing comes after the copies).
+    private func tile(passes: Int, format: OutputFormat) {
         let passBytes = passFrames * bytesPerFrame
         for pass in 1..<passes {
             (storage.baseAddress! + pass * passBytes).copyMemory(from: storage.baseAddress!, byteCount: passBytes)
+        }
+        if format.framing == .iec958 {
+            IEC958Framer(sampleRate: format.sampleRate)
+                .frame(storage.baseAddress!, frames: frameCount, channels: format.channels, firstFrameInBlock: 0)
         }
     }
 
@@ -75,12 +106,17 @@ final class RenderedLoop {
         UnsafeRawPointer(storage.baseAddress! + frame * bytesPerFrame)
     }
 
-    /// The largest sample magnitude, as a fraction of full scale.
-    func peak(format: SampleFormat) -> Double {
+    /// The largest sample magnitude, as a fraction of full scale (of the samples inside the
+    /// subframes, for an IEC958-only device).
+    func peak(format: SampleFormat, framing: OutputFraming = .linear) -> Double {
         var peak = 0.0
         let count = storage.count / format.bytesPerSample
         for index in 0..<count {
-            peak = max(peak, abs(SampleQuantizer.load(format, at: storage.baseAddress! + index * format.bytesPerSample)))
+            let pointer = storage.baseAddress! + index * format.bytesPerSample
+            let value = framing == .iec958
+                ? Double(IEC958Framer.sample(of: UInt32(littleEndian: pointer.loadUnaligned(as: UInt32.self)))) / format.fullScale
+                : SampleQuantizer.load(format, at: pointer)
+            peak = max(peak, abs(value))
         }
         return peak
     }

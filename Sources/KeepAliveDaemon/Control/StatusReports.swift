@@ -6,7 +6,7 @@ extension OutputReport {
     init(_ output: OutputStatus, ceiling: Level, signal: String? = nil) {
         self.init(
             device: output.device, state: output.state.name, reason: output.state.wireReason, mode: output.mode?.rawValue,
-            format: output.format?.sampleFormat.rawValue, rate: output.format?.sampleRate,
+            format: output.format?.deviceFormatName, rate: output.format?.sampleRate,
             channels: output.format?.channels, bufferFrames: output.format?.bufferFrames,
             periodFrames: output.format?.periodFrames, volume: output.volume.linear, ceiling: ceiling.linear,
             framesPlayed: output.framesPlayed, recoveriesByReason: Dictionary(uniqueKeysWithValues: output.recoveries.map { ($0.key.rawValue, $0.value) }),

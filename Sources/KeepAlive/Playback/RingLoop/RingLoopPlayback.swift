@@ -8,6 +8,11 @@ import Glibc
 /// its doorbell, and looks at the stream's health every ``healthCheckInterval``: running, and
 /// its position moving. After any prepare the ring is filled again.
 ///
+/// Once, a ring and a little after each fill, it checks that the hardware went round the ring
+/// and kept going: a driver that copies audio out in batches of its own (an indirect driver that
+/// does not say it is one) plays a ring written once only once, then stops or plays silence.
+/// Then the output streams instead (``PlaybackContext/ringNotReplayed(_:)``).
+///
 /// ```swift
 /// var playback = RingLoopPlayback(pcm: pcm, format: format, source: source)
 /// let outcome = playback.play(in: loop)
@@ -26,6 +31,9 @@ struct RingLoopPlayback {
     /// switch its period interrupts off wakes the kernel rarely, short enough to stay a small
     /// DMA buffer.
     static let maximumRingSeconds = 4
+    /// How long after the ring's length the first check looks: a device starting late (a USB
+    /// DAC's first packets) has moved past one ring by then. A late wakeup only adds frames.
+    static let firstRingMargin: Duration = .milliseconds(500)
 
     mutating func play(in context: some PlaybackContext) -> PlaybackOutcome {
         var descriptors: [pollfd]
@@ -36,6 +44,9 @@ struct RingLoopPlayback {
         descriptors.append(pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0))
         let pcmCount = descriptors.count - 1
         let rate = format.sampleRate
+        let ringDuration = Duration.nanoseconds(Int64(format.bufferFrames) * 1_000_000_000 / Int64(max(rate, 1)))
+        /// When to check that the first ring went round, and the position then; nil once checked.
+        var firstRing: (deadline: ContinuousClock.Instant, position: Int?)?
 
         /// Fills the ring from the signal's first frame and starts it; nil when it plays.
         func fillAndStart() -> PlaybackOutcome? {
@@ -53,6 +64,7 @@ struct RingLoopPlayback {
             if result < 0 { return fail(result, "start") }
             context.report(.wrote(format.bufferFrames))
             context.flowing()
+            firstRing = (context.clock.now + ringDuration + Self.firstRingMargin, pcm.playedPosition)
             return nil
         }
 
@@ -88,9 +100,10 @@ struct RingLoopPlayback {
             case nil:
                 break
             }
+            let timeout = firstRing.map { context.clock.now.duration(to: $0.deadline) } ?? Self.healthCheckInterval
             let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
                 for index in fds.indices { fds[index].revents = 0 }
-                return poll(fds.baseAddress, nfds_t(fds.count), Self.healthCheckInterval.pollTimeout)
+                return poll(fds.baseAddress, nfds_t(fds.count), timeout.pollTimeout)
             }
             if ready < 0 {
                 if errno == EINTR { continue }
@@ -105,6 +118,16 @@ struct RingLoopPlayback {
                 if let code = pcm.streamError(fromEvents: events) {
                     if let outcome = fail(code, "poll") { return outcome }
                     position = pcm.playedPosition
+                }
+                continue
+            }
+            if let check = firstRing {
+                guard context.clock.now >= check.deadline else { continue }
+                firstRing = nil
+                if pcm.state == SND_PCM_STATE_RUNNING, let before = check.position, let now = pcm.playedPosition,
+                   pcm.framesPlayed(from: before, to: now) <= format.bufferFrames {
+                    return context.ringNotReplayed(
+                        "the device did not replay its ring (\(pcm.framesPlayed(from: before, to: now)) frames played in \(PlaybackLoop.format(ringDuration + Self.firstRingMargin)), the ring holds \(format.bufferFrames)): it copies audio out in batches of its own; streaming instead")
                 }
                 continue
             }
