@@ -23,11 +23,9 @@ final class HardwareNegotiation {
     /// Settles access, format, channels and rate: the wanted ones when the device takes them,
     /// else the nearest it offers (see ``SampleFormat/preferenceOrder(startingWith:)``). A device
     /// that takes no sample format of keepalived's but IEC 60958 subframes (a Raspberry Pi's
-    /// HDMI) is given 24-bit samples framed as subframes; `framing` ``OutputFraming/iec958``
-    /// asks for that alone (a plug PCM that offers every format and cannot convert to the
-    /// subframes its slave takes, as alsa-lib's before 1.2.12).
-    init(pcm: OpaquePointer, format wanted: SampleFormat, rate wantedRate: Int, channels wantedChannels: Int,
-         framing wantedFraming: OutputFraming = .linear) throws(ALSAError) {
+    /// HDMI, and a plug over it in alsa-lib before 1.2.12, which cannot convert to subframes and
+    /// offers only them) is given 24-bit samples framed as subframes by keepalived.
+    init(pcm: OpaquePointer, format wanted: SampleFormat, rate wantedRate: Int, channels wantedChannels: Int) throws(ALSAError) {
         var allocated: OpaquePointer?
         guard snd_pcm_hw_params_malloc(&allocated) == 0, let allocated else { throw ALSAError(code: -ENOMEM, operation: "hw_params") }
         self.pcm = pcm
@@ -42,7 +40,7 @@ final class HardwareNegotiation {
         let params = allocated
         let format: SampleFormat
         let framing: OutputFraming
-        if wantedFraming == .linear, let linear = wanted.preferenceOrder.first(where: { snd_pcm_hw_params_test_format(pcm, params, $0.alsaFormat) == 0 }) {
+        if let linear = wanted.preferenceOrder.first(where: { snd_pcm_hw_params_test_format(pcm, params, $0.alsaFormat) == 0 }) {
             (format, framing) = (linear, .linear)
             result = snd_pcm_hw_params_set_format(pcm, params, format.alsaFormat)
         } else if snd_pcm_hw_params_test_format(pcm, params, SND_PCM_FORMAT_IEC958_SUBFRAME_LE) == 0 {
@@ -52,7 +50,9 @@ final class HardwareNegotiation {
             throw ALSAError(code: -EINVAL, operation: "hw_params (no supported sample format)")
         }
         guard result >= 0 else { throw ALSAError(code: result, operation: "hw_params (format)") }
-        var channels = UInt32(wantedChannels)
+        // IEC 60958 carries channels in pairs: a mono signal is framed on both of them (a plug
+        // asked for one channel would convert subframes as samples: alsa-lib refuses at commit).
+        var channels = UInt32(framing == .iec958 ? max(wantedChannels, 2) : wantedChannels)
         result = snd_pcm_hw_params_set_channels_near(pcm, params, &channels)
         guard result >= 0 else { throw ALSAError(code: result, operation: "hw_params (channels)") }
         var rate = UInt32(wantedRate)
@@ -62,16 +62,6 @@ final class HardwareNegotiation {
         self.framing = framing
         self.channels = Int(channels)
         self.rate = Int(rate)
-    }
-
-    /// Whether the PCM could be given IEC 60958 subframes instead (asked of a fresh parameter
-    /// block: what the device takes, whatever this negotiation chose).
-    static func acceptsIEC958Subframes(_ pcm: OpaquePointer) -> Bool {
-        var allocated: OpaquePointer?
-        guard snd_pcm_hw_params_malloc(&allocated) == 0, let params = allocated else { return false }
-        defer { snd_pcm_hw_params_free(params) }
-        guard snd_pcm_hw_params_any(pcm, params) >= 0 else { return false }
-        return snd_pcm_hw_params_test_format(pcm, params, SND_PCM_FORMAT_IEC958_SUBFRAME_LE) == 0
     }
 
     /// Whether the driver moves audio in batches it copies itself (`SNDRV_PCM_INFO_BATCH`: an

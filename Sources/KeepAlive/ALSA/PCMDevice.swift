@@ -47,13 +47,9 @@ final class PCMDevice {
 
     /// Starts settling the hardware parameters: format, rate and channels now, the buffer when
     /// the caller knows how it will play.
-    func negotiate(format: SampleFormat, rate: Int, channels: Int, framing: OutputFraming = .linear) throws(ALSAError) -> HardwareNegotiation {
-        try HardwareNegotiation(pcm: pcm, format: format, rate: rate, channels: channels, framing: framing)
+    func negotiate(format: SampleFormat, rate: Int, channels: Int) throws(ALSAError) -> HardwareNegotiation {
+        try HardwareNegotiation(pcm: pcm, format: format, rate: rate, channels: channels)
     }
-
-    /// Whether the device takes IEC 60958 subframes (see
-    /// ``HardwareNegotiation/acceptsIEC958Subframes(_:)``).
-    var acceptsIEC958Subframes: Bool { HardwareNegotiation.acceptsIEC958Subframes(pcm) }
 
     /// What the PCM is built of (is there a ring the hardware replays on its own?).
     var chain: PCMChain { PCMChain(pcm: pcm) }

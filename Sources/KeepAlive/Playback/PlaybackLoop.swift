@@ -124,56 +124,41 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             pcm.close()
             serverMayBeBehind = true
         }
-        // A plug PCM offers every format and fails only at the commit when it cannot convert to
-        // what its slave takes: alsa-lib before 1.2.12 cannot convert to IEC 60958 subframes (a
-        // Raspberry Pi's HDMI through `plughw:` on Debian 12). Its slave's subframes are then
-        // asked for as they are, framed by keepalived.
-        var framing = OutputFraming.linear
-        var formatChanged = false
-        var chain: PCMChain
-        var format: OutputFormat
-        var mode: PlaybackMode
-        while true {
-            let negotiation: HardwareNegotiation
-            do {
-                // The clip is asked for in its own format; generated signals in the format most
-                // digital receivers run at natively (48 kHz stereo), or a sound server's sink's own
-                // rate, to spare them a conversion.
-                // A player's last format, when keepalived took the device back from one, wins: the
-                // device then keeps running as the player left it.
-                let clipSignal = configuration.signal == .clip
-                let player = configuration.deviceFormat
-                negotiation = try pcm.negotiate(
-                    format: player?.sampleFormat ?? (clipSignal ? SampleFormat(closestTo: configuration.clip.encoding) : .s16),
-                    rate: player?.rate ?? (clipSignal ? configuration.clip.sampleRate : configuration.generatedSignalRate ?? 48000),
-                    channels: player?.channels ?? (clipSignal ? configuration.clip.channels : 2),
-                    framing: framing)
-            } catch {
-                return openFailed(error)
-            }
-            // A format other than the last one rendered for is worth announcing again.
-            formatChanged = renderedFor.map { !$0.carriesSameFrames(as: negotiation.provisionalFormat) } ?? false
-            if let failed = renderIfNeeded(for: negotiation.provisionalFormat) { return failed }
-            // Read once the parameters are chosen: a plug PCM inserts its conversions then.
-            chain = pcm.chain
-            serverMayBeBehind = !chain.endsInHardware
-            // Known from the handle, never guessed from the name: a player's release is matched
-            // by it (`default` is dmix on some card's device 0, `hdmi:CARD=PCH,DEV=1` device 7).
-            let hardware = pcm.hardwareDevice(chain: chain)
-            if hardware != playsOn {
-                playsOn = hardware
-                report(.playsOn(hardware))
-            }
-            do {
-                (format, mode) = try commit(negotiation, pcm, chain)
-                break
-            } catch {
-                if error.code == -EINVAL, negotiation.framing == .linear, pcm.acceptsIEC958Subframes {
-                    framing = .iec958
-                    continue
-                }
-                return openFailed(error)
-            }
+        let negotiation: HardwareNegotiation
+        do {
+            // The clip is asked for in its own format; generated signals in the format most
+            // digital receivers run at natively (48 kHz stereo), or a sound server's sink's own
+            // rate, to spare them a conversion.
+            // A player's last format, when keepalived took the device back from one, wins: the
+            // device then keeps running as the player left it.
+            let clipSignal = configuration.signal == .clip
+            let player = configuration.deviceFormat
+            negotiation = try pcm.negotiate(
+                format: player?.sampleFormat ?? (clipSignal ? SampleFormat(closestTo: configuration.clip.encoding) : .s16),
+                rate: player?.rate ?? (clipSignal ? configuration.clip.sampleRate : configuration.generatedSignalRate ?? 48000),
+                channels: player?.channels ?? (clipSignal ? configuration.clip.channels : 2))
+        } catch {
+            return openFailed(error)
+        }
+        // A format other than the last one rendered for is worth announcing again.
+        let formatChanged = renderedFor.map { !$0.carriesSameFrames(as: negotiation.provisionalFormat) } ?? false
+        if let failed = renderIfNeeded(for: negotiation.provisionalFormat) { return failed }
+        // Read once the parameters are chosen: a plug PCM inserts its conversions then.
+        let chain = pcm.chain
+        serverMayBeBehind = !chain.endsInHardware
+        // Known from the handle, never guessed from the name: a player's release is matched
+        // by it (`default` is dmix on some card's device 0, `hdmi:CARD=PCH,DEV=1` device 7).
+        let hardware = pcm.hardwareDevice(chain: chain)
+        if hardware != playsOn {
+            playsOn = hardware
+            report(.playsOn(hardware))
+        }
+        let format: OutputFormat
+        let mode: PlaybackMode
+        do {
+            (format, mode) = try commit(negotiation, pcm, chain)
+        } catch {
+            return openFailed(error)
         }
         if machine.opened() == .announceOpen || formatChanged { report(.opened(format, mode)) }
         // A stream to a sound server costs a round trip per write call (the plug-in's thread
