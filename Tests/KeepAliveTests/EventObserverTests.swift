@@ -131,21 +131,20 @@ struct EventObserverTests {
         #expect(idleStatistics.dropped == cycles * perCycle - Self.capacity)
         #expect(broadcaster.statistics[1].dropped == 0)
 
-        // Playback was not delayed by the full buffer: the cycles after it filled started as
-        // fast as the ones before, and stop stayed well under 100 ms.
+        // Playback was not delayed by the full buffer: the cycles after it filled started and
+        // stopped as fast as the ones before, compared within this run (medians: a full idle
+        // buffer that delayed the playback threads would slow every cycle after it filled, while
+        // a busy machine, two cores shared with emulated guests in scripts/test, may leave any
+        // single cycle unscheduled for most of a second: 2.5 s seen once under ThreadSanitizer
+        // in a full run). How fast a start or a stop is on a quiet machine is bench/'s to say.
         let fillCycle = Self.capacity / perCycle + 1
-        let before = startToPlaying[..<fillCycle].sorted()
-        let after = startToPlaying[fillCycle...].sorted()
-        let medianBefore = before[before.count / 2], medianAfter = after[after.count / 2]
-        #expect(after.last! < .milliseconds(250).underSanitizer, "slowest start after the idle buffer filled: \(after.last!)")
+        func median(_ durations: ArraySlice<Duration>) -> Duration { durations.sorted()[durations.count / 2] }
+        let medianBefore = median(startToPlaying[..<fillCycle]), medianAfter = median(startToPlaying[fillCycle...])
         #expect(medianAfter < medianBefore * 3 + .milliseconds(5).underSanitizer, "median start \(medianBefore) before, \(medianAfter) after")
-        // Nine stops in ten well under 100 ms, and none stuck: a full idle buffer that delayed the
-        // playback threads would slow every stop after it filled, while a busy machine (two cores
-        // shared with emulated guests in scripts/test) may leave one stop unscheduled for most of
-        // a second (770 ms seen once, in a full run).
-        let sortedStops = stopTimes.sorted()
-        #expect(sortedStops[sortedStops.count * 9 / 10] < .milliseconds(100).underSanitizer, "stop times: \(sortedStops)")
-        #expect(sortedStops.last! < .seconds(2).underSanitizer, "slowest stop: \(sortedStops.last!)")
+        let stopBefore = median(stopTimes[..<fillCycle]), stopAfter = median(stopTimes[fillCycle...])
+        // A stop waits for the playback thread to leave its poll: 0.4 or 13 ms on a quiet machine,
+        // as it happens to lie; a delayed publish would add the whole delay to every stop.
+        #expect(stopAfter < stopBefore * 3 + .milliseconds(50).underSanitizer, "median stop \(stopBefore) before, \(stopAfter) after: \(stopTimes)")
 
         // And the stream keeps real-time pace with the idle buffer full.
         manager.start()
@@ -161,7 +160,7 @@ struct EventObserverTests {
         #expect(playedSeconds <= seconds + 0.15, "played \(playedSeconds) s of audio in \(seconds) s")
         #expect(broadcaster.statistics[0].highWater == Self.capacity)
 
-        print("[EventObserverTests] \(cycles) cycles: start→playing median \(medianBefore) before the idle buffer filled, \(medianAfter) after (slowest \(after.last!)); slowest stop \(stopTimes.max()!); paced \(playedSeconds) s of audio in \(seconds) s")
+        print("[EventObserverTests] \(cycles) cycles: start→playing median \(medianBefore) before the idle buffer filled, \(medianAfter) after; median stop \(stopBefore) before, \(stopAfter) after; paced \(playedSeconds) s of audio in \(seconds) s")
         withExtendedLifetime(idle) {}
     }
 }
