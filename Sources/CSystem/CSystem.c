@@ -24,6 +24,10 @@ int csystem_pipe_nonblocking(int fds[2]) {
     return pipe2(fds, O_NONBLOCK | O_CLOEXEC);
 }
 
+int csystem_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
 int csystem_peer_credentials(int fd, csystem_peer *peer) {
     struct ucred credentials;
     socklen_t length = sizeof credentials;

@@ -94,6 +94,44 @@ extension Integration {
             #expect(try await events.waitForExit(timeout: .seconds(5)) == 0, "\(events.stderr)")
         }
 
+        @Test("a hook that leaves a child in the background holding its output: it finishes at its own exit, and the next hook runs while that child still lives")
+        func hookWithBackgroundChild() async throws {
+            let directory = try TestPaths.makeTemporaryDirectory("activity")
+            let log = directory.appendingPathComponent("hooks.log")
+            let childPid = directory.appendingPathComponent("child.pid")
+            let onActive = directory.appendingPathComponent("relay-on.sh")
+            // As a box owner's script might: switch a relay, and leave something running.
+            try """
+            #!/bin/sh
+            echo "relay on"
+            sleep 600 &
+            echo $! > '\(childPid.path)'
+            echo "active" >> '\(log.path)'
+
+            """.write(to: onActive, atomically: true, encoding: .utf8)
+            chmod(onActive.path, 0o755)
+            let onIdle = try Self.recordingHook(in: directory, log: log)
+            let socket = directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", onActive.path, "--on-idle", onIdle, "--on-idle-after", "1s"],
+                                          directory: directory, label: "keepalived")
+            defer {
+                if let pid = try? String(contentsOf: childPid, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), let value = Int32(pid) { kill(value, SIGKILL) }
+            }
+            try await Self.waitForConnections(socket)
+            let client = try UnixClient(connectingTo: socket)
+            client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
+            _ = try #require(client.readLine(), "no reply to the release")
+            try await waitUntil("on-active's end", timeout: .seconds(5).underSanitizer) { daemon.stderr.contains("hook finished") }
+            // The loan ends unused after its open window (2 s), the output goes idle a second later.
+            try await waitUntil("on-idle", timeout: .seconds(10).underSanitizer) { Self.lines(log).count >= 2 }
+            #expect(Self.lines(log) == ["active", "idle hw:0,0 mpd 0 0 -"], "\(Self.lines(log))\n\(daemon.stderr)")
+            let pid = try #require(Int32(String(contentsOf: childPid, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(kill(pid, 0) == 0, "the background child should still live: the idle hook did not wait for it")
+            #expect(daemon.stderr.contains("relay on"), "what the hook printed before it exited is logged:\n\(daemon.stderr)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
         @Test("a player's release through the front door: on-active with the program, card and device; the loan's end then --on-idle-after: on-idle",
               .enabled(if: true))
         func playerRelease() async throws {

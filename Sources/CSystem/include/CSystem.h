@@ -36,6 +36,11 @@ int csystem_accept_nonblocking(int fd);
 /// with errno set.
 int csystem_pipe_nonblocking(int fds[2]);
 
+/// Creates a pipe whose two ends are close-on-exec from the start (pipe2): no child started by
+/// another thread meanwhile inherits them. Both ends block (a child's output stays a plain
+/// blocking pipe). Returns 0, or -1 with errno set.
+int csystem_pipe_cloexec(int fds[2]);
+
 /// The process at the other end of a connected Unix socket (SO_PEERCRED).
 typedef struct csystem_peer {
     pid_t pid;

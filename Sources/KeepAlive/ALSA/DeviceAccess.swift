@@ -112,7 +112,7 @@ enum DeviceAccess {
     /// The systemd unit this process runs in, from its cgroup (`0::/system.slice/NAME.service`);
     /// nil outside one.
     static func systemdUnit(cgroup path: String = "/proc/self/cgroup") -> String? {
-        guard let file = fopen(path, "r") else { return nil }
+        guard let file = fopen(path, "re") else { return nil }
         defer { fclose(file) }
         var line: UnsafeMutablePointer<CChar>?
         var capacity = 0

@@ -1,4 +1,5 @@
 import CSystem
+import KeepAlive
 import Logging
 import Glibc
 
@@ -10,7 +11,10 @@ import Glibc
 /// `KEEPALIVED_OUTPUT`, `KEEPALIVED_PROGRAM`, and `KEEPALIVED_CARD`/`KEEPALIVED_DEVICE` or
 /// `KEEPALIVED_SINK` where they apply; stdin is `/dev/null`, and what it prints goes to the log,
 /// a line each. It may take ``timeout``: then its process group gets SIGTERM, and SIGKILL a
-/// second later. A failure is logged, never fatal.
+/// second later; a process that SIGKILL does not end either (asleep in the kernel) is given up
+/// after ``abandonAfter`` and said so. What it prints is read only while it runs: a child it
+/// leaves in the background holding its output (`relay on; sleep 600 &` in a script) delays
+/// nothing. A failure is logged, never fatal.
 ///
 /// ```swift
 /// let hook = try Hook(option: "--on-active", command: "mosquitto_pub -t amp/power -m on")
@@ -19,6 +23,9 @@ import Glibc
 struct Hook: Equatable, Sendable {
     let arguments: [String]
     var timeout: Duration = .seconds(30)
+    /// How long after SIGKILL a process that has not ended is given up (its exit is collected
+    /// by a later run).
+    static let abandonAfter: Duration = .seconds(5)
 
     /// - Throws: `CleanExit` (64) naming `option` when the words do not split or name nothing.
     init(option: String, command: String) throws {
@@ -34,17 +41,26 @@ struct Hook: Equatable, Sendable {
         case signaled(Int32)
         case timedOut
         case notStarted(Errno)
+        /// It outlived SIGKILL (asleep in the kernel, state D): no longer waited for.
+        case abandoned(pid_t)
     }
+
+    /// Processes given up on (``Outcome/abandoned(_:)``), collected once they end so that none
+    /// stays a zombie: each run looks.
+    private static let abandoned = Locked<[pid_t]>([])
 
     /// Runs the command and waits for it (at most ``timeout``, and a second for SIGKILL's turn):
     /// on a thread that may block that long.
     @discardableResult
     func run(environment extra: [String: String], logger: Logger) -> Outcome {
         let started = ContinuousClock.now
+        Self.abandoned.withLock { pids in pids.removeAll { waitpid($0, nil, WNOHANG) != 0 } }
         var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { return report(.notStarted(Errno(errno)), since: started, logger: logger) }
-        // Neither end for the daemon's other children; the command's copies (1 and 2) stay open.
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        // Close-on-exec from the start, atomically: neither end for another child the daemon
+        // starts meanwhile (the command's own copies, 1 and 2, are made by the spawn).
+        guard csystem_pipe_cloexec(&ends) == 0 else { return report(.notStarted(Errno(errno)), since: started, logger: logger) }
+        // Only what is there is read: a background child holding the write end never blocks us.
+        _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
         defer { close(ends[0]) }
         var environment: [String: String] = [:]
         var entry = environ
@@ -91,12 +107,14 @@ struct Hook: Equatable, Sendable {
                 pending = []
             }
         }
+        var killed = false
         while true {
             var status: Int32 = 0
             let ended = waitpid(pid, &status, WNOHANG)
             if ended == pid {
-                // What it printed before it ended; a child it left running may hold the pipe.
-                if open { _ = drain(output, into: &pending, buffer: &buffer) }
+                // What it printed before it ended, as far as it is there now: a child it left
+                // running may hold the pipe open for as long as it likes.
+                if open { while drain(output, into: &pending, buffer: &buffer) == .more {} }
                 flush(true)
                 if killedAt != nil { return .timedOut }
                 let signal = status & 0x7f
@@ -106,27 +124,37 @@ struct Hook: Equatable, Sendable {
             if killedAt == nil, started.duration(to: now) > timeout {
                 kill(-pid, SIGTERM)
                 killedAt = now
-            } else if let killedAt, killedAt.duration(to: now) > .seconds(1) {
+            } else if let killedAt, !killed, killedAt.duration(to: now) > .seconds(1) {
                 kill(-pid, SIGKILL)
+                killed = true
+            } else if let killedAt, killedAt.duration(to: now) > .seconds(1) + Self.abandonAfter {
+                flush(true)
+                Self.abandoned.withLock { $0.append(pid) }
+                return .abandoned(pid)
             }
             var descriptor = pollfd(fd: open ? output : -1, events: Int16(POLLIN), revents: 0)
             _ = poll(&descriptor, 1, 50)
             if open, descriptor.revents != 0 {
-                open = drain(output, into: &pending, buffer: &buffer)
+                open = drain(output, into: &pending, buffer: &buffer) != .ended
                 flush(false)
             }
         }
     }
 
-    /// Reads what is there; false at the end of the output.
-    private func drain(_ fd: Int32, into pending: inout [UInt8], buffer: inout [UInt8]) -> Bool {
+    private enum Drained { case more, empty, ended }
+
+    /// Reads what is there without waiting: `more` when a read filled the buffer or was
+    /// interrupted, `empty` when nothing more is there now, `ended` at the end of the output.
+    private func drain(_ fd: Int32, into pending: inout [UInt8], buffer: inout [UInt8]) -> Drained {
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         if count > 0 {
             pending += buffer[0..<count]
             // Bounded: a command that prints without newlines is logged in pieces.
             if pending.count > 4096, !pending.contains(UInt8(ascii: "\n")) { pending.append(UInt8(ascii: "\n")) }
+            return .more
         }
-        return count > 0 || (count < 0 && (errno == EINTR || errno == EAGAIN))
+        if count < 0, errno == EINTR { return .more }
+        return count < 0 && errno == EAGAIN ? .empty : .ended
     }
 
     private func log(_ line: [UInt8], logger: Logger) {
@@ -149,6 +177,9 @@ struct Hook: Equatable, Sendable {
             logger.warning("hook timed out and was ended", metadata: ["hook": "\(command)", "timeout": "\(timeout)", "ms": "\(ms)"])
         case .notStarted(let error):
             logger.warning("hook could not be started", metadata: ["hook": "\(command)", "error": "\(error)"])
+        case .abandoned(let pid):
+            logger.error("hook did not end after SIGKILL (asleep in the kernel): no longer waited for; the next hooks run",
+                         metadata: ["hook": "\(command)", "pid": "\(pid)", "ms": "\(ms)"])
         }
         return outcome
     }

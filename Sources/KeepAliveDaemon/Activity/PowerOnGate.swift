@@ -77,6 +77,15 @@ final class PowerOnGate: Sendable {
         now >= deadline || opensAt.map { now >= $0 } == true
     }
 
+    /// Reads the descriptor's count, so that it is readable again only when a later run ends:
+    /// the control thread calls it each time the descriptor was readable (a run added after the
+    /// signal, for another output of the same change, would otherwise leave it readable for good
+    /// and the thread's poll would spin).
+    func acknowledge() {
+        var count: UInt64 = 0
+        _ = read(descriptor, &count, 8)
+    }
+
     /// Whether a hook still ran when the open went on (at the deadline).
     var hooksOutlasted: Bool { runs.withLock { $0.running > 0 || $0.ended == nil } }
 }

@@ -121,7 +121,7 @@ package struct StartCommand: ParsableCommand {
 
     /// The daemon's own reason for failing: the last error line it logged.
     private static func lastError(in logFile: String) -> String? {
-        guard let file = fopen(logFile, "r") else { return nil }
+        guard let file = fopen(logFile, "re") else { return nil }
         defer { fclose(file) }
         var last: String?
         var buffer = [CChar](repeating: 0, count: 4096)

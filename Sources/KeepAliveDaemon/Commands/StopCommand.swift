@@ -44,7 +44,7 @@ package struct StopCommand: ParsableCommand {
 /// Whether `pid` names a live process; a zombie waiting to be reaped has already exited.
 func processExists(_ pid: Int32) -> Bool {
     guard kill(pid, 0) == 0 || errno == EPERM else { return false }
-    guard let file = fopen("/proc/\(pid)/stat", "r") else { return false }
+    guard let file = fopen("/proc/\(pid)/stat", "re") else { return false }
     defer { fclose(file) }
     var buffer = [CChar](repeating: 0, count: 512)
     guard fgets(&buffer, Int32(buffer.count), file) != nil else { return false }

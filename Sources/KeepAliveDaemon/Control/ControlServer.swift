@@ -348,7 +348,8 @@ final class ControlServer: @unchecked Sendable {
             } else {
                 return true
             }
-        case .powerOn(let gate, let release, let pid, let arrived, _):
+        case .powerOn(let gate, let release, let pid, let arrived, let settling):
+            if !settling { gate.acknowledge() }
             let now = ContinuousClock.now
             guard timedOut || gate.isOpen(at: now) else {
                 // The hooks ended: the settle is a time, not a descriptor.

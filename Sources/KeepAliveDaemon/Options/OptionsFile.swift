@@ -30,7 +30,7 @@ enum OptionsFile {
 
     /// The option words in `path`, or none when it does not exist.
     static func arguments(at path: String) throws(Failure) -> [String] {
-        guard let file = fopen(path, "r") else {
+        guard let file = fopen(path, "re") else {
             if errno == ENOENT { return [] }
             throw .unreadable(path, Errno(errno))
         }
