@@ -1,3 +1,4 @@
+import CKeepalivedPCM
 import Glibc
 import KeepAlive
 import Logging
@@ -13,6 +14,27 @@ struct PowerOnGateTests {
     static func readable(_ fd: Int32) -> Bool {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&entry, 1, 0) == 1
+    }
+
+    @Test("every wait the daemon announces lies inside the plug-in's bound, with a second to spare for the reply's way")
+    func announcedWaitInsidePluginBound() {
+        let announced = PowerOptions.longestPowerOnWait + ControlServer.holdMargin
+        #expect(announced + .milliseconds(500) <= .milliseconds(Int(CKEEPALIVED_PCM_POWER_WAIT_MAX_MS)), "the daemon may announce \(announced)")
+    }
+
+    @Test("the descriptor is readable once the last run ended, and not again after it was read until another run ends")
+    func acknowledged() throws {
+        let gate = try PowerOnGate(deadline: .now + .seconds(30), settle: .zero)
+        gate.addRun()
+        #expect(!Self.readable(gate.descriptor))
+        gate.runEnded(at: .now)
+        #expect(Self.readable(gate.descriptor))
+        gate.acknowledge()
+        #expect(!Self.readable(gate.descriptor), "read: the control thread's poll must not wake again for it")
+        gate.addRun()
+        #expect(gate.opensAt == nil && !Self.readable(gate.descriptor))
+        gate.runEnded(at: .now)
+        #expect(Self.readable(gate.descriptor) && gate.opensAt != nil)
     }
 
     @Test("the gate opens after the last run's end and the settle, at the latest at its deadline")

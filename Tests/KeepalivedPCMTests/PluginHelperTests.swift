@@ -217,7 +217,7 @@ struct PluginHelperTests {
         #expect(Self.wait(#"{"wait":0,"ok":true}"#) == (2, 0))
         #expect(Self.wait(#"{ "ok" : true , "wait" : 250 }"#) == (2, 250))
         // Never longer than the plug-in allows, however large the number.
-        #expect(Self.wait(#"{"ok":true,"wait":30001}"#) == (2, CKEEPALIVED_PCM_POWER_WAIT_MAX_MS))
+        #expect(Self.wait(#"{"ok":true,"wait":31001}"#) == (2, CKEEPALIVED_PCM_POWER_WAIT_MAX_MS))
         #expect(Self.wait(#"{"ok":true,"wait":99999999999999999999999}"#) == (2, CKEEPALIVED_PCM_POWER_WAIT_MAX_MS))
         // A refusal is a refusal, with or without a wait; a final reply leaves the wait alone.
         #expect(Self.wait(#"{"ok":false,"wait":100,"error":"no"}"#) == (0, -7))

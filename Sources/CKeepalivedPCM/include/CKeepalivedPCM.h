@@ -57,8 +57,10 @@ int ckeepalived_pcm_hw_name(char *buffer, size_t size, int card, int device, int
 int ckeepalived_pcm_release_timeout_ms(const char *text);
 
 /// The longest a `wait` line (below) may extend the open's wait: keepalived's --power-on-wait
-/// is at most 30 s, and a hold is never longer than the daemon's bound.
-#define CKEEPALIVED_PCM_POWER_WAIT_MAX_MS 30000
+/// is at most 30 s, and it announces the time left plus a margin (250 ms), so the plug-in's
+/// bound lies a second beyond the daemon's: a player must never give up on a hold and open the
+/// device while keepalived still has it (KeepAliveDaemonTests checks the two bounds together).
+#define CKEEPALIVED_PCM_POWER_WAIT_MAX_MS 31000
 
 /// Reads one reply line of keepalived's (`length` bytes, a trailing newline allowed):
 /// `{"ok":true,…}` or `{"ok":false,"error":"…",…}`. Returns 1 for ok, 0 for not ok, with the
