@@ -275,6 +275,32 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }
 
+        @Test("keepalived stopped during a player's hold: the player is answered ok once keepalived's output is closed, never left to a closed socket")
+        func stopDuringHold() async throws {
+            let directory = try TestPaths.makeTemporaryDirectory("power-stop")
+            let log = directory.appendingPathComponent("power.log")
+            let hook = try Self.slowHook(in: directory, log: log, sleep: "10")
+            let socket = directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--power-on-wait", "20s"],
+                                          directory: directory, label: "keepalived")
+            try await Self.waitForConnections(socket)
+            let client = try UnixClient(connectingTo: socket)
+            client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
+            let interim = try #require(client.readLine(), "no interim line")
+            #expect(interim.contains(#""wait":"#), "\(interim)")
+            try await waitUntil("on-active to start", timeout: .seconds(3).underSanitizer) { Self.lines(log).count >= 1 }
+            // systemctl stop, or the first half of a restart, in the middle of the hold.
+            daemon.signal(SIGTERM)
+            let final = try #require(client.readLine(), "the player's connection closed without an answer:\n\(daemon.stderr)")
+            #expect(final.contains(#""ok":true"#), "\(final)")
+            #expect(try await daemon.waitForExit(timeout: .seconds(10).underSanitizer) == 0, "\(daemon.stderr)")
+            // The answer went out once the output was closed: the card was free for the player.
+            let lines = daemon.stderr.split(separator: "\n")
+            let closed = try #require(lines.firstIndex { $0.contains("stopped device=hw:0,0") }, "\(daemon.stderr)")
+            let answered = try #require(lines.firstIndex { $0.contains("a held player's open goes on now") }, "\(daemon.stderr)")
+            #expect(closed < answered, "\(daemon.stderr)")
+        }
+
         @Test("--power-on-wait is a bound: a hook that takes longer holds the open that long, no longer, and is told of")
         func powerOnWaitBound() async throws {
             let directory = try TestPaths.makeTemporaryDirectory("power-bound")

@@ -245,6 +245,14 @@ final class ControlServer: @unchecked Sendable {
             let later = clock.now
             if descriptors[1].revents != 0 || backoff.retries(at: later) { acceptClients(&clients, backoff: &backoff, at: later) }
         }
+        // The daemon stops, its outputs already closed (DaemonRuntime.stop): a player held for
+        // the power goes on to the card now, told so, rather than reading a closed socket.
+        for client in clients {
+            guard case .powerOn(_, _, let pid, let arrived, _) = client.pending else { continue }
+            logger.notice("keepalived stops: a held player's open goes on now", metadata: [
+                "pid": "\(pid)", "ms": "\((ContinuousClock.now - arrived).wholeMilliseconds)"])
+            UnixSocket.send(client.fd, ControlJSON.encode(ControlReply(ok: true, released: [])) + "\n")
+        }
         for client in clients { close(client.fd) }
     }
 

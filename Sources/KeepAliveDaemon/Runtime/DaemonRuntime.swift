@@ -270,15 +270,17 @@ final class DaemonRuntime: @unchecked Sendable {
         }
     }
 
-    /// Stops everything, the control socket first.
+    /// Stops everything; the outputs before the control socket: a player whose open keepalived
+    /// holds (`--power-on-wait`) is answered once the card is free, never left to find the
+    /// socket closed and the card still keepalived's (EBUSY).
     private func stop() {
         // Before the control socket's thread is joined: a reload it waits for is answered now.
         reloads.close(failing: MainLoopQueue.stopping)
         notifier?.stopping()
-        control.stop()
         activityWatcher.stop()
         linger?.stop()
         manager.stop()
+        control.stop()
         scanner.stop()
     }
 }
