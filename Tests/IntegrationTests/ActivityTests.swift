@@ -301,6 +301,30 @@ extension Integration {
             #expect(closed < answered, "\(daemon.stderr)")
         }
 
+        @Test("a stop with an on-idle queued behind a slow on-active: both run before keepalived exits")
+        func stopWithIdlePending() async throws {
+            let directory = try TestPaths.makeTemporaryDirectory("idle-at-stop")
+            let log = directory.appendingPathComponent("power.log")
+            // Longer than the loan's open window (2 s) and the idle time (1 s) together.
+            let hook = try Self.slowHook(in: directory, log: log, sleep: "6")
+            let socket = directory.appendingPathComponent("k.sock").path
+            let onIdle = try Self.recordingHook(in: directory, log: log)
+            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--on-idle", onIdle, "--on-idle-after", "1s"],
+                                          directory: directory, label: "keepalived")
+            try await Self.waitForConnections(socket)
+            let client = try UnixClient(connectingTo: socket)
+            client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
+            _ = try #require(client.readLine(), "no reply to the release")
+            // The loan ends unused after its open window; the output goes idle while on-active
+            // still sleeps, so on-idle waits in the queue.
+            try await daemon.waitForLog("idle device=hw:0,0", timeout: .seconds(10).underSanitizer)
+            #expect(Self.lines(log).map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == ["start active"], "\(Self.lines(log))")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(15).underSanitizer) == 0, "\(daemon.stderr)")
+            #expect(Self.lines(log).map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == ["start active", "end active", "idle hw:0,0"],
+                    "\(Self.lines(log))\n\(daemon.stderr)")
+        }
+
         @Test("--power-on-wait is a bound: a hook that takes longer holds the open that long, no longer, and is told of")
         func powerOnWaitBound() async throws {
             let directory = try TestPaths.makeTemporaryDirectory("power-bound")

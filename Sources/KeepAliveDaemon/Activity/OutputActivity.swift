@@ -187,8 +187,13 @@ final class OutputActivity: Sendable {
         }
     }
 
-    /// Waits for the hooks queued so far (the daemon's stop).
+    /// Waits for the hooks queued so far (tests).
     func finishHooks() { hooks.waitUntilDone() }
+
+    /// Waits for the hooks running or queued at the daemon's stop, at most `timeout`: an
+    /// on-idle that a change just queued still switches the amplifier off. False when some
+    /// still ran then.
+    func finishHooks(within timeout: Duration) -> Bool { hooks.waitUntilDone(within: timeout) }
 
     private func update(_ change: (inout State) -> Void) {
         let now = ContinuousClock.now

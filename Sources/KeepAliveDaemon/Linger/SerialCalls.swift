@@ -35,7 +35,13 @@ final class SerialCalls: @unchecked Sendable {
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
         idle = .allocate(capacity: 1)
-        pthread_cond_init(idle, nil)
+        // Timed waits (``waitUntilDone(within:)``) count on the monotonic clock: a clock step at
+        // a stop must not stretch or cut them.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(idle, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -74,6 +80,25 @@ final class SerialCalls: @unchecked Sendable {
         queue = []
         pthread_mutex_unlock(mutex)
         for call in left { call() }
+    }
+
+    /// Like ``waitUntilDone()``, but no longer than `timeout`: false when calls still ran or
+    /// waited then (they go on on their thread).
+    func waitUntilDone(within timeout: Duration) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        pthread_mutex_lock(mutex)
+        while running, pthread_cond_timedwait(idle, mutex, &deadline) != ETIMEDOUT {}
+        let done = !running
+        let left = done ? queue : []
+        if done { queue = [] }
+        pthread_mutex_unlock(mutex)
+        for call in left { call() }
+        return done
     }
 
     private func drain() {

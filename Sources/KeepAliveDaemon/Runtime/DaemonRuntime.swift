@@ -281,6 +281,13 @@ final class DaemonRuntime: @unchecked Sendable {
         linger?.stop()
         manager.stop()
         control.stop()
+        // Inside the units' TimeoutStopSec (15 s), with room for the rest of the stop.
+        if !activity.finishHooks(within: Self.hooksAtStop) {
+            logger.warning("hooks still run at the stop: left to end on their own", metadata: ["waited": "\(Self.hooksAtStop)"])
+        }
         scanner.stop()
     }
+
+    /// How long a stop waits for the hooks still running or queued.
+    static let hooksAtStop: Duration = .seconds(10)
 }
