@@ -279,7 +279,8 @@ extension Integration {
         func stopDuringHold() async throws {
             let directory = try TestPaths.makeTemporaryDirectory("power-stop")
             let log = directory.appendingPathComponent("power.log")
-            let hook = try Self.slowHook(in: directory, log: log, sleep: "10")
+            // Still running at the stop, which waits for it (bounded) after answering the player.
+            let hook = try Self.slowHook(in: directory, log: log, sleep: "3")
             let socket = directory.appendingPathComponent("k.sock").path
             let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--power-on-wait", "20s"],
                                           directory: directory, label: "keepalived")
@@ -293,7 +294,7 @@ extension Integration {
             daemon.signal(SIGTERM)
             let final = try #require(client.readLine(), "the player's connection closed without an answer:\n\(daemon.stderr)")
             #expect(final.contains(#""ok":true"#), "\(final)")
-            #expect(try await daemon.waitForExit(timeout: .seconds(10).underSanitizer) == 0, "\(daemon.stderr)")
+            #expect(try await daemon.waitForExit(timeout: .seconds(15).underSanitizer) == 0, "\(daemon.stderr)")
             // The answer went out once the output was closed: the card was free for the player.
             let lines = daemon.stderr.split(separator: "\n")
             let closed = try #require(lines.firstIndex { $0.contains("stopped device=hw:0,0") }, "\(daemon.stderr)")

@@ -37,6 +37,54 @@ struct PowerOnGateTests {
         #expect(Self.readable(gate.descriptor) && gate.opensAt != nil)
     }
 
+    @Test("an output flapping while a slow hook runs: only its latest change waits, a hook is not run again for the state already set, and the last state wins")
+    func flapping() throws {
+        let directory = "/tmp/keepalived-flap-\(getpid())"
+        mkdir(directory, 0o755)
+        defer { _ = unlink("\(directory)/log"); rmdir(directory) }
+        let script = "\(directory)/hook.sh"
+        let text = "#!/bin/sh\necho \"$KEEPALIVED_EVENT $KEEPALIVED_PROGRAM\" >> \(directory)/log\nsleep 0.4\n"
+        let file = fopen(script, "we")
+        fputs(text, file)
+        fclose(file)
+        chmod(script, 0o755)
+        defer { unlink(script) }
+        var settings = OutputActivity.Settings()
+        settings.idleAfter = .milliseconds(1)
+        settings.onActive = try Hook(option: "--on-active", command: script)
+        settings.onIdle = try Hook(option: "--on-idle", command: script)
+        let activity = try OutputActivity(settings: settings, logger: Self.logger)
+        func idleNow() {
+            activity.loansChanged([:])
+            usleep(5000)
+            activity.timerFired()
+        }
+        // The first active runs (0.4 s); twenty flaps meanwhile, ending active.
+        activity.loansChanged(["hw:0,0": Self.mpd])
+        var waited = 0
+        while ((try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? "").isEmpty, waited < 1000 {
+            usleep(10_000)
+            waited += 1
+        }
+        for round in 0..<20 {
+            idleNow()
+            activity.loansChanged(["hw:0,0": OutputActivity.Player(program: "player\(round)", card: 0, device: 0)])
+        }
+        activity.finishHooks()
+        let log = (try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? ""
+        #expect(log == "active mpd\n", "already active when its turn came: not run again\n\(log)")
+        // Then idle, flapping back to idle: one on-idle (with whichever player was last when it
+        // was taken), and the idle it ends on is not run again.
+        for round in 0..<5 {
+            idleNow()
+            activity.loansChanged(["hw:0,0": OutputActivity.Player(program: "late\(round)", card: 0, device: 0)])
+        }
+        idleNow()
+        activity.finishHooks()
+        let after = ((try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(after.count == 2 && after.first == "active mpd" && after.last?.hasPrefix("idle ") == true, "\(after)")
+    }
+
     @Test("the gate opens after the last run's end and the settle, at the latest at its deadline")
     func gate() throws {
         let start = ContinuousClock.now

@@ -19,7 +19,9 @@ import Glibc
 /// came first, so another program's sound on the same dmix cannot be told from keepalived's own.
 ///
 /// Hooks run one after another on a thread of their own (``SerialCalls``), never on the thread
-/// that reported the audio: a hook that takes seconds delays nothing but the next hook. With
+/// that reported the audio: a hook that takes seconds delays nothing but the next hook. Per
+/// output only the latest change waits to run: one that reverses a change whose hook has not
+/// run yet replaces it. With
 /// `--power-on-wait` a player arriving through `keepalived:` at an idle output makes it active
 /// at once and waits for its `on-active` hook (``holdForPower(_:player:)``: a ``PowerOnGate``),
 /// while keepalived's own stream still plays there, so the card stays awake as the amplifier
@@ -90,6 +92,26 @@ final class OutputActivity: Sendable {
     /// changes are carried out in the order they happen.
     let tracker: OutputActivityTracker
     private let hooks = SerialCalls(threadName: "keepalive-hook")
+    /// The hook runs waiting for the hook thread: one per output, the latest change's. A change
+    /// that comes before the one it reverses had its hook run replaces it (flapping with slow
+    /// hooks queues nothing more), and a run whose event is the last one run on its output is
+    /// skipped (the amplifier is already as it asks).
+    private let pendingHooks = Locked(PendingHooks())
+
+    private struct PendingHook: Sendable {
+        var event: String
+        var hook: Hook
+        var environment: [String: String]
+        var gate: PowerOnGate?
+    }
+
+    private struct PendingHooks: Sendable {
+        /// Outputs with a run waiting, in the order their first change came.
+        var order: [String] = []
+        var byOutput: [String: PendingHook] = [:]
+        /// The event whose hook ran last on each output.
+        var lastRun: [String: String] = [:]
+    }
     /// Told when the box as a whole becomes active (the first output) or idle (the last one),
     /// under the lock, so in order: `--cec` (``CECFollower``). It must not wait.
     private let boxChanged: (@Sendable (_ active: Bool) -> Void)?
@@ -251,10 +273,39 @@ final class OutputActivity: Sendable {
         if let device = player.device { environment["KEEPALIVED_DEVICE"] = "\(device)" }
         if let sink = player.sink { environment["KEEPALIVED_SINK"] = sink }
         gate?.addRun()
-        hooks.enqueue { [logger, environment] in
-            hook.run(environment: environment, logger: logger)
-            gate?.runEnded(at: .now)
+        let (superseded, first) = pendingHooks.withLock { pending -> (PendingHook?, Bool) in
+            let superseded = pending.byOutput.updateValue(PendingHook(event: event, hook: hook, environment: environment, gate: gate), forKey: output)
+            if superseded == nil { pending.order.append(output) }
+            return (superseded, superseded == nil)
         }
+        if let superseded {
+            logger.info("a hook that had not run yet is superseded by a newer change", metadata: [
+                "device": "\(output)", "superseded": "\(superseded.event)", "event": "\(event)"])
+            superseded.gate?.runEnded(at: .now)
+        }
+        // One call per output waiting: the queue is bounded by the outputs.
+        guard first else { return }
+        hooks.enqueue { [self] in runNextHook() }
+    }
+
+    /// Runs the hook of the output that waited longest (the hook thread).
+    private func runNextHook() {
+        let next = pendingHooks.withLock { pending -> (String, PendingHook, Bool)? in
+            guard !pending.order.isEmpty else { return nil }
+            let output = pending.order.removeFirst()
+            guard let run = pending.byOutput.removeValue(forKey: output) else { return nil }
+            return (output, run, pending.lastRun[output] == run.event)
+        }
+        guard let (output, run, repeated) = next else { return }
+        if repeated {
+            logger.info("hook not run again: its output is already \(run.event)", metadata: ["device": "\(output)", "event": "\(run.event)"])
+        } else {
+            let outcome = run.hook.run(environment: run.environment, logger: logger)
+            // Only a hook that did its work counts as the output's state: a failed one runs again
+            // at the next change to the same event.
+            pendingHooks.withLock { $0.lastRun[output] = outcome == .exited(0) ? run.event : nil }
+        }
+        run.gate?.runEnded(at: .now)
     }
 
     private func armTimer() {
