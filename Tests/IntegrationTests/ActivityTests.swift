@@ -132,6 +132,36 @@ extension Integration {
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }
 
+        @Test("a stream named with a newline and a syslog priority on a real PulseAudio: one journal line at its own priority, the name made harmless in the log, status and the hook",
+              .enabled(if: PulseAudioServer.isInstalled))
+        func untrustedStreamName() async throws {
+            let server = try PulseAudioServer()
+            try await server.start(suspendTimeout: 1, sinks: [SoundServerSinksTests.tv])
+            defer { server.stop() }
+            let log = server.directory.appendingPathComponent("hooks.log")
+            let hook = try Self.recordingHook(in: server.directory, log: log)
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            // Under systemd: each line starts with its priority, as the journal reads it.
+            var environment = server.environment
+            environment["JOURNAL_STREAM"] = "8:12345"
+            let daemon = try ChildProcess(binary, ["run", "--all", "--socket", socket, "--on-active", hook, "--on-idle-after", "30s"],
+                                          environment: environment, directory: server.directory, label: "keepalived")
+            try await daemon.waitForLog("playing device=pulse:DEVICE=tv")
+            let track = server.directory.appendingPathComponent("track.wav").path
+            #expect(commandOutput("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", track, "synth", "1", "sine", "440", "vol", "0.1"]) != nil)
+            let forged = "evil\n<2>forged device=hw:9,9"
+            #expect(commandOutput("paplay", ["--device=tv", "--client-name=\(forged)", track], environment: server.environment, timeout: .seconds(10)) != nil)
+            try await waitUntil("on-active", timeout: .seconds(6).underSanitizer) { Self.lines(log).count >= 1 }
+            let lines = daemon.stderr.split(separator: "\n", omittingEmptySubsequences: false)
+            #expect(lines.allSatisfy { $0.isEmpty || $0.hasPrefix("<") && !$0.hasPrefix("<2>") && !$0.hasPrefix("<0>") && !$0.hasPrefix("<1>") }, "\(daemon.stderr)")
+            let active = try #require(lines.first { $0.contains("real audio plays: active") }, "\(daemon.stderr)")
+            #expect(active.hasPrefix("<5>") && active.contains(#"program="evil?<2>forged device=hw:9,9""#), "\(active)")
+            #expect(Self.lines(log).first == "active pulse:DEVICE=tv evil?<2>forged device=hw:9,9 - - tv", "the hook's KEEPALIVED_PROGRAM: \(Self.lines(log))")
+            #expect(Self.activity(socket, server.environment, of: "pulse:DEVICE=tv")?["program"] as? String == "evil?<2>forged device=hw:9,9")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
         @Test("a player's release through the front door: on-active with the program, card and device; the loan's end then --on-idle-after: on-idle",
               .enabled(if: true))
         func playerRelease() async throws {

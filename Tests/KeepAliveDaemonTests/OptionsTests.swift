@@ -89,3 +89,35 @@ struct OptionsFileMergeTests {
         }
     }
 }
+
+/// The daemon's log lines: one line per record, and fields that read back as they were written.
+@Suite("the daemon's log lines")
+struct DaemonLogLineTests {
+    @Test("control characters are written out, never a line of their own")
+    func escaped() {
+        #expect(DaemonLogHandler.escaped("plain name") == "plain name")
+        #expect(DaemonLogHandler.escaped("a\nb") == "a\\nb")
+        #expect(DaemonLogHandler.escaped("a\r\n<2>b\t\u{1b}[31m") == "a\\r\\n<2>b\\t\\x1b[31m")
+        #expect(DaemonLogHandler.escaped("é ünïcode ✓") == "é ünïcode ✓")
+    }
+
+    @Test("a value that could be taken for another field is quoted; the daemon's own values are not")
+    func fields() {
+        #expect(DaemonLogHandler.field("hdmi:CARD=PCH,DEV=0") == "hdmi:CARD=PCH,DEV=0")
+        #expect(DaemonLogHandler.field("open: No such file or directory (ENOENT)") == "open: No such file or directory (ENOENT)")
+        #expect(DaemonLogHandler.field("HOOK active hw:CARD=0,DEV=0 mpd 0 0") == "HOOK active hw:CARD=0,DEV=0 mpd 0 0")
+        #expect(DaemonLogHandler.field("mpd device=hw:1,0") == #""mpd device=hw:1,0""#)
+        #expect(DaemonLogHandler.field(#"say "hi""#) == #""say \"hi\"""#)
+        #expect(DaemonLogHandler.field("") == #""""#)
+        // The newline written out, and that backslash escaped in turn inside the quotes.
+        #expect(DaemonLogHandler.field("x\n<2>y level=0") == #""x\\n<2>y level=0""#)
+    }
+
+    @Test("a stream's name from another program: control characters become ?, and it is bounded")
+    func streamNames() {
+        #expect(ServerStream.displayName("mpv") == "mpv")
+        #expect(ServerStream.displayName("evil\n<2>forged") == "evil?<2>forged")
+        #expect(ServerStream.displayName(String(repeating: "x", count: 500)).count == ServerStream.maximumNameLength)
+        #expect(ServerStream(index: 1, sink: 0, isCorked: false, isOwn: false, application: "a\u{1b}b").application == "a?b")
+    }
+}

@@ -14,7 +14,8 @@ package struct ServerStream: Sendable, Equatable {
     /// One of this process's: its process id, or its client's (PipeWire leaves the id on the
     /// client only), is keepalived's.
     package var isOwn: Bool
-    /// Its `application.name` ("keepalived" for keepalived's streams).
+    /// Its `application.name` ("keepalived" for keepalived's streams), as ``displayName(_:)``
+    /// makes it: any client names its streams as it likes (a sandboxed app included).
     package var application: String
     /// Its sample rate (0 when the server gave none).
     package var rate: UInt32
@@ -24,8 +25,23 @@ package struct ServerStream: Sendable, Equatable {
         self.sink = sink
         self.isCorked = isCorked
         self.isOwn = isOwn
-        self.application = application
+        self.application = Self.displayName(application)
         self.rate = rate
+    }
+
+    /// The longest name kept, in Unicode scalars.
+    package static let maximumNameLength = 64
+
+    /// A name another program chose, fit to show and to pass on (logs, `status`, a hook's
+    /// `KEEPALIVED_PROGRAM`): control characters (a newline, an escape sequence) become `?`, and
+    /// it is cut to ``maximumNameLength``.
+    package static func displayName(_ name: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in name.unicodeScalars.prefix(maximumNameLength) {
+            let control = scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
+            scalars.append(control ? "?" : scalar)
+        }
+        return String(scalars)
     }
 
     /// Another keepalived's stream: it keeps a sink awake, but is not a sound that needs it.
