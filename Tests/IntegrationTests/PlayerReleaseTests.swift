@@ -215,6 +215,46 @@ extension Integration {
             #expect(daemon.isRunning)
         }
 
+        @Test("a member of the player group holding every connection it can: its own are capped, and another player's release is answered",
+              .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") && getgrnam("audio") != nil))
+        func connectionFlood() async throws {
+            let daemon = try await launchDaemon(["--player-group", "audio"])
+            let audio = try #require(getgrnam("audio")).pointee.gr_gid
+            let directory = try TestPaths.makeTemporaryDirectory("flood")
+            chmod(directory.path, 0o777)  // the flood runs as nobody
+            let marker = directory.appendingPathComponent("holding")
+            // 40 connections, kept open; how many were refused at once, then hold the rest.
+            let flood = """
+                import os, socket, sys, time
+                held, busy = [], 0
+                for _ in range(40):
+                    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(0.3)
+                    try:
+                        busy += b"too many control connections" in s.recv(4096)
+                    except socket.timeout:
+                        held.append(s)
+                print(len(held), busy, flush=True)
+                open(sys.argv[2], "w").close()
+                time.sleep(6)
+                """
+            let flooding = Task.detached {
+                try await runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--groups=\(audio)", "/usr/bin/python3", "-c", flood, socketPath, marker.path],
+                                     timeout: .seconds(30))
+            }
+            try await waitUntil("the flood to hold its connections", timeout: .seconds(20).underSanitizer) { FileManager.default.fileExists(atPath: marker.path) }
+            let release = """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                s.sendall(b'{"request":"release","card":0,"device":0,"program":"mpd"}\\n'); print(s.makefile().readline().strip())
+                """
+            let player = try await runCommand("/usr/bin/setpriv", ["--reuid=65533", "--regid=65533", "--groups=\(audio)", "/usr/bin/python3", "-c", release, socketPath])
+            #expect(player.stdout.contains(#""released":["hw:0,0"]"#), "another user's release during the flood: \(player.stdout) \(player.stderr)")
+            let counts = try await flooding.value.stdout.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            #expect(counts == [4, 36], "held and refused: \(counts)")
+            #expect(daemon.stderr.components(separatedBy: "too many of one user's").count == 2, "told once:\n\(daemon.stderr)")
+            #expect(daemon.isRunning)
+        }
+
         @Test("--player-group naming no group: exit 67, naming it")
         func unknownGroup() async throws {
             let result = try await runCommand(binary, ["run", "-d", "null", "--socket", socketPath, "--player-group", "no-such-group-here"])

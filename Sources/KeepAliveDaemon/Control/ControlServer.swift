@@ -23,6 +23,10 @@ import Glibc
 final class ControlServer: @unchecked Sendable {
     static let maximumRequestBytes = 64 * 1024
     static let maximumClients = 32
+    /// Connections one uid other than the owner's and root's may hold at once: a member of the
+    /// player group that opens connections and never closes them leaves the others' room (a
+    /// player's release uses one, briefly).
+    static let maximumClientsPerUID = 4
     static let clientTimeout: Duration = .seconds(5)
     /// How much longer than a held release's gate the player is told to wait.
     static let holdMargin: Duration = .milliseconds(250)
@@ -169,6 +173,7 @@ final class ControlServer: @unchecked Sendable {
     private struct Client {
         var fd: Int32
         var pid: Int32
+        var uid: UInt32
         /// Only a `release` (a member of the player group that is not the owner).
         var playerOnly: Bool
         var reader = ControlRequestReader(limit: ControlServer.maximumRequestBytes)
@@ -204,6 +209,7 @@ final class ControlServer: @unchecked Sendable {
         var clients: [Client] = []
         var descriptors: [pollfd] = []
         var backoff = AcceptBackoff()
+        var warnedBusy = Set<uid_t>()
         let clock = ContinuousClock()
         while true {
             let now = clock.now
@@ -243,7 +249,7 @@ final class ControlServer: @unchecked Sendable {
                 backoff.descriptorFreed()
             }
             let later = clock.now
-            if descriptors[1].revents != 0 || backoff.retries(at: later) { acceptClients(&clients, backoff: &backoff, at: later) }
+            if descriptors[1].revents != 0 || backoff.retries(at: later) { acceptClients(&clients, backoff: &backoff, warnedBusy: &warnedBusy, at: later) }
         }
         // The daemon stops, its outputs already closed (DaemonRuntime.stop): a player held for
         // the power goes on to the card now, told so, rather than reading a closed socket.
@@ -272,7 +278,9 @@ final class ControlServer: @unchecked Sendable {
         }
     }
 
-    private func acceptClients(_ clients: inout [Client], backoff: inout AcceptBackoff, at now: ContinuousClock.Instant) {
+    /// `warnedBusy`: the users told of once for refused connections (uid_t.max: the whole socket
+    /// was full).
+    private func acceptClients(_ clients: inout [Client], backoff: inout AcceptBackoff, warnedBusy: inout Set<uid_t>, at now: ContinuousClock.Instant) {
         while true {
             let fd = csystem_accept_nonblocking(listener)
             guard fd >= 0 else {
@@ -298,12 +306,19 @@ final class ControlServer: @unchecked Sendable {
                 close(fd)
                 continue
             }
-            guard clients.count < Self.maximumClients else {
-                UnixSocket.send(fd, ControlJSON.encode(ControlReply.failure("busy: too many control connections")) + "\n")
+            guard clients.count < Self.maximumClients,
+                  owner || clients.count(where: { $0.uid == peer.uid }) < Self.maximumClientsPerUID else {
+                let full = clients.count >= Self.maximumClients
+                // Once per user: a flood must not flood the journal too.
+                if warnedBusy.insert(full ? uid_t.max : peer.uid).inserted {
+                    logger.warning("control socket: refused a connection: \(full ? "too many connections" : "too many of one user's")", metadata: [
+                        "peer": "uid \(peer.uid) pid \(peer.pid)"])
+                }
+                UnixSocket.send(fd, ControlJSON.encode(ControlReply.failure(full ? "busy: too many control connections" : "busy: too many control connections from uid \(peer.uid)")) + "\n")
                 close(fd)
                 continue
             }
-            clients.append(Client(fd: fd, pid: peer.pid, playerOnly: player, deadline: deadline))
+            clients.append(Client(fd: fd, pid: peer.pid, uid: peer.uid, playerOnly: player, deadline: deadline))
         }
     }
 
