@@ -356,6 +356,32 @@ extension Integration {
                     "\(Self.lines(log))\n\(daemon.stderr)")
         }
 
+        @Test("two players opening within one hold: the second waits for the same power, and both are let go by it")
+        func twoPlayersInOneHold() async throws {
+            let setup = try PluginSetup("power-two")
+            let log = setup.directory.appendingPathComponent("power.log")
+            let hook = try Self.slowHook(in: setup.directory, log: log, sleep: "1.5")
+            let socket = setup.socket
+            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook,
+                                                   "--power-on-wait", "8s", "--on-idle-after", "30s"],
+                                          directory: setup.directory, label: "keepalived")
+            try await Self.waitForConnections(socket)
+            // The first player's open, as setup.open runs it, in the background.
+            let opener = try ALSAPluginBuild.get().opener.path
+            let environment = setup.environment.merging(["KEEPALIVED_SOCKET": socket]) { $1 }
+            let first = Task.detached { try await runCommand(opener, ["keepalived-card0", "playback"], environment: environment, timeout: .seconds(15)) }
+            try await waitUntil("on-active to start", timeout: .seconds(5).underSanitizer) { Self.lines(log).count >= 1 }
+            let second = try await setup.open("keepalived-card0", socket: socket)
+            #expect(try await first.value.status == 0)
+            #expect(Self.lines(log).count == 2, "on-active once: \(Self.lines(log))")
+            // Each open went on from the hold, at the power's arrival: none was let go at once.
+            let held = daemon.stderr.components(separatedBy: "a player waits while the power comes on").count - 1
+            let letGo = daemon.stderr.components(separatedBy: "the player's open goes on: the power is on").count - 1
+            #expect(held == 2 && letGo == 2, "\(second)\n\(daemon.stderr)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(10)) == 0, "\(daemon.stderr)")
+        }
+
         @Test("--power-on-wait is a bound: a hook that takes longer holds the open that long, no longer, and is told of")
         func powerOnWaitBound() async throws {
             let directory = try TestPaths.makeTemporaryDirectory("power-bound")

@@ -124,7 +124,8 @@ struct PowerOnGateTests {
         let gate = try #require(activity.holdForPower(outputs, player: Self.mpd))
         #expect(activity.report(for: "hw:0,0").state == "active" && activity.report(for: "plughw:0,0").program == "mpd",
                 "active from the player's arrival: the hook switches the power on while keepalived still plays")
-        #expect(activity.holdForPower(outputs, player: Self.mpd) == nil, "a second player meanwhile: already active, not held again")
+        #expect(activity.holdForPower(outputs, player: Self.mpd) === gate, "a second player meanwhile waits for the same power")
+        #expect(activity.holdForPower(["plughw:0,0"], player: Self.mpd) === gate, "and at one of the same outputs too")
         activity.finishHooks()
         #expect(gate.isOpen(at: .now) && !gate.hooksOutlasted)
         // The release: the loan first, then the arrival ends; the outputs stay active.

@@ -85,6 +85,9 @@ final class OutputActivity: Sendable {
         var last: [String: Player] = [:]
         /// Players held at an output's door while the power comes on, before their loan.
         var arriving: [String: Player] = [:]
+        /// The hold each of those outputs is under: a second player at the same door waits for
+        /// the same one.
+        var holds: [String: PowerOnGate] = [:]
     }
 
     private let state: Locked<State>
@@ -154,10 +157,13 @@ final class OutputActivity: Sendable {
     /// nothing is held: no `--power-on-wait`, no output, one already active (once per active
     /// period, not per track), or nothing to switch on (no hook, and `--cec` has nothing to
     /// wake on a box already active). Until ``playerArrived(_:)`` the player counts as
-    /// playing there.
+    /// playing there, and a second player at the same outputs meanwhile gets the same gate.
     func holdForPower(_ outputs: [String], player: Player) -> PowerOnGate? {
         let now = ContinuousClock.now
         return state.withLock { state in
+            // A player arriving while another is held for the same output waits for the same
+            // power: released at once, it would play before the amplifier is on.
+            for output in outputs { if let held = state.holds[output], !held.isOpen(at: now) { return held } }
             guard let wait = state.settings.powerOnWait, !outputs.isEmpty,
                   outputs.allSatisfy({ !tracker.activity(of: $0).isActive }) else { return nil }
             let hook = outputs.contains { state.settings.onActive(for: $0) != nil }
@@ -173,7 +179,10 @@ final class OutputActivity: Sendable {
                 gate.runEnded(at: now)
             }
             update(&state, now: now, gate: gate) { state in
-                for output in outputs { state.arriving[output] = player }
+                for output in outputs {
+                    state.arriving[output] = player
+                    state.holds[output] = gate
+                }
             }
             return gate
         }
@@ -183,7 +192,10 @@ final class OutputActivity: Sendable {
     /// before this) take over, or, when the release was not applied, the outputs fall silent.
     func playerArrived(_ outputs: [String]) {
         update { state in
-            for output in outputs { state.arriving[output] = nil }
+            for output in outputs {
+                state.arriving[output] = nil
+                state.holds[output] = nil
+            }
         }
     }
 

@@ -420,8 +420,11 @@ final class ControlServer: @unchecked Sendable {
                 logger.info("a player waits while the power comes on (--power-on-wait)", metadata: [
                     "card": "\(request.card)", "device": "\(request.device)", "player": "\(request.program ?? "?") (pid \(client.pid))"])
                 UnixSocket.send(fd, ControlJSON.encode(ControlReply(ok: true, wait: Int(max(wait, 0)))) + "\n")
-                client.pending = .powerOn(gate, release: release, pid: client.pid, arrived: arrived, settling: false)
-                client.deadline = gate.deadline
+                // A second player at a hold whose hooks ended already (its descriptor was read
+                // for the first): the settle is all that is left, a time.
+                let opensAt = gate.opensAt
+                client.pending = .powerOn(gate, release: release, pid: client.pid, arrived: arrived, settling: opensAt != nil)
+                client.deadline = opensAt ?? gate.deadline
                 return nil
             }
         case .status:
