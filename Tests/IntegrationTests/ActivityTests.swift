@@ -34,6 +34,19 @@ extension Integration {
             }
         }
 
+        /// keepalived on `hw:0,0` with `arguments`, and a player's release of card 0's device 0 sent
+        /// on a connection of its own: no sound card here, so hw:0,0 is an output waiting for its
+        /// card, which is all the daemon's side of a release needs.
+        static func daemonWithRelease(_ arguments: [String], in directory: URL) async throws -> (daemon: ChildProcess, client: UnixClient) {
+            let socket = directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "-d", "hw:0,0", "--socket", socket] + arguments,
+                                          directory: directory, label: "keepalived")
+            try await waitForConnections(socket)
+            let client = try UnixClient(connectingTo: socket)
+            client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
+            return (daemon, client)
+        }
+
         static func lines(_ url: URL) -> [String] {
             ((try? String(contentsOf: url, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
@@ -111,15 +124,10 @@ extension Integration {
             """.write(to: onActive, atomically: true, encoding: .utf8)
             chmod(onActive.path, 0o755)
             let onIdle = try Self.recordingHook(in: directory, log: log)
-            let socket = directory.appendingPathComponent("k.sock").path
-            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", onActive.path, "--on-idle", onIdle, "--on-idle-after", "1s"],
-                                          directory: directory, label: "keepalived")
+            let (daemon, client) = try await Self.daemonWithRelease(["--on-active", onActive.path, "--on-idle", onIdle, "--on-idle-after", "1s"], in: directory)
             defer {
                 if let pid = try? String(contentsOf: childPid, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), let value = Int32(pid) { kill(value, SIGKILL) }
             }
-            try await Self.waitForConnections(socket)
-            let client = try UnixClient(connectingTo: socket)
-            client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
             _ = try #require(client.readLine(), "no reply to the release")
             try await waitUntil("on-active's end", timeout: .seconds(5).underSanitizer) { daemon.stderr.contains("hook finished") }
             // The loan ends unused after its open window (2 s), the output goes idle a second later.
@@ -168,14 +176,7 @@ extension Integration {
             let directory = try TestPaths.makeTemporaryDirectory("activity")
             let log = directory.appendingPathComponent("hooks.log")
             let hook = try Self.recordingHook(in: directory, log: log)
-            let socket = directory.appendingPathComponent("k.sock").path
-            // No sound card here: hw:0,0 is an output waiting for its card, which is all the
-            // daemon's side of a release needs.
-            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--on-idle", hook, "--on-idle-after", "1s"],
-                                          directory: directory, label: "keepalived")
-            try await Self.waitForConnections(socket)
-            let client = try UnixClient(connectingTo: socket)
-            client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
+            let (daemon, client) = try await Self.daemonWithRelease(["--on-active", hook, "--on-idle", hook, "--on-idle-after", "1s"], in: directory)
             _ = try #require(client.readLine(), "no reply to the release")
             try await waitUntil("on-active", timeout: .seconds(3).underSanitizer) { Self.lines(log).count >= 1 }
             #expect(Self.lines(log).first == "active hw:0,0 mpd 0 0 -", "\(Self.lines(log))")
@@ -311,12 +312,7 @@ extension Integration {
             let log = directory.appendingPathComponent("power.log")
             // Still running at the stop, which waits for it (bounded) after answering the player.
             let hook = try Self.slowHook(in: directory, log: log, sleep: "3")
-            let socket = directory.appendingPathComponent("k.sock").path
-            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--power-on-wait", "20s"],
-                                          directory: directory, label: "keepalived")
-            try await Self.waitForConnections(socket)
-            let client = try UnixClient(connectingTo: socket)
-            client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
+            let (daemon, client) = try await Self.daemonWithRelease(["--on-active", hook, "--power-on-wait", "20s"], in: directory)
             let interim = try #require(client.readLine(), "no interim line")
             #expect(interim.contains(#""wait":"#), "\(interim)")
             try await waitUntil("on-active to start", timeout: .seconds(3).underSanitizer) { Self.lines(log).count >= 1 }
@@ -338,13 +334,8 @@ extension Integration {
             let log = directory.appendingPathComponent("power.log")
             // Longer than the loan's open window (2 s) and the idle time (1 s) together.
             let hook = try Self.slowHook(in: directory, log: log, sleep: "6")
-            let socket = directory.appendingPathComponent("k.sock").path
             let onIdle = try Self.recordingHook(in: directory, log: log)
-            let daemon = try ChildProcess(binary, ["run", "-d", "hw:0,0", "--socket", socket, "--on-active", hook, "--on-idle", onIdle, "--on-idle-after", "1s"],
-                                          directory: directory, label: "keepalived")
-            try await Self.waitForConnections(socket)
-            let client = try UnixClient(connectingTo: socket)
-            client.send(#"{"request":"release","card":0,"device":0,"program":"mpd"}"# + "\n")
+            let (daemon, client) = try await Self.daemonWithRelease(["--on-active", hook, "--on-idle", onIdle, "--on-idle-after", "1s"], in: directory)
             _ = try #require(client.readLine(), "no reply to the release")
             // The loan ends unused after its open window; the output goes idle while on-active
             // still sleeps, so on-idle waits in the queue.
