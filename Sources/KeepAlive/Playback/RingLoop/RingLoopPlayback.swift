@@ -8,8 +8,8 @@ import Glibc
 /// its doorbell, and looks at the stream's health every ``healthCheckInterval``: running, and
 /// its position moving. After any prepare the ring is filled again.
 ///
-/// Once, a ring and a little after each fill, it checks that the hardware went round the ring
-/// and kept going: a driver that copies audio out in batches of its own (an indirect driver that
+/// Once, two rings and a second after each fill, it checks that the hardware went round the
+/// ring and kept going: a driver that copies audio out in batches of its own (an indirect driver that
 /// does not say it is one) plays a ring written once only once, then stops or plays silence.
 /// Then the output streams instead (``PlaybackContext/ringNotReplayed(_:)``).
 ///
@@ -31,9 +31,11 @@ struct RingLoopPlayback {
     /// switch its period interrupts off wakes the kernel rarely, short enough to stay a small
     /// DMA buffer.
     static let maximumRingSeconds = 4
-    /// How long after the ring's length the first check looks: a device starting late (a USB
-    /// DAC's first packets) has moved past one ring by then. A late wakeup only adds frames.
-    static let firstRingMargin: Duration = .milliseconds(500)
+    /// How long after two rings' length the first check looks. It asks only for more than one
+    /// ring played, so a device that starts late (a USB DAC's first packets, an emulated one on
+    /// a loaded host) has a ring and this margin to spare, while one that stopped after the ring
+    /// it was given never gets there. A late wakeup only adds frames.
+    static let firstRingMargin: Duration = .seconds(1)
 
     mutating func play(in context: some PlaybackContext) -> PlaybackOutcome {
         var descriptors: [pollfd]
@@ -64,7 +66,7 @@ struct RingLoopPlayback {
             if result < 0 { return fail(result, "start") }
             context.report(.wrote(format.bufferFrames))
             context.flowing()
-            firstRing = (context.clock.now + ringDuration + Self.firstRingMargin, pcm.playedPosition)
+            firstRing = (context.clock.now + ringDuration * 2 + Self.firstRingMargin, pcm.playedPosition)
             return nil
         }
 
@@ -127,7 +129,7 @@ struct RingLoopPlayback {
                 if pcm.state == SND_PCM_STATE_RUNNING, let before = check.position, let now = pcm.playedPosition,
                    pcm.framesPlayed(from: before, to: now) <= format.bufferFrames {
                     return context.ringNotReplayed(
-                        "the device did not replay its ring (\(pcm.framesPlayed(from: before, to: now)) frames played in \(PlaybackLoop.format(ringDuration + Self.firstRingMargin)), the ring holds \(format.bufferFrames)): it copies audio out in batches of its own; streaming instead")
+                        "the device did not replay its ring (\(pcm.framesPlayed(from: before, to: now)) frames played in \(PlaybackLoop.format(ringDuration * 2 + Self.firstRingMargin)), the ring holds \(format.bufferFrames)): it copies audio out in batches of its own; streaming instead")
                 }
                 continue
             }
