@@ -64,14 +64,13 @@ final class HardwareNegotiation {
         self.rate = Int(rate)
     }
 
-    /// Whether the driver moves audio in batches it copies itself (`SNDRV_PCM_INFO_BATCH`: an
-    /// indirect driver such as a Raspberry Pi's headphone jack, bcm2835, which hands its
-    /// firmware only frames written since its last look): its ring is not replayed by the
-    /// hardware, so the ring loop must not be used. alsa-lib carries the flag up through its
-    /// plug-ins.
-    var isBatch: Bool { snd_pcm_hw_params_is_batch(params) != 0 }
-
-    deinit { snd_pcm_hw_params_free(params) }
+    /// Whether the driver copies audio out itself, only the frames written since its last look
+    /// (an indirect driver, such as a Raspberry Pi's headphone jack, bcm2835, which hands its
+    /// firmware what the application's pointer advanced over): its ring is not replayed, so the
+    /// ring loop must not be used. Batch drivers alone (`SNDRV_PCM_INFO_BATCH`, USB audio) do
+    /// replay their ring: the flag says only that the position moves in steps. alsa-lib carries
+    /// the driver's flags up through its plug-ins.
+    var isIndirect: Bool { calsa_hw_params_is_indirect(params) != 0 }
 
     /// The format so far, with a provisional buffer and period: what a signal is rendered for
     /// before the buffer is known.

@@ -195,9 +195,9 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             try pcm.configureStreaming(startThreshold: format.bufferFrames, wakeThreshold: format.bufferFrames)
             return (format, .openOnly)
         }
-        // Not on a driver that copies audio out in batches of its own (BATCH: the hardware does
-        // not replay its ring), nor where a ring loop was found not to go round.
-        if configuration.allowsRingLoop, !ringLoopRefused, !negotiation.isBatch, chain.canLoopRing {
+        // Not on an indirect driver (it plays only what was written since its last look, so the
+        // ring written once would play once), nor where a ring loop was found not to go round.
+        if configuration.allowsRingLoop, !ringLoopRefused, !negotiation.isIndirect, chain.canLoopRing {
             let cycle: Int? = switch source.ringFit {
             case .multiple(let frames): IEC958Framer.alignedCycle(frames, block: chain.ringBlockFrames)
             case .anyLength: chain.ringBlockFrames
