@@ -316,6 +316,15 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     }
 
     func recover(_ pcm: PCMDevice, code: Int32, operation: String, dryAt: ContinuousClock.Instant?, restarted: inout Bool) -> PlaybackOutcome? {
+        // A hang-up on a PCM that ends in a card's own hardware is the card going away: no
+        // server is behind it. The kernel raises it on an unplugged USB card, and the stream's
+        // state may not say DISCONNECTED yet when poll returns (seen in the VM under load: an
+        // unplug reported as a lost server).
+        var code = code
+        if !serverMayBeBehind, InterruptionReason(streamError: code) == .serverGone,
+           code == -ENOTCONN || pcm.state == SND_PCM_STATE_DISCONNECTED {
+            code = -ENODEV
+        }
         let action = machine.streamFailed(
             code, message: ALSAError(code: code, operation: operation).description, dryAt: dryAt, seen: seenWhileOpen(), at: clock.now)
         return repair(pcm, action, restarted: &restarted)
