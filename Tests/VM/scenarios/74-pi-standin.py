@@ -273,12 +273,14 @@ waited = (d.status() or {})
 loaded, out = load()
 # Within 30 s: keepalived retries a missing device at the latest every few seconds, and at once
 # when /dev/snd changes (inotify).
-w = d.wait_playing(30)
+t_load = time.monotonic()
+wj = jack.wait_playing(30)
+t_jack = time.monotonic() - t_load
+w = d.wait_playing(max(1.0, 30 - t_jack))
 o = d.output()
-wj = jack.wait_playing(max(1.0, 30 - w.seconds))
 vt.check("late-card-plays", loaded and w, f"before the card: {waited.get('state')} ({vt.one_line(waited.get('reason') or '', 120)}); "
-         f"{w.seconds:.1f} s after the module loaded: {o.get('state')} in {o.get('mode')} | {d.log(2)}")
-vt.check("late-card-seen", wj, f"the headphones beside it (hw:): {jack.output().get('state')} {w.seconds + wj.seconds:.1f} s after the module loaded")
+         f"{time.monotonic() - t_load:.1f} s after the module loaded: {o.get('state')} in {o.get('mode')} | {d.log(2)}")
+vt.check("late-card-seen", wj, f"the headphones beside it (hw:): {jack.output().get('state')} {t_jack:.1f} s after the module loaded")
 d.stop()
 jack.stop()
 V0, V1, HP = card("vc4hdmi0"), card("vc4hdmi1"), card("Headphones")
