@@ -215,7 +215,7 @@ vt.check("standin-hw-refuses-s16", r.returncode != 0 and "Sample format non avai
          and re.search(r"Available formats:\s*- IEC958_SUBFRAME_LE\s*$", r.stdout.strip()), vt.one_line(r.stdout))
 r = sh("aplay", "-D", "hw:CARD=vc4hdmi1,DEV=0", "-f", "IEC958_SUBFRAME_LE", "-c", "2", "-r", "48000", "-d", "1", "/dev/zero")
 vt.check("standin-no-display-enotsupp", r.returncode != 0 and "Unknown error 524" in r.stdout, vt.one_line(r.stdout))
-r = sh("aplay", "-D", "hw:CARD=vc4hdmi0,DEV=0", "--dump-hw-params", "-f", "IEC958_SUBFRAME_LE", "-c", "2", "-r", "48000", "-d", "0", "/dev/null")
+r = sh("aplay", "-D", "hw:CARD=vc4hdmi0,DEV=0", "--dump-hw-params", "-f", "IEC958_SUBFRAME_LE", "-c", "2", "-r", "48000", "-d", "1", "/dev/zero")
 vt.note("vc4hdmi0 hw: " + vt.one_line(r.stdout[r.stdout.find("ACCESS"):r.stdout.find("TICK")], 500))
 
 RING = 4800  # 0.1 s: ten rings in a second
