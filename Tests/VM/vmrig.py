@@ -433,6 +433,99 @@ def _write_initramfs(path, kernel, busybox, mods, init):
 
 
 # ---------------------------------------------------------------------------------------------
+# Out-of-tree kernel modules (Tests/Fixtures/NAME: a Kbuild and its sources), built against the
+# guest kernel's own headers
+
+
+FIXTURES = REPO / "Tests" / "Fixtures"
+
+
+def _download_debs(packages, dest):
+    """apt-get download PACKAGES into dest (apt-get update once if one is not found)."""
+    try:
+        _run(["apt-get", "download", *packages], cwd=dest)
+    except subprocess.CalledProcessError as e:
+        if os.geteuid() != 0:
+            raise RigError(f"apt-get download {' '.join(packages)} failed:\n{e.stdout}")
+        log("apt-get download failed; running apt-get update and trying again")
+        _run(["apt-get", "update"])
+        _run(["apt-get", "download", *packages], cwd=dest)
+
+
+def ensure_headers(kernel):
+    """The kernel's headers (linux-headers-VER, its -common and linux-kbuild), unpacked into the
+    cache with dpkg-deb -x: a tree to run `make -C … M=…` in. This machine's suite only: another
+    suite's kernel is built with another compiler."""
+    if _foreign(kernel.arch, None) or kernel.arch != "amd64":
+        raise RigError(f"headers for {kernel} are not this machine's suite's")
+    hdir = cache_dir() / "headers" / kernel.version
+    build = hdir / "usr/src" / f"linux-headers-{kernel.version}"
+    if (hdir / ".ready").exists():
+        return build
+    with _cache_lock(f"headers-{kernel.version}"):
+        if (hdir / ".ready").exists():
+            return build
+        pkg = f"linux-headers-{kernel.version}"
+        out = _run(["apt-cache", "depends", pkg]).stdout
+        wanted = [pkg] + re.findall(r"Depends:\s*(linux-(?:headers-\S+-common|kbuild-\S+))", out)
+        debs = cache_dir() / "debs"
+        debs.mkdir(parents=True, exist_ok=True)
+        missing = [p for p in wanted if not list(debs.glob(f"{p}_*.deb"))]
+        if missing:
+            log(f"downloading {' '.join(missing)} (apt-get download)")
+            _download_debs(missing, debs)
+        tmp = hdir.with_name(hdir.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for p in wanted:
+            _run(["dpkg-deb", "-x", str(sorted(debs.glob(f"{p}_*.deb"))[-1]), str(tmp)])
+        # The flavour's Makefile includes the common tree by its installed, absolute path.
+        mk = tmp / "usr/src" / f"linux-headers-{kernel.version}" / "Makefile"
+        mk.write_text(re.sub(r"/usr/src/(linux-headers-\S+-common)", str(hdir / "usr/src") + r"/\1", mk.read_text()))
+        shutil.rmtree(hdir, ignore_errors=True)
+        tmp.rename(hdir)
+        (hdir / ".ready").write_text(" ".join(wanted) + "\n")
+    return build
+
+
+def ensure_kmod(name, kernel):
+    """Tests/Fixtures/NAME built for `kernel` (cached under a hash of its sources); the .ko's path."""
+    src = FIXTURES / name
+    files = sorted(p for p in src.iterdir() if p.is_file() and (p.suffix in (".c", ".h") or p.name == "Kbuild"))
+    h = hashlib.sha256(kernel.version.encode())
+    for p in files:
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    out = cache_dir() / "kmod" / f"{name}-{kernel.version}-{h.hexdigest()[:16]}"
+    kos = sorted(out.glob("*.ko")) if out.exists() else []
+    if kos:
+        return kos[0]
+    build = ensure_headers(kernel)
+    with _cache_lock(f"kmod-{name}-{kernel.version}"):
+        kos = sorted(out.glob("*.ko")) if out.exists() else []
+        if kos:
+            return kos[0]
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for p in files:
+            shutil.copy(p, tmp / p.name)
+        log(f"building {name} for {kernel.version}")
+        try:
+            _run(["nice", "-n", "10", "make", "-C", str(build), f"M={tmp}", "modules"])
+        except subprocess.CalledProcessError as e:
+            raise RigError(f"building {name} for {kernel.version} failed:\n{e.stdout[-3000:]}")
+        built = sorted(tmp.glob("*.ko"))
+        if not built:
+            raise RigError(f"building {name} left no .ko in {tmp}")
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for ko in built:
+            shutil.copy(ko, out / ko.name)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return sorted(out.glob("*.ko"))[0]
+
+
+# ---------------------------------------------------------------------------------------------
 # QMP
 
 

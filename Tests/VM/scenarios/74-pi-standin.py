@@ -1,0 +1,394 @@
+#!/usr/bin/python3
+# vm: devices=hda kmod=pi-standin chroot=trixie timeout=900
+"""A Raspberry Pi's own outputs (issue 47), on stand-ins: Tests/Fixtures/pi-standin's module makes
+cards that declare what the Pi's drivers declare (vc4hdmi0 and vc4hdmi1, driver "vc4-hdmi",
+IEC958_SUBFRAME_LE only, a DMA ring replayed for ever; Headphones, bcm2835's indirect driver,
+BATCH, whose position moves only over what was handed to the VideoCore) and logs what each played
+(debugfs). The HDA card is the reference for the ring loop's wakeups.
+
+First the stand-ins themselves, without keepalived: S16 on vc4-hdmi's hw is refused
+(EINVAL: only IEC958 subframes), a display-less vc4hdmi1 refuses the open with -ENOTSUPP (524),
+a ring written once on vc4hdmi0 is played round and round (its hw_ptr passes ten rings, the
+log holds the ring repeated, checked by the host frame by frame), the same on the Headphones
+stops after one ring (hw_ptr stays at the ring's end, the log holds the ring once and then
+silence), and `aplay -D hdmi:CARD=vc4hdmi0` of a known WAV (alsa-lib's iec958 layer from
+cards/vc4-hdmi.conf) decodes back exactly (the host: 74-pi-standin.host.py).
+
+Then keepalived (the release binary), each output alone:
+- hdmi:CARD=vc4hdmi0 started before the card exists (the module loaded after it): plays within
+  30 s of the card, and so does hw:CARD=Headphones,DEV=0 beside it (the control: no card
+  configuration of alsa-lib's in the name);
+- the HDA card's hw:0,0: the ring loop's wakeups of its output's thread over WINDOW seconds
+  (the reference figure);
+- hw:CARD=vc4hdmi0,DEV=0 and hdmi:CARD=vc4hdmi0: playing, mode ring-loop, the card's hw_params
+  IEC958_SUBFRAME_LE, the output's thread (the substream's owner) waking at most 0.1 times a
+  second over WINDOW seconds, and the host decodes every subframe the card played over the first
+  CAPTURE seconds: preambles (Z every 192 frames on the first subframe, X otherwise, Y on the
+  second), even parity over bits 4-31, validity 0, the channel-status block (consumer, PCM,
+  04 82 00, the rate's code in byte 3 for hw:, alsa-lib's hdmi.conf 0x02 for hdmi:), the sample
+  non-zero and at most keepalived's ceiling (0.05 of full scale);
+- hw:CARD=Headphones,DEV=0: mode stream (not the ring loop: the driver is BATCH and indirect),
+  and over 70 s (longer than the ring loop's health check, which reopens a stalled ring once a
+  minute) the jack gets frames all along (the frames it played at least 90 % of the window's, at
+  most 1 % of it silence for want of frames, hw_ptr moving every 5 s), no new stream on the card
+  (no reopen), no recovery;
+- hw:CARD=vc4hdmi1,DEV=0 with no display: keepalived waits, says the HDMI output has no display,
+  does not exit, and tries the open at most once a second (the card counts refused opens); once
+  the display appears (the module's `display` parameter, announced on the card's HDMI Jack and
+  ELD controls as a hotplug is) it plays within 35 s.
+- Debian 13's alsa-lib (1.2.14): the same aplay decode and hw:/hdmi: runs chrooted into
+  debootstrap's trixie root (chroot=trixie) over this guest's 6.1 kernel: the stand-in's kernel
+  side is the module's own, so only alsa-lib differs (see Tests/VM/README.md).
+
+Until keepalived frames its own signal on IEC958-only devices, loops rings through the iec958
+layer and streams to BATCH devices, the keepalived checks fail, each saying what it saw."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import vmtest as vt
+
+K = os.environ["KEEPALIVED"]
+KO = os.environ["VM_KMOD_PI_STANDIN"]
+TRIXIE = os.environ.get("VM_CHROOT_TRIXIE")
+SOCKET = "/run/keepalived-test/control.sock"
+DBG = "/sys/kernel/debug/pi-standin"
+PARAM = "/sys/module/snd_pi_standin/parameters/display"
+HERE = os.environ["VM_GUEST"]
+WINDOW = float(os.environ.get("KEEPALIVED_VM_SECONDS", "30"))
+CAPTURE = min(WINDOW, 8.0)
+hda = int(os.environ.get("VM_CARD_HDA", "0"))
+phases = []  # what the host decodes: one entry per captured file
+
+
+def sh(*argv, timeout=60, root=None):
+    if root:
+        argv = ("chroot", root) + argv
+    return vt.run(list(argv), timeout=timeout)
+
+
+def load(params=""):
+    r = sh("/bin/sh", "-c", f"modprobe snd-pcm && insmod {KO} {params}")
+    return r.returncode == 0, r.stdout
+
+
+def card(cid):
+    for i, (c, _) in vt.cards().items():
+        if c == cid:
+            return i
+    return None
+
+
+def status(cid):
+    d = {}
+    for line in (vt.read(f"{DBG}/{cid}/status") or "").splitlines():
+        k, _, v = line.partition(":")
+        d[k.strip()] = int(v) if v.strip().lstrip("-").isdigit() else v.strip()
+    return d
+
+
+def drain(cid):
+    fd = os.open(f"{DBG}/{cid}/played", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while True:
+            try:
+                if not os.read(fd, 1 << 20):
+                    break
+            except BlockingIOError:
+                break
+    finally:
+        os.close(fd)
+
+
+class Capture:
+    """What a card plays from now on, read continuously into /tmp (the log holds ~10 s), then
+    copied to $VM_IO for the host to decode."""
+
+    def __init__(self, cid, name, **meta):
+        drain(cid)
+        self.cid, self.name, self.meta = cid, name, meta
+        self.path = f"/tmp/{name}.played"
+        self.before = status(cid)
+        self.proc = subprocess.Popen(["cat", f"{DBG}/{cid}/played"], stdout=open(self.path, "wb"))
+
+    def stop(self, **more):
+        time.sleep(0.2)  # the last clock tick's frames
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait()
+        after = status(self.cid)
+        shutil.copy(self.path, os.path.join(vt.IO, self.name + ".played"))
+        entry = dict(name=self.name, file=self.name + ".played", card=self.cid, **self.meta, **more,
+                     lost=after.get("frames_lost", 0) - self.before.get("frames_lost", 0))
+        phases.append(entry)
+        with open(os.path.join(vt.IO, "phases.json"), "w") as f:
+            json.dump(phases, f, indent=1)
+        os.unlink(self.path)
+        return entry
+
+
+def ringwrite(device, fmt, channels, frames, seconds, root=None):
+    r = sh("python3", f"{HERE}/ringwrite.py", device, fmt, str(channels), "48000", str(frames), str(seconds), root=root, timeout=60)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": vt.one_line(r.stdout)}
+
+
+def tid_switches(tid):
+    m = re.search(r"^voluntary_ctxt_switches:\s*(\d+)", vt.read(f"/proc/{tid}/status", ""), re.M)
+    return int(m.group(1)) if m else None
+
+
+def owner(index):
+    m = re.search(r"owner_pid\s*:\s*(\d+)", vt.read(f"/proc/asound/card{index}/pcm0p/sub0/status", ""))
+    return int(m.group(1)) if m else None
+
+
+class Daemon:
+    def __init__(self, device, name, root=None, socket=SOCKET):
+        self.name = name
+        self.log_path = f"/tmp/keepalived-{name}.log"
+        self.root = root
+        self.socket = socket
+        argv = [K, "run", "-d", device, "--socket", socket]
+        self.proc = subprocess.Popen((["chroot", root] if root else []) + argv, stdout=open(self.log_path, "w"),
+                                     stderr=subprocess.STDOUT)
+
+    def status(self):
+        r = sh(K, "status", "--json", "--socket", self.socket, timeout=10, root=self.root)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return None
+
+    def output(self):
+        s = self.status()
+        return s["outputs"][0] if s and s.get("outputs") else {}
+
+    def wait_playing(self, seconds):
+        # Polled in its log, not with `status` (a program started under TCG costs the guest a
+        # tenth of a second of CPU each time); `status` is asked once it says it plays.
+        w = vt.wait_until(lambda: "info: playing device=" in (vt.read(self.log_path) or ""), seconds, 0.2)
+        if w:
+            w = vt.wait_until(lambda: self.output().get("state") == "playing", 5, 0.2)
+        return w
+
+    def log(self, lines=4):
+        return " | ".join((vt.read(self.log_path) or "").strip().splitlines()[-lines:])
+
+    def stop(self):
+        sh(K, "stop", "--socket", self.socket, timeout=20, root=self.root)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.copy(self.log_path, os.path.join(vt.IO, os.path.basename(self.log_path)))
+
+
+def params_line(index):
+    hp = vt.hw_params(index)
+    return f"{hp.get('format')} {hp.get('channels')} ch {hp.get('rate')}, buffer {hp.get('buffer_size')}, period {hp.get('period_size')}"
+
+
+# -- the stand-ins ------------------------------------------------------------------------------
+
+loaded, out = load()
+if not vt.check("module-loads", loaded, vt.one_line(out) or "insmod of the unsigned module"):
+    vt.finish()
+taint = sh("dmesg").stdout
+vt.check("module-unsigned-accepted", "module verification failed" in taint and card("vc4hdmi0") is not None,
+         "the kernel loaded it unsigned (tainted: 'module verification failed'), as a Pi's own kernel would refuse nothing either")
+cards_text = vt.read("/proc/asound/cards", "")
+vt.check("cards", all(re.search(p, cards_text) for p in (r"\[vc4hdmi0\s*\]: vc4-hdmi - vc4-hdmi-0", r"\[vc4hdmi1\s*\]: vc4-hdmi - vc4-hdmi-1",
+                                                          r"\[Headphones\s*\]: bcm2835_headpho - bcm2835 Headphones")),
+         vt.one_line(cards_text))
+V0, V1, HP = card("vc4hdmi0"), card("vc4hdmi1"), card("Headphones")
+
+r = sh("aplay", "-D", "hw:CARD=vc4hdmi0,DEV=0", "-f", "S16_LE", "-c", "2", "-r", "48000", "-d", "1", "/dev/zero")
+vt.check("standin-hw-refuses-s16", r.returncode != 0 and "Sample format non available" in r.stdout
+         and re.search(r"Available formats:\s*- IEC958_SUBFRAME_LE\s*$", r.stdout.strip()), vt.one_line(r.stdout))
+r = sh("aplay", "-D", "hw:CARD=vc4hdmi1,DEV=0", "-f", "IEC958_SUBFRAME_LE", "-c", "2", "-r", "48000", "-d", "1", "/dev/zero")
+vt.check("standin-no-display-enotsupp", r.returncode != 0 and "Unknown error 524" in r.stdout, vt.one_line(r.stdout))
+r = sh("aplay", "-D", "hw:CARD=vc4hdmi0,DEV=0", "--dump-hw-params", "-f", "IEC958_SUBFRAME_LE", "-c", "2", "-r", "48000", "-d", "1", "/dev/zero")
+vt.note("vc4hdmi0 hw: " + vt.one_line(r.stdout[r.stdout.find("ACCESS"):r.stdout.find("TICK")], 500))
+
+RING = 4800  # 0.1 s: ten rings in a second
+cap = Capture("vc4hdmi0", "ring-vc4", kind="pattern", channels=2, frame_bytes=8, ring=RING, repeats=True)
+rw = ringwrite("hw:CARD=vc4hdmi0,DEV=0", "IEC958_SUBFRAME_LE", 2, RING, 1.5)
+cap.stop()
+last = (rw.get("samples") or [[0, None, None]])[-1]
+vt.check("standin-vc4-ring-replays", "error" not in rw and last[1] is not None and last[1] >= 10 * rw["buffer"] and last[2] == "RUNNING",
+         f"ring of {rw.get('buffer')} frames written once: hw_ptr {last[1]} after {last[0]} s, {last[2]} {rw.get('error', '')}")
+cap = Capture("Headphones", "ring-bcm", kind="pattern", channels=2, frame_bytes=4, ring=RING, repeats=False)
+rw = ringwrite("hw:CARD=Headphones,DEV=0", "S16_LE", 2, RING, 1.5)
+cap.stop()
+samples = rw.get("samples") or []
+late = [s[1] for s in samples if s[0] >= 0.6]
+vt.check("standin-bcm-position-stops", "error" not in rw and late and set(late) == {rw["buffer"]} and samples[-1][2] == "RUNNING",
+         f"ring of {rw.get('buffer')} frames written once: hw_ptr {[s[1] for s in samples][:8]}… last {samples[-1] if samples else None} {rw.get('error', '')}")
+
+# A known WAV through alsa-lib's own iec958 layer (cards/vc4-hdmi.conf's hdmi:).
+WAV = "/tmp/known.wav"
+subprocess.run(["python3", "-c", """
+import struct, sys
+n = 48000
+frames = b"".join(struct.pack("<hh", ((i * 7919) % 20001) - 10000, ((i * 104729) % 30001) - 15000) for i in range(n))
+hdr = b"RIFF" + struct.pack("<I", 36 + len(frames)) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 2, 48000, 192000, 4, 16) + b"data" + struct.pack("<I", len(frames))
+open(sys.argv[1], "wb").write(hdr + frames)
+""", WAV], check=True)
+shutil.copy(WAV, os.path.join(vt.IO, "known.wav"))
+
+
+def aplay_decode(name, root=None):
+    cap = Capture("vc4hdmi0", name, kind="iec958-wav", wav="known.wav", aes3=0x02, alsa=("1.2.14" if root else "1.2.8"))
+    wav = WAV
+    if root:
+        shutil.copy(WAV, root + "/tmp/known.wav")
+        wav = "/tmp/known.wav"
+    r = sh("aplay", "-D", "hdmi:CARD=vc4hdmi0", wav, root=root)
+    cap.stop(aplay_rc=r.returncode, aplay=vt.one_line(r.stdout))
+    vt.check(f"{name}-plays", r.returncode == 0, vt.one_line(r.stdout))
+
+
+aplay_decode("aplay-hdmi")
+
+# -- keepalived --------------------------------------------------------------------------------
+
+os.makedirs(os.path.dirname(SOCKET), exist_ok=True)
+
+# A card that appears after keepalived started (a Pi's vc4 driver probes late, after the display).
+# The headphones beside it (hw:, no card configuration of alsa-lib's involved) show that keepalived
+# sees the cards appear; hdmi: is a name that alsa-lib's configuration defines per card driver.
+subprocess.run(["rmmod", "snd_pi_standin"], check=True)
+d = Daemon("hdmi:CARD=vc4hdmi0", "late")
+jack = Daemon("hw:CARD=Headphones,DEV=0", "late-headphones", socket=SOCKET + ".jack")
+vt.wait_until(lambda: all("waiting for device" in (vt.read(x.log_path) or "") for x in (d, jack)), 20, 0.2)
+waited = (d.status() or {})
+loaded, out = load()
+# Within 30 s: keepalived retries a missing device at the latest every few seconds, and at once
+# when /dev/snd changes (inotify).
+t_load = time.monotonic()
+wj = jack.wait_playing(30)
+t_jack = time.monotonic() - t_load
+w = d.wait_playing(max(1.0, 30 - t_jack))
+o = d.output()
+vt.check("late-card-plays", loaded and w, f"before the card: {waited.get('state')} ({vt.one_line(waited.get('reason') or '', 120)}); "
+         f"{time.monotonic() - t_load:.1f} s after the module loaded: {o.get('state')} in {o.get('mode')} | {d.log(2)}")
+vt.check("late-card-seen", wj, f"the headphones beside it (hw:): {jack.output().get('state')} {t_jack:.1f} s after the module loaded")
+d.stop()
+jack.stop()
+V0, V1, HP = card("vc4hdmi0"), card("vc4hdmi1"), card("Headphones")
+
+
+def ring_loop_run(device, name, index, cid, aes3=None, root=None, window=WINDOW):
+    """keepalived on `device` over `window` s: mode, the card's format, its output thread's wakeups,
+    and (vc4) what the card played over the first CAPTURE s for the host to decode."""
+    d = Daemon(device, name, root=root)
+    w = d.wait_playing(20)
+    o = d.output()
+    if not vt.check(f"{name}-plays", w, f"after {w.seconds:.1f} s: {o.get('state')} ({vt.one_line(o.get('reason') or (d.status() or {}).get('reason') or '', 200)}) | {d.log(3)}"):
+        d.stop()
+        return None
+    vt.check(f"{name}-ring-loop", o.get("mode") == "ring-loop", f"mode {o.get('mode')}; the card: {params_line(index)}")
+    if cid:
+        vt.check(f"{name}-card-format", vt.hw_params(index).get("format") == "IEC958_SUBFRAME_LE", params_line(index))
+    time.sleep(1)  # the fill and the first status replies
+    tid = owner(index)
+    s0 = tid_switches(tid) if tid else None
+    t0 = time.monotonic()
+    cap = Capture(cid, name, kind="iec958", aes3=aes3, rate=int(vt.hw_params(index).get("rate", "0").split()[0] or 0),
+                  alsa=("1.2.14" if root else "1.2.8")) if cid else None
+    time.sleep(CAPTURE if cap else window)
+    if cap:
+        cap.stop()
+        time.sleep(max(0.0, window - (time.monotonic() - t0)))
+    elapsed = time.monotonic() - t0
+    s1 = tid_switches(tid) if tid else None
+    per_s = (s1 - s0) / elapsed if s0 is not None and s1 is not None else None
+    vt.note(f"{name}: the output's thread {tid} woke {None if per_s is None else s1 - s0} times in {elapsed:.0f} s; {o.get('mode')}; {params_line(index)}")
+    d.stop()
+    return per_s
+
+
+hda_rate = ring_loop_run(f"hw:{hda},0", "hda-reference", hda, None)
+for device, name, aes3 in (("hw:CARD=vc4hdmi0,DEV=0", "vc4-hw", "rate"), ("hdmi:CARD=vc4hdmi0", "vc4-hdmi", 0x02)):
+    rate = ring_loop_run(device, name, V0, "vc4hdmi0", aes3)
+    if rate is not None:
+        vt.check(f"{name}-wakeups", rate <= 0.1, f"{rate:.3f} wakeups/s of the output's thread (at most 0.1; the HDA card's ring loop, measured the same way: "
+                 f"{'none' if hda_rate is None else f'{hda_rate:.3f}'}/s)")
+
+# The headphones: BATCH and indirect, so a stream, and the jack fed all along.
+d = Daemon("hw:CARD=Headphones,DEV=0", "headphones")
+w = d.wait_playing(20)
+o = d.output()
+if vt.check("headphones-plays", w, f"after {w.seconds:.1f} s: {o.get('state')} | {d.log(3)}"):
+    vt.check("headphones-stream", o.get("mode") == "stream", f"mode {o.get('mode')}; the card: {params_line(HP)}")
+    time.sleep(1)
+    a0, t0 = status("Headphones"), time.monotonic()
+    rate = int(vt.hw_params(HP).get("rate", "48000").split()[0])
+    ptrs = []
+    # Longer than the ring loop's health check (60 s): a stalled ring is reopened once a minute.
+    window = max(WINDOW, 70.0)
+    while time.monotonic() - t0 < window:
+        time.sleep(min(5.0, window - (time.monotonic() - t0)))
+        m = re.search(r"hw_ptr\s*:\s*(\d+)", vt.read(f"/proc/asound/card{HP}/pcm0p/sub0/status", ""))
+        ptrs.append(int(m.group(1)) if m else None)
+        drain("Headphones")
+    elapsed = time.monotonic() - t0
+    a1 = status("Headphones")
+    played = a1["frames_logged"] - a0["frames_logged"]
+    starved = a1["frames_starved"] - a0["frames_starved"]
+    o = d.output()
+    moving = all(b is not None and a is not None and b > a for a, b in zip(ptrs, ptrs[1:]))
+    vt.check("headphones-fed", played >= 0.9 * elapsed * rate and starved <= 0.01 * elapsed * rate and moving,
+             f"over {elapsed:.0f} s at {rate} Hz the jack played {played} frames ({played / (elapsed * rate):.2f} of the window), "
+             f"{starved} frames of silence for want of frames; hw_ptr every 5 s {ptrs}")
+    vt.check("headphones-no-reopen", a1["streams"] == a0["streams"] and not o.get("recoveries"),
+             f"streams on the card {a0['streams']} -> {a1['streams']}, keepalived's recoveries {o.get('recoveriesByReason') or o.get('recoveries')}")
+d.stop()
+
+# vc4hdmi1 has no display: keepalived waits, says so, does not spin; plays once one appears.
+d = Daemon("hw:CARD=vc4hdmi1,DEV=0", "no-display")
+w = vt.wait_until(lambda: "waiting for device" in (vt.read(d.log_path) or ""), 20, 0.2)
+s0, t0 = status("vc4hdmi1"), time.monotonic()
+time.sleep(20)
+s1, elapsed = status("vc4hdmi1"), time.monotonic() - t0
+st = d.status() or {}
+said = (st.get("reason") or "") + " " + json.dumps(st.get("outputs") or []) + " " + (vt.read(d.log_path) or "")
+vt.check("no-display-waits", w and d.proc.poll() is None and st.get("state") == "waiting",
+         f"state {st.get('state')}, running {d.proc.poll() is None} | {d.log(2)}")
+vt.check("no-display-says-so", re.search(r"no display", said, re.I) is not None,
+         f"reason {vt.one_line(st.get('reason') or '', 200)} | {d.log(2)}")
+refused = s1["refused"] - s0["refused"]
+vt.check("no-display-no-spin", refused <= elapsed, f"{refused} refused opens in {elapsed:.0f} s (at most one a second)")
+with open(PARAM, "w") as f:
+    f.write("1,1")
+w = d.wait_playing(35)
+o = d.output()
+vt.check("no-display-plays-when-it-appears", w, f"{w.seconds:.1f} s after the display appeared: {o.get('state')} in {o.get('mode')}; {params_line(V1)} | {d.log(2)}")
+d.stop()
+with open(PARAM, "w") as f:
+    f.write("1,0")
+
+# Debian 13's alsa-lib, in its own root over this kernel.
+if TRIXIE and os.path.isdir(TRIXIE):
+    root = "/run/trixie"
+    binds = ("/proc", "/sys", "/dev", "/run/keepalived-test", os.path.dirname(K), "/opt/swift", HERE)
+    # The root seen through the host's (read-only, overlaid) root; keepalived, its Swift runtime
+    # and the rig's helpers bound in at their own paths.
+    r = sh("/bin/sh", "-c", f"mkdir -p {root} && mount --bind {TRIXIE} {root} && mount -t tmpfs tmpfs {root}/tmp"
+           + "".join(f" && mkdir -p {root}{p} && mount --bind {p} {root}{p}" for p in binds))
+    version = sh("/bin/sh", "-c", "dpkg-query -W -f '${Version}' libasound2t64", root=root).stdout.strip()
+    if vt.check("trixie-root", r.returncode == 0 and version.startswith("1.2.14"), f"libasound2t64 {version} {vt.one_line(r.stdout)}"):
+        aplay_decode("trixie-aplay-hdmi", root=root)
+        for device, name, aes3 in (("hw:CARD=vc4hdmi0,DEV=0", "trixie-vc4-hw", "rate"), ("hdmi:CARD=vc4hdmi0", "trixie-vc4-hdmi", 0x02)):
+            rate = ring_loop_run(device, name, V0, "vc4hdmi0", aes3, root=root, window=min(WINDOW, 12))
+else:
+    vt.skip("trixie-root", "no VM_CHROOT_TRIXIE (chroot=trixie)")
+vt.finish()
