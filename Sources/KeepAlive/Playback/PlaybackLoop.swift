@@ -93,6 +93,16 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// The fewest frames the rendered loop holds (see ``makeFrameSource``).
     private var renderedLoopFrames = 0
     private var rendered = false
+    /// Set when the watcher saw a card appear: the next open reads alsa-lib's configuration again.
+    private var configurationStale = false
+
+    /// What the watcher saw since it was last asked, noting a card's appearance.
+    private func takeSeen() -> DeviceChanges {
+        let seen = watcher?.take() ?? []
+        if seen.contains(.card) { configurationStale = true }
+        return seen
+    }
+
     /// Set when a ring loop did not go round on this output's device (``ringNotReplayed(_:)``):
     /// it streams from then on.
     private var ringLoopRefused = false
@@ -107,7 +117,15 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         while !doorbell.isRaised {
             if case .reopen(let delay) = outcome, waitToReopen(after: delay) { break }
             takePendingConfiguration()
-            machine.attemptingOpen(seen: watcher.take())
+            let seen = takeSeen()
+            // A card that appeared brings its own configuration (alsa-lib's cards/DRIVER.conf: a
+            // Raspberry Pi's `hdmi:CARD=vc4hdmi0`), which alsa-lib reads only when it reads its
+            // configuration: read it again before this open, or the name stays unknown.
+            if configurationStale {
+                configurationStale = false
+                ALSADevice.reloadConfiguration()
+            }
+            machine.attemptingOpen(seen: seen)
             outcome = openAndPlay()
             if case .stopped = outcome { break }
         }
@@ -177,7 +195,8 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         }
         switch (mode, source) {
         case (.ringLoop, let source?):
-            var playback = RingLoopPlayback(pcm: pcm, format: format, source: source)
+            var playback = RingLoopPlayback(pcm: pcm, format: format, source: source,
+                                            pollsDevice: negotiation.canDisablePeriodWakeup, hardware: hardware)
             return playback.play(in: self)
         case (.stream, let source?):
             var playback = StreamPlayback(pcm: pcm, format: format, source: source)
@@ -290,7 +309,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             code = -EACCES
             message = "\(error.description); \(denied)"
         }
-        return perform(machine.openFailed(code, message: message, seen: watcher?.take() ?? [], at: clock.now))
+        return perform(machine.openFailed(code, message: message, seen: takeSeen(), at: clock.now))
     }
 
     // MARK: - What a way of playing may ask (PlaybackContext)
@@ -342,7 +361,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// What the watcher saw that concerns the open device: a sound server's socket only when a
     /// server may be behind it.
     private func seenWhileOpen() -> DeviceChanges {
-        let seen = watcher?.take() ?? []
+        let seen = takeSeen()
         return serverMayBeBehind ? seen : seen.subtracting(.server)
     }
 
@@ -387,7 +406,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             case .rung:
                 continue
             case .readable:
-                if case .reopen(let settle, _) = machine.sawWhileWaiting(watcher?.take() ?? []) {
+                if case .reopen(let settle, _) = machine.sawWhileWaiting(takeSeen()) {
                     return doorbell.wait(settle)
                 }
             }

@@ -21,12 +21,24 @@ struct RingLoopPlayback {
     let pcm: PCMDevice
     let format: OutputFormat
     var source: any FrameSource
+    /// Whether the thread sleeps on the PCM's own descriptors, for errors: only where the card
+    /// switched its period interrupts off (HDA). Elsewhere (USB audio, a Raspberry Pi's HDMI) the
+    /// kernel wakes every sleeper on the PCM at each period, so the thread would wake once a
+    /// period for nothing; it sleeps instead on its doorbell and on the card's PCM node (an
+    /// unplug deletes it), and looks at the stream every ``quietHealthCheckInterval``.
+    var pollsDevice = true
+    /// The card device the ring plays to, whose node is watched when ``pollsDevice`` is false.
+    var hardware: HardwareDevice?
 
     /// How often the ring is checked. A minute: the check is the ring loop's one wakeup of its
     /// own (the watchdog's ping, every 30 s under the units, is the other), and a DMA ring does
     /// not stall unnoticed by the kernel, which reports a suspend, an unplug or a stop on the
     /// descriptor at once.
     static let healthCheckInterval: Duration = .seconds(60)
+    /// The health check where the PCM's descriptors are not polled: the stream's state (a
+    /// suspend without logind to close the output first, a stop) is found this late at most.
+    /// Still under 0.1 wakeups a second.
+    static let quietHealthCheckInterval: Duration = .seconds(15)
     /// The longest ring asked for, in seconds of audio: long enough that a device that cannot
     /// switch its period interrupts off wakes the kernel rarely, short enough to stay a small
     /// DMA buffer.
@@ -39,10 +51,15 @@ struct RingLoopPlayback {
 
     mutating func play(in context: some PlaybackContext) -> PlaybackOutcome {
         var descriptors: [pollfd]
-        do { descriptors = try pcm.pollDescriptors() } catch { return context.lose(.unknown, error.description) }
-        // Errors only: with period interrupts off nothing else could wake the thread, and where
-        // the device cannot switch them off the kernel re-checks the mask without returning.
-        for index in descriptors.indices { descriptors[index].events = 0 }
+        let node = pollsDevice ? nil : hardware.flatMap(PCMNodeWatch.init)
+        if let node {
+            descriptors = [pollfd(fd: node.descriptor, events: Int16(POLLIN), revents: 0)]
+        } else {
+            do { descriptors = try pcm.pollDescriptors() } catch { return context.lose(.unknown, error.description) }
+            // Errors only: with period interrupts off nothing else could wake the thread.
+            for index in descriptors.indices { descriptors[index].events = 0 }
+        }
+        let healthCheckInterval = node == nil ? Self.healthCheckInterval : Self.quietHealthCheckInterval
         descriptors.append(pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0))
         let pcmCount = descriptors.count - 1
         let rate = format.sampleRate
@@ -102,7 +119,7 @@ struct RingLoopPlayback {
             case nil:
                 break
             }
-            let timeout = firstRing.map { context.clock.now.duration(to: $0.deadline) } ?? Self.healthCheckInterval
+            let timeout = firstRing.map { context.clock.now.duration(to: $0.deadline) } ?? healthCheckInterval
             let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
                 for index in fds.indices { fds[index].revents = 0 }
                 return poll(fds.baseAddress, nfds_t(fds.count), timeout.pollTimeout)
@@ -113,6 +130,15 @@ struct RingLoopPlayback {
             }
             if descriptors[pcmCount].revents != 0 {
                 context.doorbell.drain()
+                continue
+            }
+            if ready > 0, let node {
+                // The card's PCM node changed: gone at an unplug. The stream's state says.
+                node.drain()
+                if let code = Self.stateError(pcm.state) {
+                    if let outcome = fail(code, "state") { return outcome }
+                    position = pcm.playedPosition
+                }
                 continue
             }
             if ready > 0 {
@@ -134,14 +160,7 @@ struct RingLoopPlayback {
                 continue
             }
             // The health check: still running, and the hardware still moving through the ring.
-            let state = pcm.state
-            if state != SND_PCM_STATE_RUNNING {
-                let code: Int32 = switch state {
-                case SND_PCM_STATE_XRUN: -EPIPE
-                case SND_PCM_STATE_SUSPENDED: -ESTRPIPE
-                case SND_PCM_STATE_DISCONNECTED: -ENODEV
-                default: -EBADFD
-                }
+            if let code = Self.stateError(pcm.state) {
                 if let outcome = fail(code, "state") { return outcome }
                 position = pcm.playedPosition
                 continue
@@ -157,8 +176,45 @@ struct RingLoopPlayback {
             }
             position = now
             // Frames played since the last look: the heartbeat, and the count in `status`.
-            context.report(.wrote(min(moved, rate * Int(Self.healthCheckInterval.components.seconds) * 2)))
+            context.report(.wrote(min(moved, rate * Int(healthCheckInterval.components.seconds) * 2)))
         }
+    }
+
+    /// The stream error a state other than running stands for; nil while it runs.
+    static func stateError(_ state: snd_pcm_state_t) -> Int32? {
+        switch state {
+        case SND_PCM_STATE_RUNNING: nil
+        case SND_PCM_STATE_XRUN: -EPIPE
+        case SND_PCM_STATE_SUSPENDED: -ESTRPIPE
+        case SND_PCM_STATE_DISCONNECTED: -ENODEV
+        default: -EBADFD
+        }
+    }
+}
+
+/// An inotify watch on a card device's playback node (`/dev/snd/pcmC0D3p`), which the kernel
+/// deletes when the card goes away: how a ring loop that does not sleep on the PCM itself learns
+/// of an unplug at once. Made and dropped with one open, on its playback thread.
+final class PCMNodeWatch {
+    let descriptor: Int32
+
+    /// nil when the node cannot be watched (no such node: the PCM is not a card's own).
+    init?(_ hardware: HardwareDevice) {
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { return nil }
+        guard inotify_add_watch(fd, "/dev/snd/pcmC\(hardware.card)D\(hardware.device)p", UInt32(IN_DELETE_SELF)) >= 0 else {
+            close(fd)
+            return nil
+        }
+        descriptor = fd
+    }
+
+    deinit { close(descriptor) }
+
+    /// Reads the events there are (the state, not the events, says what happened).
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while buffer.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) > 0 {}
     }
 }
 
