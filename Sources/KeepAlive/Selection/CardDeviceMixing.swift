@@ -97,7 +97,7 @@ package enum CardDeviceMixing: String, Sendable, Equatable {
             if configurationFile == nil { snd_config_unref(tree) } else { _ = snd_config_delete(tree) }
         }
         var definition: OpaquePointer?
-        guard snd_config_search_definition(tree, "pcm", alias, &definition) == 0, let definition else { return false }
+        guard snd_config_search_definition(tree, "pcm", alias, &definition) >= 0, let definition else { return false }
         defer { snd_config_delete(definition) }
         return string(in: definition, at: "type") == "iec958"
             && ["IEC958_SUBFRAME_LE", "IEC958_SUBFRAME_BE"].contains(string(in: definition, at: "slave.format"))
