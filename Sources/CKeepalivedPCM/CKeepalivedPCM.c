@@ -1,5 +1,6 @@
 // The `keepalived` PCM type: ask keepalived to release a card's device, then open that device's
-// hw PCM for the player. See CKeepalivedPCM.h.
+// hw PCM for the player (framed into IEC958 subframes when that is all the hardware takes). See
+// CKeepalivedPCM.h.
 #define _GNU_SOURCE
 // alsa-lib's headers declare a plug-in's versioned entry symbol for a shared object only when PIC
 // is defined (libtool's -DPIC); without it they expect alsa-lib's static build, and the object
@@ -145,6 +146,80 @@ int ckeepalived_pcm_hw_name(char *buffer, size_t size, int card, int device, int
         return -1;
     }
     return length;
+}
+
+// MARK: - IEC958 framing
+
+// alsa-lib has exported snd_pcm_iec958_open (version ALSA_0.9) since 2004, but declares it in
+// <alsa/pcm_plugin.h> only from 1.2.12 on; Debian 12's 1.2.8 does not. The same prototype again
+// is a compatible redeclaration where the header has it.
+int snd_pcm_iec958_open(snd_pcm_t **pcmp, const char *name, snd_pcm_format_t sformat, snd_pcm_t *slave, int close_slave,
+                        const unsigned char *status_bits, const unsigned char *preamble_vals, int hdmi_mode);
+
+enum ckeepalived_pcm_framing ckeepalived_pcm_framing_for(unsigned long long formats) {
+    // Any linear format: the player's own samples go to the hardware as they are, as with hw:.
+    // A float-only or DSD-only device is no case for IEC958 either: it is handed over as is.
+    for (int format = 0; format <= SND_PCM_FORMAT_LAST && format < 64; format++)
+        if ((formats >> format & 1) && snd_pcm_format_linear((snd_pcm_format_t)format) == 1) return CKEEPALIVED_PCM_FRAMING_NONE;
+    if (formats >> SND_PCM_FORMAT_IEC958_SUBFRAME_LE & 1) return CKEEPALIVED_PCM_FRAMING_IEC958_LE;
+    if (formats >> SND_PCM_FORMAT_IEC958_SUBFRAME_BE & 1) return CKEEPALIVED_PCM_FRAMING_IEC958_BE;
+    return CKEEPALIVED_PCM_FRAMING_NONE;
+}
+
+void ckeepalived_pcm_iec958_status(unsigned char status[CKEEPALIVED_PCM_IEC958_STATUS_BYTES]) {
+    // vc4-hdmi.conf's AES0..AES3 for its `default` and `hdmi:`; the rest of the block is zero, so
+    // that alsa-lib also fills in the word length (AES4) from the player's format.
+    memset(status, 0, CKEEPALIVED_PCM_IEC958_STATUS_BYTES);
+    status[0] = IEC958_AES0_CON_NOT_COPYRIGHT | IEC958_AES0_CON_EMPHASIS_NONE;
+    status[1] = IEC958_AES1_CON_ORIGINAL | IEC958_AES1_CON_PCM_CODER;
+    status[2] = IEC958_AES2_CON_SOURCE_UNSPEC | IEC958_AES2_CON_CHANNEL_UNSPEC;
+    status[3] = IEC958_AES3_CON_FS_NOTID;
+}
+
+void ckeepalived_pcm_iec958_preambles(unsigned char preambles[3]) {
+    preambles[0] = 0x08;  // Z
+    preambles[1] = 0x02;  // X
+    preambles[2] = 0x04;  // Y
+}
+
+/// The formats `pcm`'s hardware takes, as ckeepalived_pcm_framing_for reads them; 0 when its
+/// configuration space cannot be read (the handle is then handed over as it is, and the player
+/// meets the device's own answer).
+static unsigned long long hardware_formats(snd_pcm_t *pcm) {
+    snd_pcm_hw_params_t *params;
+    snd_pcm_format_mask_t *mask;
+    snd_pcm_hw_params_alloca(&params);
+    snd_pcm_format_mask_alloca(&mask);
+    // Only refines a local copy of the space: the handle's state and setup are untouched.
+    if (snd_pcm_hw_params_any(pcm, params) < 0) return 0;
+    snd_pcm_hw_params_get_format_mask(params, mask);
+    unsigned long long formats = 0;
+    for (int format = 0; format <= SND_PCM_FORMAT_LAST && format < 64; format++)
+        if (snd_pcm_format_mask_test(mask, (snd_pcm_format_t)format)) formats |= 1ULL << format;
+    return formats;
+}
+
+/// Hands `hw` to the player in `*pcmp`: as it is, or inside alsa-lib's iec958 PCM (which then
+/// owns it) when its hardware takes IEC958 subframes only. On failure `hw` is closed.
+static int hand_over(snd_pcm_t **pcmp, const char *name, snd_pcm_t *hw) {
+    enum ckeepalived_pcm_framing framing = ckeepalived_pcm_framing_for(hardware_formats(hw));
+    if (framing == CKEEPALIVED_PCM_FRAMING_NONE) {
+        *pcmp = hw;
+        return 0;
+    }
+    unsigned char status[CKEEPALIVED_PCM_IEC958_STATUS_BYTES], preambles[3];
+    ckeepalived_pcm_iec958_status(status);
+    ckeepalived_pcm_iec958_preambles(preambles);
+    snd_pcm_format_t format = framing == CKEEPALIVED_PCM_FRAMING_IEC958_LE ? SND_PCM_FORMAT_IEC958_SUBFRAME_LE
+                                                                           : SND_PCM_FORMAT_IEC958_SUBFRAME_BE;
+    // hdmi_mode as vc4-hdmi.conf sets it: it only changes how 8-channel non-audio streams are
+    // counted, which a player's PCM never is, but keeps the framing exactly `hdmi:`'s.
+    int err = snd_pcm_iec958_open(pcmp, name, format, hw, 1, status, preambles, 1);
+    if (err < 0) {
+        SNDERR("keepalived: cannot frame %s into IEC958 subframes: %s", name ? name : "the device", snd_strerror(err));
+        snd_pcm_close(hw);
+    }
+    return err;
 }
 
 // MARK: - Reading a reply
@@ -622,6 +697,11 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
     if (ckeepalived_pcm_hw_name(hw, sizeof hw, (int)card, (int)device, (int)subdevice) < 0) return -EINVAL;
     // Through the configuration's pcm.hw, as `hw:…` itself: its defaults (the open does not
     // wait for a busy device, defaults.pcm.nonblock) and the caller's mode.
-    return snd_pcm_open_lconf(pcmp, hw, stream, mode, root);
+    snd_pcm_t *opened;
+    int err = snd_pcm_open_lconf(&opened, hw, stream, mode, root);
+    if (err < 0) return err;
+    // Decided from what this device's hardware takes, not from its card's name: the same check
+    // serves a Pi's vc4-hdmi, any other IEC958-only card, and the test's stand-in for one.
+    return hand_over(pcmp, name, opened);
 }
 SND_PCM_PLUGIN_SYMBOL(keepalived)

@@ -227,6 +227,76 @@ extension Integration {
                     "\(devices.stdout)")
         }
 
+        /// Interleaved stereo test samples: every bit of the sample field in play, both signs and
+        /// both extremes, the channels unlike each other (a swap would show).
+        static func pattern(frames: Int, bits: Int) -> [[Int32]] {
+            let top = Int32(1) << (bits - 1)
+            return (0..<frames).map { frame -> [Int32] in
+                switch frame {
+                case 0: return [-top, top - 1]
+                case 1: return [top - 1, -top]
+                default:
+                    let left = Int32(truncatingIfNeeded: frame &* 2_654_435_761 >> 7) % top
+                    let right = Int32(truncatingIfNeeded: ~(frame &* 40_503 &+ 7) << 3) % top
+                    return [left, right]
+                }
+            }
+        }
+
+        /// `samples` as S16_LE (2 bytes) or S24_LE (4 bytes, the sample in the low 3, sign-extended).
+        static func bytes(_ samples: [[Int32]], width: Int) -> [UInt8] {
+            samples.flatMap { $0 }.flatMap { sample in (0..<width).map { UInt8(truncatingIfNeeded: sample >> ($0 * 8)) } }
+        }
+
+        @Test("a card whose hardware takes only IEC958 subframes (a Pi's vc4-hdmi): 16- and 24-bit players through keepalived: get it, their samples framed unchanged at their rate",
+              arguments: [(format: "S16_LE", bits: 16, rate: 44100, frames: 1000), (format: "S24_LE", bits: 24, rate: 96000, frames: 2000)])
+        func iec958OnlyHardware(player: (format: String, bits: Int, rate: Int, frames: Int)) async throws {
+            let state = try TestPaths.makeTemporaryDirectory("pi-hdmi-state")
+            defer { try? FileManager.default.removeItem(at: state) }
+            let setup = try PluginSetup("iec958-\(player.bits)", hardware: PluginSetup.faultyHardware(state: state, format: "IEC958_SUBFRAME_LE"))
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            let samples = Self.pattern(frames: player.frames, bits: player.bits)
+            let played = try await setup.play("keepalived-card0", format: player.format, rate: player.rate,
+                                              data: Self.bytes(samples, width: player.bits == 16 ? 2 : 4), socket: listener.path)
+            listener.stop()
+            #expect(played.status == 0 && played.fields["result"] == "0", "\(played)")
+            #expect(played.fields["frames"] == "\(player.frames)" && played.fields["type"] == "IEC958", "\(played)")
+            #expect(listener.received == [Self.line(card: 0, device: 0)], "the release is asked for as before")
+            let negotiated = try FileContents.text(state.appendingPathComponent("format"))
+            #expect(negotiated.hasPrefix("IEC958_SUBFRAME_LE \(player.rate) 2 "), "the hardware runs at the player's rate: \(negotiated)")
+
+            let decoded = IEC958Decoder().decode(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))))
+            print("IEC958 capture of a \(player.bits)-bit player at \(player.rate) Hz: \(decoded)")
+            #expect(decoded.problemCount == 0, "\(decoded.problems)")
+            #expect(decoded.samples.count == player.frames, "every frame written, and nothing else: \(decoded)")
+            #expect(decoded.blocks == player.frames / 192)
+            #expect(decoded.userBits == 0)
+            // Consumer, PCM, not copyrighted (04), original, PCM coder (82), unspecified (00),
+            // the player's rate (alsa-lib's FS_NOTID filled in), its word length (AES4: 16 bits
+            // 0x02, 24 bits 0x0b), the rest zero.
+            let wordLength: UInt8 = player.bits == 16 ? 0x02 : 0x0B
+            #expect(decoded.channelStatus == [0x04, 0x82, 0x00, IEC958Decoder.rateCode(player.rate)!, wordLength] + [UInt8](repeating: 0, count: 19),
+                    "\(decoded.channelStatus)")
+            let expected = samples.map { $0.map { player.bits == 16 ? $0 << 8 : $0 } }
+            let wrong = zip(decoded.samples, expected).enumerated().filter { $0.element.0 != $0.element.1 }
+            #expect(wrong.isEmpty, "\(wrong.count) frames differ, first \(wrong.prefix(3).map { "frame \($0.offset): \($0.element.0) != \($0.element.1)" })")
+        }
+
+        @Test("hardware that takes a linear format gets the player's samples as they are: no framing")
+        func linearHardwareAsItIs() async throws {
+            let state = try TestPaths.makeTemporaryDirectory("linear-state")
+            defer { try? FileManager.default.removeItem(at: state) }
+            let setup = try PluginSetup("linear", hardware: PluginSetup.faultyHardware(state: state, format: nil))
+            let samples = Self.pattern(frames: 500, bits: 16)
+            let data = Self.bytes(samples, width: 2)
+            let played = try await setup.play("keepalived-card0", format: "S16_LE", rate: 48000, data: data, socket: nil)
+            #expect(played.fields["result"] == "0" && played.fields["type"] != "IEC958", "\(played)")
+            let negotiated = try FileContents.text(state.appendingPathComponent("format"))
+            #expect(negotiated.hasPrefix("S16_LE 48000 2 "), "\(negotiated)")
+            #expect(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))) == data)
+        }
+
         @Test("the configuration: card, device, subdevice, comment, type and hint; anything else fails the open")
         func configurationKeys() async throws {
             let setup = try PluginSetup("keys")
@@ -259,7 +329,10 @@ final class PluginSetup {
     /// Where the test's stand-in for keepalived listens.
     var socket: String { directory.appendingPathComponent("control.sock").path }
 
-    init(_ label: String) throws {
+    /// `hardware`: ALSA configuration that stands in for the card's hw PCM, which this machine
+    /// does not have (``iec958Hardware(state:)``); it is added after alsa.conf, so a `pcm.!hw`
+    /// there is what the plug-in's own `hw:CARD=…` open finds.
+    init(_ label: String, hardware: String = "") throws {
         let built = try ALSAPluginBuild.get()
         directory = try TestPaths.makeTemporaryDirectory("alsa-plugin-\(label)")
         config = directory.appendingPathComponent("asound.conf")
@@ -276,6 +349,7 @@ final class PluginSetup {
             pcm.keepalived-unknown { type keepalived card 0 colour blue }
             pcm.keepalived-nocard { type keepalived device 0 }
             pcm.keepalived-baddevice { type keepalived card 0 device "zero" }
+            \(hardware)
 
             """
         try text.write(to: config, atomically: true, encoding: .utf8)
@@ -283,6 +357,52 @@ final class PluginSetup {
 
     deinit {
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Every `hw:` PCM as the faulty test PCM recording into `state`, taking `format` only: the
+    /// plug-in's open of `hw:CARD=0,DEV=0,SUBDEV=-1` (an integer card is not looked up) then ends
+    /// at it, through the same configuration lookup as on a card. With `IEC958_SUBFRAME_LE` it
+    /// stands in for a Raspberry Pi's vc4-hdmi hardware; nil: the faulty PCM's linear formats.
+    static func faultyHardware(state: URL, format: String?) throws -> String {
+        let library = try FaultyDevice.pluginLibrary()
+        return """
+            pcm_type.faulty { lib "\(library.path)" }
+            pcm.!hw {
+                @args [ CARD DEV SUBDEV ]
+                @args.CARD { type string }
+                @args.DEV { type integer }
+                @args.SUBDEV { type integer }
+                type faulty
+                state "\(state.path)"
+                \(format.map { "format \"\($0)\"" } ?? "")
+            }
+            """
+    }
+
+    /// What a player's playback came to (``play(_:format:rate:samples:socket:)``).
+    struct Played: CustomStringConvertible {
+        let status: Int32
+        /// `key=value` words the player printed: result, frames, type (the PCM type it got).
+        let fields: [String: String]
+        let stderr: String
+        var description: String { "status=\(status) \(fields) stderr=\(stderr.debugDescription)" }
+    }
+
+    /// Plays `data` (interleaved stereo in `format`: S16_LE or S24_LE) through `name` as a player
+    /// does: blocking open, snd_pcm_set_params, every frame written, drained, closed.
+    func play(_ name: String, format: String, rate: Int, data: [UInt8], socket: String?) async throws -> Played {
+        let file = directory.appendingPathComponent("play-\(format)-\(rate).raw")
+        try Data(data).write(to: file)
+        var environment = environment
+        environment["KEEPALIVED_SOCKET"] = socket ?? directory.appendingPathComponent("nothing-here.sock").path
+        let run = try await runCommand(ALSAPluginBuild.get().opener.path, ["--play", name, format, "\(rate)", file.path],
+                                       environment: environment, timeout: .seconds(20))
+        var fields: [String: String] = [:]
+        for word in run.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
+            let parts = word.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+        }
+        return Played(status: run.status, fields: fields, stderr: run.stderr)
     }
 
     /// The environment of a process that reads this configuration.
@@ -381,12 +501,38 @@ enum ALSAPluginBuild {
     /// Opens one PCM as a player does (SND_PCM_NONBLOCK) and prints what came of it; only the
     /// open is timed (the configuration is read before), and the descriptors it left open counted.
     /// `--hints`: the PCM names of alsa-lib's device hints (`aplay -L`), one a line.
+    /// `--play PCM FORMAT RATE FILE`: plays FILE's interleaved stereo frames as a player does
+    /// (aplay pads its last period with silence; this writes exactly the file's frames).
     static let openerSource = """
         #include <alsa/asoundlib.h>
         #include <dirent.h>
         #include <stdio.h>
+        #include <stdlib.h>
         #include <string.h>
         #include <time.h>
+
+        static int play(const char *name, const char *format_name, unsigned rate, const char *path) {
+            snd_pcm_format_t format = snd_pcm_format_value(format_name);
+            FILE *file = fopen(path, "rb");
+            if (format == SND_PCM_FORMAT_UNKNOWN || !file) { fprintf(stderr, "bad format or file\\n"); return 2; }
+            static unsigned char data[1 << 20];
+            size_t bytes = fread(data, 1, sizeof data, file);
+            fclose(file);
+            size_t frame = (size_t)snd_pcm_format_physical_width(format) / 8 * 2;
+            snd_pcm_uframes_t frames = bytes / frame, done = 0;
+            snd_pcm_t *pcm;
+            int result = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0);
+            if (result < 0) { printf("result=%d\\n", result); return 0; }
+            result = snd_pcm_set_params(pcm, format, SND_PCM_ACCESS_RW_INTERLEAVED, 2, rate, 0, 200000);
+            while (result >= 0 && done < frames) {
+                snd_pcm_sframes_t written = snd_pcm_writei(pcm, data + done * frame, frames - done);
+                if (written < 0) result = (int)written; else done += (snd_pcm_uframes_t)written;
+            }
+            if (result >= 0) result = snd_pcm_drain(pcm);
+            printf("result=%d frames=%lu type=%s\\n", result, (unsigned long)done, snd_pcm_type_name(snd_pcm_type(pcm)));
+            snd_pcm_close(pcm);
+            return 0;
+        }
 
         static int open_descriptors(void) {
             int count = 0;
@@ -409,8 +555,9 @@ enum ALSAPluginBuild {
                 snd_device_name_free_hint(hints);
                 return 0;
             }
+            if (argc == 6 && strcmp(argv[1], "--play") == 0) return play(argv[2], argv[3], (unsigned)atoi(argv[4]), argv[5]);
             if (argc != 3) {
-                fprintf(stderr, "usage: alsa-open PCM playback|capture, or alsa-open --hints\\n");
+                fprintf(stderr, "usage: alsa-open PCM playback|capture, alsa-open --hints, or alsa-open --play PCM FORMAT RATE FILE\\n");
                 return 2;
             }
             snd_pcm_stream_t stream = strcmp(argv[2], "capture") == 0 ? SND_PCM_STREAM_CAPTURE : SND_PCM_STREAM_PLAYBACK;

@@ -74,4 +74,28 @@ struct DevicesListingTests {
               now: playing, ring-loop as hw:0,3
             """)
     }
+
+    @Test("text: an IEC958-only HDMI port (a Pi's) says what keepalived opens, that it is exclusive, and what players name")
+    func iec958Only() {
+        let listing = DevicesCommand.Listing(
+            soundServer: "none answers", sinks: [],
+            outputs: [DevicesCommand.Block(
+                DevicesCommand.Output(title: "vc4-hdmi-0 — MAI PCM i2s-hifi-0", card: 1, cardID: "vc4hdmi0", device: 0, kind: "HDMI/DisplayPort",
+                                      opens: "hdmi:CARD=vc4hdmi0,DEV=0", shared: false, forPlayers: "keepalived:CARD=vc4hdmi0,DEV=0",
+                                      hardware: "IEC958 only"),
+                DevicesCommand.Selections(pickedBy: ["--all", "--digital"], notPickedBecause: ["--analog": "a digital output"]))],
+            configured: [])
+        #expect(DevicesCommand.describe(listing) == """
+            Sound server: none answers
+
+            vc4-hdmi-0 — MAI PCM i2s-hifi-0    (card 1 "vc4hdmi0", device 0)
+              kind: HDMI/DisplayPort, its hardware: IEC958 only
+              keepalived opens: hdmi:CARD=vc4hdmi0,DEV=0 (exclusive: no shared form exists for IEC958-only hardware;
+                a program that opens the card's default, hdmi: or hw: gets "busy" while keepalived plays)
+              for players: keepalived:CARD=vc4hdmi0,DEV=0 (handed over by keepalived while they play, their samples framed into IEC958)
+              picked by: --all, --digital
+              not by --analog: a digital output
+            """)
+        #expect(ControlJSON.encode(listing).contains(#""hardware":"IEC958 only""#))
+    }
 }

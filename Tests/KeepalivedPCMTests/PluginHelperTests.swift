@@ -275,3 +275,40 @@ struct ReleaseTimeoutTests {
         #expect(ckeepalived_pcm_release_timeout_ms("0.5s") == -1)
     }
 }
+
+@Suite("The ALSA plug-in's IEC958 framing")
+struct FramingTests {
+    // snd_pcm_format_t values (alsa-lib's ABI; the test target does not see its headers).
+    static let s8 = 0, s16LE = 2, s24LE = 6, s32LE = 10, floatLE = 14, iec958LE = 18, iec958BE = 19, s24_3LE = 32, dsdU8 = 48
+
+    static func mask(_ formats: Int...) -> UInt64 { formats.reduce(0) { $0 | 1 << UInt64($1) } }
+
+    @Test("framed only when the hardware takes no linear format and takes IEC958 subframes; LE before BE")
+    func framingRule() {
+        #expect(ckeepalived_pcm_framing_for(Self.mask(Self.iec958LE)) == CKEEPALIVED_PCM_FRAMING_IEC958_LE, "a Pi's vc4-hdmi")
+        #expect(ckeepalived_pcm_framing_for(Self.mask(Self.iec958BE)) == CKEEPALIVED_PCM_FRAMING_IEC958_BE)
+        #expect(ckeepalived_pcm_framing_for(Self.mask(Self.iec958LE, Self.iec958BE)) == CKEEPALIVED_PCM_FRAMING_IEC958_LE)
+        for linear in [Self.s8, Self.s16LE, Self.s24LE, Self.s32LE, Self.s24_3LE] {
+            #expect(ckeepalived_pcm_framing_for(Self.mask(linear, Self.iec958LE)) == CKEEPALIVED_PCM_FRAMING_NONE,
+                    "format \(linear) beside IEC958: the player's samples go as they are")
+        }
+        // Nothing keepalived could frame for: handed over, the player meets the device's answer.
+        #expect(ckeepalived_pcm_framing_for(0) == CKEEPALIVED_PCM_FRAMING_NONE)
+        #expect(ckeepalived_pcm_framing_for(Self.mask(Self.floatLE)) == CKEEPALIVED_PCM_FRAMING_NONE)
+        #expect(ckeepalived_pcm_framing_for(Self.mask(Self.dsdU8)) == CKEEPALIVED_PCM_FRAMING_NONE)
+        // A float format does not count as linear: float beside IEC958 is framed.
+        #expect(ckeepalived_pcm_framing_for(Self.mask(Self.floatLE, Self.iec958LE)) == CKEEPALIVED_PCM_FRAMING_IEC958_LE)
+        // Bits past alsa-lib's last format are ignored.
+        #expect(ckeepalived_pcm_framing_for(1 << 63 | Self.mask(Self.iec958LE)) == CKEEPALIVED_PCM_FRAMING_IEC958_LE)
+    }
+
+    @Test("the channel status vc4-hdmi.conf sets, rate and word length left to alsa-lib; preambles Z X Y")
+    func statusAndPreambles() {
+        var status = [UInt8](repeating: 0xFF, count: Int(CKEEPALIVED_PCM_IEC958_STATUS_BYTES))
+        ckeepalived_pcm_iec958_status(&status)
+        #expect(status == [0x04, 0x82, 0x00, 0x01] + [UInt8](repeating: 0, count: 20))
+        var preambles: [UInt8] = [0, 0, 0]
+        ckeepalived_pcm_iec958_preambles(&preambles)
+        #expect(preambles == [0x08, 0x02, 0x04])
+    }
+}

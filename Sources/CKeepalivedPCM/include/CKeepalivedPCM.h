@@ -8,6 +8,13 @@
 // `hw:CARD=<index>,DEV=<d>,SUBDEV=<s>` for the player with the player's own mode: the player
 // then has the hardware itself, with nothing in between. A capture stream only opens the hardware.
 //
+// A device whose hardware takes no linear format but IEC958 subframes (a Raspberry Pi's HDMI,
+// vc4-hdmi: the card frames nothing itself, alsa-lib's `hdmi:` does it in software) would refuse
+// every player's S16/S24/S32. For such a device the player gets alsa-lib's own `iec958` PCM
+// over that same hw handle: its samples go unchanged into the subframes' 24-bit field, at its
+// own rate, with the channel status vc4-hdmi.conf sets. (alsa-lib's plug converts to IEC958
+// only from 1.2.12 on: `keepalived-plug:` alone did not play there on Debian 12.)
+//
 // What this header declares are the plug-in's pure pieces (no I/O), so that the tests call the
 // very code the plug-in runs. The plug-in's entry point, _snd_pcm_keepalived_open, is alsa-lib's
 // (SND_PCM_PLUGIN_DEFINE_FUNC) and not declared here.
@@ -45,6 +52,36 @@ int ckeepalived_pcm_request_line(char *buffer, size_t size, int card, int device
 /// -1 when `size` is too small (CKEEPALIVED_PCM_HW_NAME_MAX always suffices); then `buffer` holds
 /// "" if `size` > 0.
 int ckeepalived_pcm_hw_name(char *buffer, size_t size, int card, int device, int subdevice);
+
+/// What the player is handed over a hw PCM, from the formats its hardware takes.
+enum ckeepalived_pcm_framing {
+    /// The hw PCM itself: it takes a linear format (or nothing keepalived could frame for it).
+    CKEEPALIVED_PCM_FRAMING_NONE = 0,
+    /// alsa-lib's iec958 PCM over it, framing into IEC958_SUBFRAME_LE.
+    CKEEPALIVED_PCM_FRAMING_IEC958_LE = 1,
+    /// The same into IEC958_SUBFRAME_BE (no known card; the one other subframe order ALSA has).
+    CKEEPALIVED_PCM_FRAMING_IEC958_BE = 2,
+};
+
+/// How to hand over a hw PCM whose hardware takes the formats in `formats`: bit N set when it
+/// takes snd_pcm_format_t N (snd_pcm_format_mask_test over SND_PCM_FORMAT_S8..63). Framing only
+/// when no linear integer format is there, so that every card that plays PCM as it is keeps
+/// getting the player's samples untouched.
+enum ckeepalived_pcm_framing ckeepalived_pcm_framing_for(unsigned long long formats);
+
+/// Bytes of IEC958 channel status ckeepalived_pcm_iec958_status writes (one 192-frame block).
+#define CKEEPALIVED_PCM_IEC958_STATUS_BYTES 24
+
+/// Writes the channel status the framing starts from into `status` (24 bytes): consumer, PCM
+/// audio, not copyrighted, no emphasis (0x04), original, PCM coder (0x82), source and channel
+/// unspecified (0x00), sample rate not indicated (0x01): alsa-lib's iec958 PCM puts the
+/// negotiated rate (and the word length) there at hw_params, as for vc4-hdmi.conf's `hdmi:`.
+void ckeepalived_pcm_iec958_status(unsigned char status[CKEEPALIVED_PCM_IEC958_STATUS_BYTES]);
+
+/// The preambles the framing marks subframes with, in the order snd_pcm_iec958_open takes them:
+/// Z (the first subframe of a block), X (any other first subframe), Y (the second): 0x08, 0x02,
+/// 0x04, as vc4-hdmi's driver reads them (alsa-lib's defaults).
+void ckeepalived_pcm_iec958_preambles(unsigned char preambles[3]);
 
 /// How long an open waits for keepalived's answers by default, in milliseconds.
 #define CKEEPALIVED_PCM_RELEASE_TIMEOUT_DEFAULT_MS 200

@@ -40,6 +40,22 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
     /// configuration (no `CARD=`) are taken as named. An output that one of `exclusions` matches
     /// is left out (a card device when any of its names or descriptions matches).
     public func pick(from devices: [ALSADevice], allowExclusive: Bool = false, excluding exclusions: [OutputExclusion] = []) -> [String] {
+        pick(from: devices, allowExclusive: allowExclusive, excluding: exclusions, mixing: [:])
+    }
+
+    /// ``pick(from:allowExclusive:excluding:)`` knowing what dmix can do on some card devices
+    /// (`mixing`, by `CARD,DEV` as ``split(_:)`` keys them, from ``CardDeviceMixing/probe``); a
+    /// card device not in it is taken to be mixable, as ALSA's hints say.
+    ///
+    /// - A dmix is never picked where dmix cannot mix (`.iec958Only`, `.unmixable`).
+    /// - An IEC958-only card device (a Raspberry Pi's HDMI) is digital whatever its description
+    ///   says, and is taken by `all` and `digital` without `allowExclusive`: no shared form of it
+    ///   exists at all (two programs cannot share it through any PCM), so taking it costs others
+    ///   no more than any program playing there; players get it through `keepalived:`. It is
+    ///   opened as ``iec958Form(_:in:)`` names it.
+    /// - An unmixable one (float or DSD only) only through `plughw:` with `allowExclusive`.
+    package func pick(from devices: [ALSADevice], allowExclusive: Bool = false, excluding exclusions: [OutputExclusion] = [],
+                      mixing: [String: CardDeviceMixing]) -> [String] {
         let excluded = Self.excluded(devices, by: exclusions)
         var picked: [String] = []
         var sharedCardDevices = Set<String>()
@@ -48,20 +64,59 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
             if prefix == "dmix", let card { sharedCardDevices.insert(card) }
         }
         var exclusiveTaken = Set<String>()
-        for device in devices where matches(device) && excluded.names[device.name] == nil {
+        for device in devices where excluded.names[device.name] == nil {
             let (prefix, card) = Self.split(device.name)
             if let card {
                 guard excluded.cards[card] == nil else { continue }
-                if prefix == "dmix" {
-                    picked.append(device.name)
-                } else if allowExclusive, prefix == "plughw", !sharedCardDevices.contains(card), exclusiveTaken.insert(card).inserted {
-                    picked.append(device.name)
+                switch mixing[card] {
+                case .iec958Only?:
+                    // At the place of its dmix hint, or of its hw one when it has none.
+                    guard self != .analog, prefix == "dmix" || (prefix == "hw" && !sharedCardDevices.contains(card)),
+                          exclusiveTaken.insert(card).inserted else { continue }
+                    picked.append(Self.iec958Form(card, in: devices))
+                case .unmixable?:
+                    if matches(device), allowExclusive, prefix == "plughw", exclusiveTaken.insert(card).inserted { picked.append(device.name) }
+                case .mixable?, nil:
+                    guard matches(device) else { continue }
+                    if prefix == "dmix" {
+                        picked.append(device.name)
+                    } else if allowExclusive, prefix == "plughw", !sharedCardDevices.contains(card), exclusiveTaken.insert(card).inserted {
+                        picked.append(device.name)
+                    }
                 }
-            } else if !Self.virtualDevices.contains(prefix), !Self.exclusivePrefixes.contains(prefix) {
+            } else if matches(device), !Self.virtualDevices.contains(prefix), !Self.exclusivePrefixes.contains(prefix) {
                 picked.append(device.name)
             }
         }
         return picked
+    }
+
+    /// The PCM that keeps IEC958-only card device `card` (`vc4hdmi0,0`) awake: the card's own
+    /// `hdmi:` alias where the hints list one for it, which frames in software and sets the
+    /// card's IEC958 controls as the card's configuration says; else its `hw:` (keepalived's
+    /// engine frames IEC958 itself).
+    ///
+    /// `hdmi:`'s DEV counts the card's HDMI outputs, not its PCM devices (HDA's `hdmi:…,DEV=0`
+    /// is PCM device 3), so an alias is paired with a PCM device only where the card has as
+    /// many `hdmi:` hints as PCM devices in the hints (a Pi's vc4hdmi cards: one of each), by
+    /// their order; any other card gets `hw:`.
+    package static func iec958Form(_ card: String, in devices: [ALSADevice]) -> String {
+        let parts = card.split(separator: ",", maxSplits: 1).map(String.init)
+        let (id, device) = (parts[0], parts.count > 1 ? parts[1] : "0")
+        var numbers = Set<Int>()
+        var hdmi: [Int: String] = [:]
+        for hint in devices {
+            let (prefix, key) = split(hint.name)
+            guard let key, key.split(separator: ",").first.map(String.init) == id,
+                  let number = key.split(separator: ",").last.flatMap({ Int($0) }) else { continue }
+            if ["hw", "plughw", "dmix"].contains(prefix) { numbers.insert(number) }
+            if prefix == "hdmi" { hdmi[number] = hint.name }
+        }
+        let ordered = numbers.sorted()
+        if hdmi.count == ordered.count, let number = Int(device), let position = ordered.firstIndex(of: number), let alias = hdmi[position] {
+            return alias
+        }
+        return "hw:CARD=\(id),DEV=\(device)"
     }
 
     /// The first exclusion matching each card device (by its `CARD,DEV` key) and each other PCM.

@@ -58,6 +58,10 @@ package struct DevicesCommand: ParsableCommand {
         /// The ALSA PCM a player names to get this device from keepalived, bit-perfect
         /// (`keepalived:CARD=Intel,DEV=0`, as `hw:` would name it).
         var forPlayers: String
+        /// What its hardware takes, as far as dmix goes: `mixable`, `IEC958 only` (a Raspberry
+        /// Pi's HDMI: no shared form exists), `unmixable`; nil when it could not be asked (busy,
+        /// or refusing opens) and its configuration does not tell.
+        var hardware: String?
     }
 
     /// One of the sound server's sinks.
@@ -171,7 +175,8 @@ package struct DevicesCommand: ParsableCommand {
         }
         let excluded = OutputSelection.excluded(hints, by: exclusions)
         let server = Self.askServer()
-        let offer = OutputOffer(hints: hints, server: server, cardIndices: OutputScanner.cardIndices(hints))
+        var offer = OutputOffer(hints: hints, server: server, cardIndices: OutputScanner.cardIndices(hints))
+        offer.mixing = MixingProbes().mixing(for: hints) { OutputPlanner.cardRefusal($0, in: offer) == nil }
         let choice = OutputChoice(selection: .all, bluetooth: true, exclusions: exclusions, allowExclusive: exclusive)
         let playing = { (output: OutputReport) in
             "\(output.state)\(output.reason.map { " (\($0))" } ?? "")\(output.mode.map { ", \($0)" } ?? "")"
@@ -189,15 +194,20 @@ package struct DevicesCommand: ParsableCommand {
         case .unreachable(let why): "none answers (\(why))"
         case .unknown: "none answered within 2 s"
         }
-        let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: exclusive, excluding: exclusions))) }
-        let exclusivePicks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: true))) }
+        let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: exclusive, excluding: exclusions, mixing: offer.mixing))) }
+        let exclusivePicks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: true, mixing: offer.mixing))) }
 
         var outputs: [Block<Output>] = []
         for device in CardDevice.playbackDevices() {
+            let key = "\(device.cardID),\(device.device)"
+            let mixing = offer.mixing[key]
             let shared = device.pcm("dmix")
-            let exclusiveForm = device.pcm("plughw")
-            let hasShared = names.contains(shared)
-            let opens: String? = hasShared ? shared : (exclusive ? exclusiveForm : nil)
+            // An IEC958-only device has no shared form, whatever the hints list; an unmixable
+            // one none either (its dmix cannot play).
+            let exclusiveForm = mixing == .iec958Only ? OutputSelection.iec958Form(key, in: hints) : device.pcm("plughw")
+            let hasShared = names.contains(shared) && mixing != .iec958Only && mixing != .unmixable
+            let opens: String? = hasShared ? shared : (exclusive || mixing == .iec958Only ? exclusiveForm : nil)
+            let isDigital = device.kind.isDigital || mixing == .iec958Only
             var pickedBy: [String] = []
             var reasons: [String: String] = [:]
             let exclusion = excluded.cards["\(device.cardID),\(device.device)"]
@@ -207,14 +217,16 @@ package struct DevicesCommand: ParsableCommand {
                     reasons["--\(selection)"] = leftAlone
                 } else if let opens, picked.contains(opens) {
                     pickedBy.append("--\(selection)")
-                } else if selection == .digital, !device.kind.isDigital {
+                } else if selection == .digital, !isDigital {
                     reasons["--\(selection)"] = "not a digital output"
-                } else if selection == .analog, device.kind.isDigital {
+                } else if selection == .analog, isDigital {
                     reasons["--\(selection)"] = "a digital output"
                 } else if let exclusion {
                     reasons["--\(selection)"] = "excluded by --exclude '\(exclusion)'"
                 } else if !hasShared, exclusivePicks.first(where: { $0.0 == selection })?.1.contains(exclusiveForm) == true {
-                    reasons["--\(selection)"] = "no shared (dmix) form: only with --exclusive, as \(exclusiveForm)"
+                    reasons["--\(selection)"] = mixing == .unmixable
+                        ? "dmix cannot mix what its hardware takes: only with --exclusive, as \(exclusiveForm)"
+                        : "no shared (dmix) form: only with --exclusive, as \(exclusiveForm)"
                 } else {
                     reasons["--\(selection)"] = "not in ALSA's device hints"
                 }
@@ -223,7 +235,7 @@ package struct DevicesCommand: ParsableCommand {
             outputs.append(Block(
                 Output(title: device.title, card: device.card, cardID: device.cardID, device: device.device, kind: device.kind.rawValue,
                        opens: opens, shared: hasShared, excludedBy: exclusion?.pattern, leftAlone: leftAlone,
-                       forPlayers: device.pcm("keepalived")),
+                       forPlayers: device.pcm("keepalived"), hardware: mixing?.rawValue),
                 Selections(pickedBy: pickedBy, notPickedBecause: reasons, playing: playingHere)))
         }
 
@@ -291,14 +303,21 @@ package struct DevicesCommand: ParsableCommand {
         for output in listing.outputs {
             if lines.last != "" { lines.append("") }
             lines.append("\(output.title)    (card \(output.card) \"\(output.cardID)\", device \(output.device))")
-            lines.append("  kind: \(output.kind)")
-            if let opens = output.opens {
+            lines.append("  kind: \(output.kind)\(output.hardware.map { ", its hardware: \($0)" } ?? "")")
+            if output.hardware == CardDeviceMixing.iec958Only.rawValue, let opens = output.opens {
+                lines.append("  keepalived opens: \(opens) (exclusive: no shared form exists for IEC958-only hardware;")
+                lines.append("    a program that opens the card's default, hdmi: or hw: gets \"busy\" while keepalived plays)")
+            } else if let opens = output.opens {
                 lines.append("  keepalived opens: \(opens)\(output.shared ? " (shared with other programs)" : " (exclusive: other programs cannot play to it meanwhile)")")
             } else {
                 lines.append("  keepalived opens: nothing without --exclusive (no shared dmix form)")
             }
             if let leftAlone = output.leftAlone { lines.append("  left alone: \(leftAlone)") }
-            lines.append("  for players: \(output.forPlayers) (the hardware itself, handed over by keepalived while they play)")
+            if output.hardware == CardDeviceMixing.iec958Only.rawValue {
+                lines.append("  for players: \(output.forPlayers) (handed over by keepalived while they play, their samples framed into IEC958)")
+            } else {
+                lines.append("  for players: \(output.forPlayers) (the hardware itself, handed over by keepalived while they play)")
+            }
             lines += output.selections.lines
         }
         if !listing.configured.isEmpty {

@@ -23,6 +23,10 @@ struct OutputOffer: Sendable, Equatable {
     /// Cards another user's sound server held earlier in this process: its sink may be suspended
     /// now (device closed), and the card is still its own.
     var otherUsersServerCards: [Int: String] = [:]
+    /// What dmix can do on the card devices probed (``MixingProbes``), by `CARD,DEV`: a dmix is
+    /// never picked where it cannot mix, and an IEC958-only device is kept awake through its
+    /// `hdmi:` or `hw:` alone.
+    var mixing: [String: CardDeviceMixing] = [:]
 }
 
 /// One output a choice picks: its PCM, and the sink it plays to when it is a sink.
@@ -43,7 +47,10 @@ struct PickedOutput: Sendable, Equatable {
 ///   yet is one it is about to claim (a USB DAC just plugged in). A card another program
 ///   reserved is never opened, nor one another user's program has open or another user's sound
 ///   server held (a system service beside a desktop user's server, whose bus it cannot reach).
-/// - While the server has not answered yet, no card is picked: it may own them all. A card a
+/// - While the server has not answered yet, no card is picked: it may own them all.
+/// - A card device's dmix is picked only where dmix can mix its hardware's formats; an
+///   IEC958-only one (a Raspberry Pi's HDMI) through its `hdmi:` or `hw:`, exclusively
+///   (``OutputSelection/pick(from:allowExclusive:excluding:mixing:)``). A card a
 ///   server owned stays its own while the server is gone (a restart, a crash).
 ///
 /// ```swift
@@ -54,7 +61,7 @@ enum OutputPlanner {
     static func pick(_ choice: OutputChoice, in offer: OutputOffer) -> [PickedOutput] {
         var picks: [PickedOutput] = []
         if let selection = choice.selection {
-            for pcm in selection.pick(from: offer.hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions)
+            for pcm in selection.pick(from: offer.hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions, mixing: offer.mixing)
             where cardRefusal(pcm, in: offer) == nil {
                 picks.append(PickedOutput(pcm: pcm))
             }

@@ -62,6 +62,9 @@ final class OutputScanner: Sendable {
     /// The session bus's device reservations, when there is a session bus.
     let reservations: DeviceReservations?
 
+    /// What dmix can do on each card device, probed once each.
+    let mixingProbes = MixingProbes()
+
     init(logger: Logger, reservations: DeviceReservations? = nil) {
         self.logger = logger
         self.reservations = reservations
@@ -100,9 +103,15 @@ final class OutputScanner: Sendable {
             }
             return state.otherUsersServerCards
         }
-        return OutputOffer(hints: hints, server: server, reservedCards: reservations?.reservedByOthers ?? [:],
-                           formerServerCards: formerServerCards, cardIndices: Self.cardIndices(hints),
-                           holders: holders, uid: uid, otherUsersServerCards: otherServers)
+        var offer = OutputOffer(hints: hints, server: server, reservedCards: reservations?.reservedByOthers ?? [:],
+                                formerServerCards: formerServerCards, cardIndices: Self.cardIndices(hints),
+                                holders: holders, uid: uid, otherUsersServerCards: otherServers)
+        // Only when a selection reads it, and never on a card left to someone else: a probe
+        // opens the hardware for a moment.
+        if state.withLock({ $0.choice.selection }) != nil {
+            offer.mixing = mixingProbes.mixing(for: hints) { OutputPlanner.cardRefusal($0, in: offer) == nil }
+        }
+        return offer
     }
 
     /// Drains the sink watcher's doorbell after its descriptor polled readable.
@@ -285,7 +294,7 @@ final class OutputScanner: Sendable {
         for pcm in base.devices {
             if let why = OutputPlanner.reservation(pcm, in: offer) { withheld[pcm] = why }
         }
-        for pcm in choice.selection?.pick(from: hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions) ?? [] {
+        for pcm in choice.selection?.pick(from: hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions, mixing: offer.mixing) ?? [] {
             if let why = OutputPlanner.cardRefusal(pcm, in: offer) { withheld[pcm] = why }
         }
         return withheld
