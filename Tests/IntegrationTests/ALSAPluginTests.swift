@@ -266,20 +266,20 @@ extension Integration {
             let negotiated = try FileContents.text(state.appendingPathComponent("format"))
             #expect(negotiated.hasPrefix("IEC958_SUBFRAME_LE \(player.rate) 2 "), "the hardware runs at the player's rate: \(negotiated)")
 
-            let decoded = IEC958Decoder().decode(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))))
+            let decoded = IEC958Decoder.decode(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))), channels: 2)
             print("IEC958 capture of a \(player.bits)-bit player at \(player.rate) Hz: \(decoded)")
+            // Every subframe valid: preambles, parity, validity and user bits 0, one status block.
             #expect(decoded.problemCount == 0, "\(decoded.problems)")
-            #expect(decoded.samples.count == player.frames, "every frame written, and nothing else: \(decoded)")
+            #expect(decoded.frames == player.frames, "every frame written, and nothing else: \(decoded)")
             #expect(decoded.blocks == player.frames / 192)
-            #expect(decoded.userBits == 0)
             // Consumer, PCM, not copyrighted (04), original, PCM coder (82), unspecified (00),
             // the player's rate (alsa-lib's FS_NOTID filled in), its word length (AES4: 16 bits
             // 0x02, 24 bits 0x0b), the rest zero.
             let wordLength: UInt8 = player.bits == 16 ? 0x02 : 0x0B
-            #expect(decoded.channelStatus == [0x04, 0x82, 0x00, IEC958Decoder.rateCode(player.rate)!, wordLength] + [UInt8](repeating: 0, count: 19),
+            #expect(decoded.channelStatus == [0x04, 0x82, 0x00, IEC958Decoder.frequencyCode(player.rate)!, wordLength] + [UInt8](repeating: 0, count: 19),
                     "\(decoded.channelStatus)")
             let expected = samples.map { $0.map { player.bits == 16 ? $0 << 8 : $0 } }
-            let wrong = zip(decoded.samples, expected).enumerated().filter { $0.element.0 != $0.element.1 }
+            let wrong = zip(decoded.frameSamples, expected).enumerated().filter { $0.element.0 != $0.element.1 }
             #expect(wrong.isEmpty, "\(wrong.count) frames differ, first \(wrong.prefix(3).map { "frame \($0.offset): \($0.element.0) != \($0.element.1)" })")
         }
 

@@ -37,6 +37,18 @@ public struct IEC958Decoder: CustomStringConvertible {
     /// The subframes' samples as 24-bit values, one channel's.
     public func channel(_ index: Int) -> [Int32] { samples[index] }
 
+    /// The samples frame by frame, each frame's channels in order.
+    public var frameSamples: [[Int32]] {
+        (0..<frames).map { frame in samples.map { $0[frame] } }
+    }
+
+    /// IEC 60958-3's sampling-frequency code (channel-status byte 3) for `rate`; nil for a rate
+    /// it has none for.
+    public static func frequencyCode(_ rate: Int) -> UInt8? {
+        [22050: 0x04, 24000: 0x06, 32000: 0x03, 44100: 0x00, 48000: 0x02, 88200: 0x08, 96000: 0x0A,
+         176_400: 0x0C, 192_000: 0x0E, 768_000: 0x09][rate]
+    }
+
     /// The smallest and largest sample over every channel; nil with no frame.
     public var sampleRange: ClosedRange<Int32>? {
         let all = samples.joined()
