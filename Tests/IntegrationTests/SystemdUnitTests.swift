@@ -61,6 +61,10 @@ extension Integration {
             #expect(unit["Service", "DevicePolicy"] == ["closed"])
             #expect(unit["Service", "DeviceAllow"].contains { $0.hasPrefix("char-alsa") }, "\(unit["Service", "DeviceAllow"])")
             #expect(unit["Service", "ExecReload"].count == 1)
+            // /bin/kill is procps's, absent from a minimal Debian: the reload must use the shell's kill.
+            for reload in unit["Service", "ExecReload"] {
+                #expect(reload.hasPrefix("/bin/sh -c ") && reload.contains("kill -HUP") && !reload.contains("/bin/kill"), "\(reload)")
+            }
             #expect(unit["Service", "RuntimeDirectory"] == ["keepalived-audio"])
             let start = try #require(unit["Service", "ExecStart"].first)
             #expect(start.contains(" run ") && start.contains("--config /etc/keepalived-audio/keepalived-audio.conf"), "\(start)")
@@ -73,6 +77,7 @@ extension Integration {
             #expect(after.isSuperset(of: ["pipewire.service", "pulseaudio.service"]), "\(after)")
             #expect(user["Service", "Type"] == ["notify"])
             #expect(user["Service", "ExecReload"].count == 1, "the daemon rereads its options file on reload")
+            #expect(user["Service", "ExecReload"] == unit["Service", "ExecReload"], "\(user["Service", "ExecReload"])")
         }
     }
 }

@@ -7,12 +7,13 @@ the package installed by `apt-get install ./keepalived-audio_*.deb` as a user wo
 as PID 1 over it. Nothing loads a sound driver but udev during boot, so units start in the
 order a real box starts them.
 
-Three roots: Debian 12 amd64 (this machine's suite), Debian 13 amd64 and Debian 13 arm64 (the
-base of current Raspberry Pi OS). The Debian 13 ones also hold what the package depends on and
-recommends (libasound2t64, polkitd) and alsa-utils, so that `apt-get install ./deb` resolves
-everything from the root itself. The arm64 root is made by mmdebstrap (this machine's apt resolves
-and downloads; dpkg, apt and the maintainer scripts run in the root under qemu-user-static,
-binfmt_misc: suites.ensure_binfmt), as is every later command in it (the package's installation).
+Four roots: Debian 12 amd64 (this machine's suite), Debian 13 amd64, and Debian 12 and 13 arm64
+(the bases of Raspberry Pi OS Bookworm and Trixie). All but the first also hold what the package
+depends on and recommends (libasound2 or libasound2t64, polkitd) and alsa-utils, so that `apt-get
+install ./deb` resolves everything from the root itself. The arm64 roots are made by mmdebstrap
+(this machine's apt resolves and downloads; dpkg, apt and the maintainer scripts run in the root
+under qemu-user-static, binfmt_misc: suites.ensure_binfmt), as is every later command in them
+(the package's installation).
 
     base = debroot.ensure_base()                      # cached: .build/vm-cache/debian-root-base
     base = debroot.ensure_base("trixie", "arm64")     # .build/vm-cache/debian-trixie-arm64-root-base
@@ -33,19 +34,22 @@ import vmrig
 
 SUITE = "bookworm"
 INCLUDE = "systemd-sysv,udev,dbus,kmod"
-# Debian 13's roots: also what the package depends on and recommends (apt then finds every
-# dependency in the root: no download at install time), and alsa-utils (aplay, a player).
+# The other roots: also what the package depends on and recommends (apt then finds every
+# dependency in the root: no download at install time, and the guest has no network), and
+# alsa-utils (aplay, a player). Debian 12 arm64 has them under their old names (libasound2).
 INCLUDES = {
-    "bookworm": INCLUDE,
-    "trixie": "systemd-sysv,udev,dbus,kmod,libpam-systemd,libasound2t64,polkitd,alsa-utils",
+    ("bookworm", "amd64"): INCLUDE,
+    ("bookworm", "arm64"): "systemd-sysv,udev,dbus,kmod,libpam-systemd,libasound2,polkitd,alsa-utils",
+    ("trixie", "amd64"): "systemd-sysv,udev,dbus,kmod,libpam-systemd,libasound2t64,polkitd,alsa-utils",
+    ("trixie", "arm64"): "systemd-sysv,udev,dbus,kmod,libpam-systemd,libasound2t64,polkitd,alsa-utils",
 }
 # Every root the scenarios boot: (suite, architecture).
-ROOTS = (("bookworm", "amd64"), ("trixie", "amd64"), ("trixie", "arm64"))
+ROOTS = tuple(INCLUDES)
 
 
 def _stamp(suite, arch):
-    return f"minbase {suite} {INCLUDES[suite]}\n" if (suite, arch) == (SUITE, "amd64") \
-        else f"minbase {suite} {arch} {INCLUDES[suite]}\n"
+    return f"minbase {suite} {INCLUDES[suite, arch]}\n" if (suite, arch) == (SUITE, "amd64") \
+        else f"minbase {suite} {arch} {INCLUDES[suite, arch]}\n"
 
 
 def base_dir(suite=SUITE, arch="amd64"):
@@ -85,7 +89,7 @@ def _ensure_base(suite, arch):
         return base
     tmp = base.with_name(base.name + ".tmp")
     _sh(f"rm -rf {shlex.quote(str(tmp))} {shlex.quote(str(base))}")
-    include = INCLUDES[suite]
+    include = INCLUDES[suite, arch]
     foreign = arch != suites.host_arch()
     t0 = time.monotonic()
     if foreign:

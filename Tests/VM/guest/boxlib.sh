@@ -6,7 +6,8 @@
 # - box-playing: the service plays on both at boot (`keepalived status` as root answers, each
 #   output `playing` in ring-loop mode), each within 2 s of the later of its card (udev) and the
 #   daemon's start-up; the ALSA core came first (modprobe@snd); polkitd lets logind grant the
-#   sleep delay lock;
+#   sleep delay lock; `systemctl reload` reaches the daemon (box-reload: the root has no procps)
+#   and leaves both outputs playing;
 # - ring-loop: over a minute of nothing asked of it, the service's process (every thread) wakes
 #   at most 0.1 times a second; its wakeups/s and CPU are printed as `ring_loop …` (TCG: CPU is
 #   emulated, compare architectures as a ratio); the HDA codec (power_save=1) never slept;
@@ -21,6 +22,8 @@
 #   BOX_CARD_BOUND   seconds from a card (or the daemon's start-up) to playing on it (default 2)
 #   BOX_LOAN_BOUND   seconds from a player's exit to keepalived's take-back (default 1)
 #   BOX_RELEASE_TIMEOUT  the players' KEEPALIVED_RELEASE_TIMEOUT in ms (default: the plug-in's 200)
+# BOX_FULL=no leaves out the ring loop's minute and the test tone (a second release's lighter run:
+# what differs between releases is the install, the boot, the hand-off and the purge).
 
 BOX_UNIT=keepalived-audio.service
 BOX_K=/usr/bin/keepalived
@@ -28,6 +31,7 @@ BOX_CONF=/etc/keepalived-audio/keepalived-audio.conf
 BOX_WINDOW=${BOX_WINDOW:-30}
 BOX_LOAN_BOUND=${BOX_LOAN_BOUND:-1}
 BOX_CARD_BOUND=${BOX_CARD_BOUND:-2}
+BOX_FULL=${BOX_FULL:-yes}
 
 # box_probe CARD: BOX_STATE (closed, OPEN, PREPARED, RUNNING, ...), BOX_OWNER (the thread group
 # that opened CARD's playback substream, or empty; BOX_TID the thread) and BOX_PARAMS
@@ -88,6 +92,7 @@ box_scenario() {
     hda=${VM_CARD_HDA:-0}
     usb=${VM_CARD_USB:-1}
     cards() { [ -e /proc/asound/card$hda/pcm0p/sub0/status -a -e /proc/asound/card$usb/pcm0p/sub0/status ]; }
+    closed() { box_closed $hda && box_closed $usb; }
     vm_wait 60 cards
     hda_id=$(cat /proc/asound/card$hda/id 2>/dev/null)
     usb_id=$(cat /proc/asound/card$usb/id 2>/dev/null)
@@ -126,6 +131,24 @@ box_scenario() {
     lock() { busctl call org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager ListInhibitors 2>/dev/null | grep -q "\"sleep\" \"keepalived\" \"[^\"]*\" \"delay\" [0-9]* $kpid"; }
     vm_wait 60 lock
     vm_check box-sleep-lock "polkitd $(dpkg-query -W -f='${Version}' polkitd 2>/dev/null || echo absent): logind lists keepalived's sleep delay lock for $kpid after ${VM_WAITED}s" lock
+    boot_reload box-reload
+    # The options did not change: the reload leaves both streams as they were.
+    vm_check box-reload-kept "$(box_describe $hda); $(box_describe $usb)" both_held
+
+    if [ "$BOX_FULL" = yes ]; then
+        box_ring_loop
+    fi
+    box_players
+    if [ "$BOX_FULL" = yes ]; then
+        box_test_tone
+    else
+        systemctl stop $BOX_UNIT
+        vm_wait 15 closed
+    fi
+    box_purge
+}
+
+box_ring_loop() {
 
     # -- the ring loop, left alone ---------------------------------------------------------------------
     # Each output's thread is the one that opened its card (owner_pid is a thread's id). The HDA
@@ -161,6 +184,9 @@ box_scenario() {
     vm_check box-ring-loop-usb-wakeups "$arch: the USB output's thread $usb_tid woke $usb_n times in ${secs} s: once per period of $usb_period frames at $usb_rate Hz ($usb_periods periods) at most, and nothing more" \
         awk -v n="$usb_n" -v p="$usb_periods" 'BEGIN { exit !(p > 0 && n <= p + 2) }'
     vm_check box-codec-awake "over ${secs} s the codec was on $((on1 - on0)) ms, off $((off1 - off0)) ms" [ $((off1 - off0)) -eq 0 -a $((on1 - on0)) -gt 0 ]
+}
+
+box_players() {
 
     # -- players through the plug-in ------------------------------------------------------------------
     # 48 kHz on both: keepalived opens HDA at 44.1 kHz, so its take-back in 48 kHz is the
@@ -188,9 +214,11 @@ box_scenario() {
 
     vm_note "keepalived's own account of the loans: $(journalctl -b -u $BOX_UNIT -o cat --no-pager | grep -E 'released a card device|took a card device back' | sed 's/ outputs=[^ ]*//' | tr '\n' '|')"
 
+}
+
+box_test_tone() {
     # -- keepalived test, with the service stopped --------------------------------------------------
     systemctl stop $BOX_UNIT
-    closed() { box_closed $hda && box_closed $usb; }
     vm_wait 15 closed
     # QEMU's USB audio device scales what it gets by its volume control, linearly (240 of 256,
     # its default, is 0.94): at 256 the capture holds the samples the device got.
@@ -201,6 +229,9 @@ box_scenario() {
     vm_check box-test-tone "keepalived test --yes --config $BOX_CONF: exit $rc: $(echo "$out" | tr '\n' '|' | cut -c1-400)" \
         sh -c "[ $rc -eq 0 ] && echo \"\$1\" | grep -q 'sounding: $HDA .*done' && echo \"\$1\" | grep -q 'sounding: $USB .*done'" - "$out"
 
+}
+
+box_purge() {
     # -- the service again, then purge ---------------------------------------------------------------
     systemctl start $BOX_UNIT
     vm_wait 30 both_playing
