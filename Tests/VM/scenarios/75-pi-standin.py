@@ -12,7 +12,7 @@ a ring written once on vc4hdmi0 is played round and round (its hw_ptr passes ten
 log holds the ring repeated, checked by the host frame by frame), the same on the Headphones
 stops after one ring (hw_ptr stays at the ring's end, the log holds the ring once and then
 silence), and `aplay -D hdmi:CARD=vc4hdmi0` of a known WAV (alsa-lib's iec958 layer from
-cards/vc4-hdmi.conf) decodes back exactly (the host: 74-pi-standin.host.py).
+cards/vc4-hdmi.conf) decodes back exactly (the host: 75-pi-standin.host.py).
 
 Then keepalived (the release binary), each output alone:
 - hdmi:CARD=vc4hdmi0 started before the card exists (the module loaded after it): plays within

@@ -1,4 +1,4 @@
-"""Host side of 74-pi-standin: decodes what the stand-in cards played (their debugfs logs, copied
+"""Host side of 75-pi-standin: decodes what the stand-in cards played (their debugfs logs, copied
 to io/ by the guest, listed in io/phases.json) frame by frame.
 
 - `pattern` (the stand-ins' own check): the counter ringwrite.py wrote into a ring of `ring`
