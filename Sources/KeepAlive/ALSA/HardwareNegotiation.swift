@@ -64,6 +64,8 @@ final class HardwareNegotiation {
         self.rate = Int(rate)
     }
 
+    deinit { snd_pcm_hw_params_free(params) }
+
     /// Whether the driver copies audio out itself, only the frames written since its last look
     /// (an indirect driver, such as a Raspberry Pi's headphone jack, bcm2835, which hands its
     /// firmware what the application's pointer advanced over): its ring is not replayed, so the
