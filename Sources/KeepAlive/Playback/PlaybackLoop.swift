@@ -341,7 +341,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         // unplug reported as a lost server).
         var code = code
         if !serverMayBeBehind, InterruptionReason(streamError: code) == .serverGone,
-           code == -ENOTCONN || pcm.state == SND_PCM_STATE_DISCONNECTED {
+           code == -ENOTCONN || pcm.state == SND_PCM_STATE_DISCONNECTED || playsOn.map(Self.nodeGone) == true {
             code = -ENODEV
         }
         let action = machine.streamFailed(
@@ -448,6 +448,11 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         case .reopen, .stop:
             return outcome
         }
+    }
+
+    /// Whether the card device's playback node is gone from /dev/snd (its card was unplugged).
+    private static func nodeGone(_ hardware: HardwareDevice) -> Bool {
+        access("/dev/snd/pcmC\(hardware.card)D\(hardware.device)p", F_OK) != 0
     }
 
     private static func seed(_ value: Int) -> UInt64 {
