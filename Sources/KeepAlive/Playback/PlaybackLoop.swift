@@ -216,7 +216,11 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         }
         // Not on an indirect driver (it plays only what was written since its last look, so the
         // ring written once would play once), nor where a ring loop was found not to go round.
-        if configuration.allowsRingLoop, !ringLoopRefused, !negotiation.isIndirect, chain.canLoopRing {
+        // snd-usb-audio asks for its pointer's moves too (its low-latency mode queues what was
+        // written at once) but replays its ring when nothing more comes: the VM's box scenarios
+        // capture its ring loop sample for sample.
+        let indirect = negotiation.isIndirect && playsOn.map { Self.driver(ofCard: $0.card) != "USB-Audio" } ?? negotiation.isIndirect
+        if configuration.allowsRingLoop, !ringLoopRefused, !indirect, chain.canLoopRing {
             let cycle: Int? = switch source.ringFit {
             case .multiple(let frames): IEC958Framer.alignedCycle(frames, block: chain.ringBlockFrames)
             case .anyLength: chain.ringBlockFrames
@@ -448,6 +452,18 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         case .reopen, .stop:
             return outcome
         }
+    }
+
+    /// The kernel driver's name of card `card` (`USB-Audio`, `HDA-Intel`, `bcm2835_headpho`).
+    private static func driver(ofCard card: Int) -> String? {
+        var ctl: OpaquePointer?
+        guard snd_ctl_open(&ctl, "hw:\(card)", SND_CTL_NONBLOCK) == 0, let ctl else { return nil }
+        defer { snd_ctl_close(ctl) }
+        var allocated: OpaquePointer?
+        guard snd_ctl_card_info_malloc(&allocated) == 0, let info = allocated else { return nil }
+        defer { snd_ctl_card_info_free(info) }
+        guard snd_ctl_card_info(ctl, info) == 0, let name = snd_ctl_card_info_get_driver(info) else { return nil }
+        return String(cString: name)
     }
 
     /// Whether the card device's playback node is gone from /dev/snd (its card was unplugged).
