@@ -650,6 +650,11 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
     // opens the configuration's default card and asks for no release: a program that probes
     // every PCM it finds (PortAudio does) must not take the card from keepalived.
     bool named = true;
+    // `slave`: the PCM the player gets after the release, instead of the device's hw. A box's
+    // `default` redirected through keepalived (pcm.keepalived-default) names the card's own
+    // default chain (sysdefault), so the player's audio goes exactly the way it went before:
+    // its rate, its format, its softvol, the card's IEC958 framing.
+    const char *slave = NULL;
     snd_config_iterator_t i, next;
     (void)name;
     snd_config_for_each(i, next, conf) {
@@ -674,6 +679,13 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
             card = err;
             continue;
         }
+        if (strcmp(id, "slave") == 0) {
+            if (snd_config_get_string(n, &slave) < 0 || *slave == '\0') {
+                SNDERR("slave must be a PCM's name");
+                return -EINVAL;
+            }
+            continue;
+        }
         if (strcmp(id, "device") == 0 || strcmp(id, "subdevice") == 0) {
             long value;
             if (snd_config_get_integer(n, &value) < 0 || value < INT_MIN || value > INT_MAX) {
@@ -691,7 +703,19 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         return -EINVAL;
     }
 
-    if (stream == SND_PCM_STREAM_PLAYBACK && named) ask_release((int)card, (int)device, started, deadline);
+    // A slave is asked for by whoever configured it (the box's `default`), so its card is
+    // asked for even when it came from defaults.pcm.card.
+    if (stream == SND_PCM_STREAM_PLAYBACK && (named || slave)) ask_release((int)card, (int)device, started, deadline);
+
+    if (slave) {
+        // Opened as the caller would open it by name, in the caller's mode; returned as it is:
+        // the chain under it decides its formats and framing itself.
+        snd_pcm_t *opened;
+        int err = snd_pcm_open_lconf(&opened, slave, stream, mode, root);
+        if (err < 0) return err;
+        *pcmp = opened;
+        return 0;
+    }
 
     char hw[CKEEPALIVED_PCM_HW_NAME_MAX];
     if (ckeepalived_pcm_hw_name(hw, sizeof hw, (int)card, (int)device, (int)subdevice) < 0) return -EINVAL;

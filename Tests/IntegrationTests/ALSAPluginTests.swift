@@ -297,6 +297,59 @@ extension Integration {
             #expect(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))) == data)
         }
 
+        @Test("a box's default through keepalived (a slave): the release is asked for, then the player plays through the card's own default chain, its samples as that chain makes them")
+        func frontDoorDefault() async throws {
+            let state = try TestPaths.makeTemporaryDirectory("front-door-state")
+            defer { try? FileManager.default.removeItem(at: state) }
+            // A card default as vc4-hdmi.conf's on alsa-lib 1.2.8: plug over alsa-lib's iec958
+            // framing over the IEC958-only hardware (softvol left out: it needs a card's mixer).
+            // The shipped keepalived-default names sysdefault:CARD=…, whose card string this
+            // machine cannot look up (no card 0): the test's PCM passes card 0 as an integer.
+            let hardware = try PluginSetup.faultyHardware(state: state, format: "IEC958_SUBFRAME_LE") + """
+
+                pcm.!sysdefault {
+                    @args [ CARD ]
+                    @args.CARD { type string default "0" }
+                    type plug
+                    slave.pcm { type iec958 slave { pcm "hw:0,0" format IEC958_SUBFRAME_LE } status [ 0x04 0x82 0x00 0x02 ] }
+                }
+                pcm.front-door-card0 { type keepalived card 0 device 0 slave "sysdefault:CARD=0" }
+                pcm.front-door-empty { type keepalived card 0 slave "" }
+                """
+            let setup = try PluginSetup("front-door", hardware: hardware)
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            let samples = Self.pattern(frames: 960, bits: 16)
+            let played = try await setup.play("front-door-card0", format: "S16_LE", rate: 48000, data: Self.bytes(samples, width: 2), socket: listener.path)
+            let empty = try await setup.open("front-door-empty", socket: listener.path)
+            listener.stop()
+            #expect(played.status == 0 && played.fields["result"] == "0", "\(played)")
+            #expect(played.fields["type"] == "PLUG", "the player has the card's default chain itself: \(played)")
+            #expect(listener.received == [Self.line(card: 0, device: 0)], "asked before the open, once")
+            let negotiated = try FileContents.text(state.appendingPathComponent("format"))
+            #expect(negotiated.hasPrefix("IEC958_SUBFRAME_LE 48000 2 "), "the player's rate, framed by the chain: \(negotiated)")
+            let decoded = IEC958Decoder.decode(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))), channels: 2)
+            #expect(decoded.problemCount == 0 && decoded.frames == 960, "\(decoded)")
+            let wrong = zip(decoded.frameSamples, samples.map { $0.map { $0 << 8 } }).filter { $0.0 != $0.1 }
+            #expect(wrong.isEmpty, "\(wrong.count) frames differ")
+            #expect(empty.result == -EINVAL && empty.stderr.contains("slave must be a PCM's name"), "\(empty)")
+        }
+
+        @Test("the shipped keepalived-default opens the card's sysdefault, and 60-keepalived-default.conf makes it the default")
+        func shippedDefault() async throws {
+            let shipped = try FileContents.text(TestPaths.repositoryRoot.appendingPathComponent("packaging/alsa/60-keepalived-default.conf"))
+            #expect(shipped.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty } == ["pcm.!default keepalived-default"])
+            let setup = try PluginSetup("shipped-default")
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            // No card here: both fail the same way, on the card's lookup, before any release.
+            let opened = try await setup.open("keepalived-default", socket: listener.path)
+            let expected = try await setup.open("sysdefault", socket: listener.path)
+            listener.stop()
+            #expect(opened.result == expected.result && opened.result < 0, "\(opened) \(expected)")
+            #expect(listener.received == [])
+        }
+
         @Test("the configuration: card, device, subdevice, comment, type and hint; anything else fails the open")
         func configurationKeys() async throws {
             let setup = try PluginSetup("keys")
