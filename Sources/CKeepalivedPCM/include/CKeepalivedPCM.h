@@ -15,6 +15,11 @@
 // own rate, with the channel status vc4-hdmi.conf sets. (alsa-lib's plug converts to IEC958
 // only from 1.2.12 on: `keepalived-plug:` alone did not play there on Debian 12.)
 //
+// With a `slave` (a PCM's name) the player gets that PCM after the release instead of the
+// device's hw: pcm.keepalived-default names the card's own default chain, so that a box's
+// `default` can go through keepalived (60-keepalived-default.conf) without changing how the
+// player's audio is played.
+//
 // What this header declares are the plug-in's pure pieces (no I/O), so that the tests call the
 // very code the plug-in runs. The plug-in's entry point, _snd_pcm_keepalived_open, is alsa-lib's
 // (SND_PCM_PLUGIN_DEFINE_FUNC) and not declared here.
