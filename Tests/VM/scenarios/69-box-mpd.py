@@ -44,6 +44,9 @@ WAV and a 48 kHz FLAC, 16-bit stereo sweeps made by sox. One boot:
   handle's, in `status --json`), and MPD through `keepalived:` gets the card in the file's own
   format each time, and keepalived has it back after `mpc stop`;
 - the codec never powered down while keepalived was running (power_off_acct unchanged);
+- `systemctl restart` in the middle of a 5 s power-on hold (an on-active hook of 4 s): MPD gets
+  the card and plays (no "busy" in its log), the new keepalived has it back after `mpc stop`;
+  the timings are printed as `restart_in_hold_ms=`;
 - keepalived stopped: MPD plays through `keepalived:` as through `hw:` (the file's rate, MPD the
   owner);
 - every open MPD logged got `type=HW`: the plugin hands the player the card's own PCM; MPD's log
@@ -273,7 +276,9 @@ if not vt.check("codec-power-counters", p is not None, f"/sys/class/sound/hwC{ca
 # -- the package: the daemon, its unit, the plugin and its configuration --------------------------
 vt.install_package(timeout=180)
 plugin = sh("sh", "-c", "dpkg -L keepalived-audio | grep -E 'libasound_module_pcm_keepalived.so$|alsa.conf.d/.*keepalived'").stdout.split()
-if not vt.check("plugin-installed", len(plugin) == 3 and all(os.path.exists(x) for x in plugin), " ".join(plugin) or "no plugin in the package"):
+# The plug-in, 50-keepalived.conf and its link, and the front door (60-keepalived-default.conf,
+# shipped unlinked: this box's `default` stays the card's own).
+if not vt.check("plugin-installed", len(plugin) == 4 and all(os.path.exists(x) for x in plugin), " ".join(plugin) or "no plugin in the package"):
     vt.finish()
 
 # -- the music: sweeps, so every run of frames is the file's alone ---------------------------------
@@ -696,6 +701,52 @@ vt.note("keepalived's hand-overs: " + vt.one_line(" | ".join(
     l for l in journal if "card device" in l or "release" in l.lower())[-1500:], 1500))
 said = [l for l in sh("journalctl", "-u", "mpd", "--no-pager", "-o", "short-monotonic").stdout.splitlines() if "keepalived" in l]
 vt.note("what the plugin told MPD's stderr: " + (vt.one_line(" | ".join(said)[-800:], 800) if said else "nothing"))
+
+# -- 4d. a restart in the middle of a power-on hold: MPD plays, no "busy" --------------------------------
+# keepalived stops its outputs before it answers the held player and closes its control socket
+# (DaemonRuntime.stop), so the player's open goes on to a free card; the new keepalived finds the
+# card MPD's and takes it back after `mpc stop`.
+SLOW_HOOK = "/usr/local/bin/vm-slow-hook"
+with open(SLOW_HOOK, "w") as f:
+    f.write('#!/bin/sh\n[ "$KEEPALIVED_EVENT" = active ] || exit 0\nsleep 4\n')
+os.chmod(SLOW_HOOK, 0o755)
+with open(CONF, "w") as f:
+    f.write(f'KEEPALIVED_OPTIONS="-d {HW} --on-active {SLOW_HOOK} --on-idle-after 1s --power-on-wait 5s"\n')
+r = sh("systemctl", "reload", UNIT, timeout=60)
+w = vt.wait_until(lambda: holder() == kpid and activity().get("state") in ("idle", None), 15, 0.2)
+pid, _, up = start_mpd()
+if vt.check("restart-hold-ready", r.returncode == 0 and w and pid and up,
+            f"reload exit {r.returncode}; card held by {name(holder())}, activity {activity()}; MPD {pid}"):
+    since = uptime()
+    t = play("a44", repeat=True)
+
+    def held_now():
+        journal = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "short-monotonic").stdout.splitlines()
+        return [l for l in journal if "a player waits while the power comes on" in l and (stamp(l) or 0) >= since]
+
+    held = vt.wait_until(held_now, 15, 0.1)
+    t_restart = time.monotonic()
+    r = sh("systemctl", "restart", UNIT, timeout=90)
+    restarted = time.monotonic() - t_restart
+    got = vt.wait_until(lambda: holder() == pid and vt.pcm_state(card) == "RUNNING", 20, 0.02)
+    t_mpd = time.monotonic() - t_restart
+    new_kpid = int(show(UNIT, "MainPID") or 0)
+    names[new_kpid] = f"keepalived {new_kpid} (restarted)"
+    plugin_said = [l for l in sh("journalctl", "-u", "mpd", "--no-pager", "-o", "cat").stdout.splitlines() if "keepalived" in l]
+    vt.note(f"restart_in_hold_ms= play_to_hold_seen={1000 * (t_restart - t):.0f} "
+            f"restart_took={1000 * restarted:.0f} restart_to_mpd_on_card={1000 * t_mpd:.0f}")
+    vt.check("restart-in-hold-mpd-plays", held and r.returncode == 0 and got and mpc_state() == "playing" and not busy_lines(),
+             f"the hold seen {held.seconds if held else None} s after `mpc play`; systemctl restart: exit {r.returncode} in {restarted:.1f} s; "
+             f"MPD on the card {t_mpd:.2f} s after the restart began ({params()}), mpc {mpc_state()}; busy: {busy_lines()[-1:] or 'none'}; "
+             f"the plug-in told MPD: {vt.one_line(' | '.join(plugin_said[-2:]), 240) or 'nothing'}")
+    kpid = new_kpid
+    mpc("-q", "stop")
+    w = vt.wait_until(lambda: holder() == kpid, 20, 0.05)
+    vt.check("restart-in-hold-taken-back", w, f"after `mpc stop`: card held by {name(holder())} ({w.seconds:.1f} s)")
+sh("systemctl", "stop", "mpd.service", timeout=60)
+with open(CONF, "w") as f:
+    f.write(f'KEEPALIVED_OPTIONS="-d {HW} -d {USB_HW} -d {LOOP0} -d {LOOP1}"\n')
+sh("systemctl", "reload", UNIT, timeout=60)
 
 # -- 5. no keepalived: the plugin is only a hw: ------------------------------------------------------------
 sh("systemctl", "stop", UNIT, timeout=60)
