@@ -725,11 +725,15 @@ if vt.check("restart-hold-ready", r.returncode == 0 and w and pid and up,
         return [l for l in journal if "a player waits while the power comes on" in l and (stamp(l) or 0) >= since]
 
     held = vt.wait_until(held_now, 15, 0.1)
+    # The restart in the background: `systemctl restart` returns once the new keepalived is up
+    # (Type=notify), and MPD's open is to be seen while that goes on.
     t_restart = time.monotonic()
-    r = sh("systemctl", "restart", UNIT, timeout=90)
-    restarted = time.monotonic() - t_restart
+    restart = subprocess.Popen(["systemctl", "restart", UNIT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     got = vt.wait_until(lambda: holder() == pid and vt.pcm_state(card) == "RUNNING", 20, 0.02)
     t_mpd = time.monotonic() - t_restart
+    out, _ = restart.communicate(timeout=90)
+    restarted = time.monotonic() - t_restart
+    r = subprocess.CompletedProcess(restart.args, restart.returncode, out)
     new_kpid = int(show(UNIT, "MainPID") or 0)
     names[new_kpid] = f"keepalived {new_kpid} (restarted)"
     plugin_said = [l for l in sh("journalctl", "-u", "mpd", "--no-pager", "-o", "cat").stdout.splitlines() if "keepalived" in l]
@@ -739,6 +743,8 @@ if vt.check("restart-hold-ready", r.returncode == 0 and w and pid and up,
              f"the hold seen {held.seconds if held else None} s after `mpc play`; systemctl restart: exit {r.returncode} in {restarted:.1f} s; "
              f"MPD on the card {t_mpd:.2f} s after the restart began ({params()}), mpc {mpc_state()}; busy: {busy_lines()[-1:] or 'none'}; "
              f"the plug-in told MPD: {vt.one_line(' | '.join(plugin_said[-2:]), 240) or 'nothing'}")
+    with open(os.path.join(vt.IO, "restart-in-hold-journal.txt"), "w") as f:
+        f.write(sh("journalctl", "--no-pager", "-o", "short-monotonic", "-u", UNIT, "-u", "mpd").stdout)
     kpid = new_kpid
     mpc("-q", "stop")
     w = vt.wait_until(lambda: holder() == kpid, 20, 0.05)
