@@ -27,9 +27,9 @@ let package = Package(
             name: "KeepAlive",
             dependencies: [
                 "CALSA",
-                "CSystem",
-                "CPulse",
-                "CPipeWire",
+                "CKeepAliveLinux",
+                "CKeepAlivePulse",
+                "CKeepAlivePipeWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -49,27 +49,27 @@ let package = Package(
         // The Linux calls Swift's Glibc module hides behind _GNU_SOURCE (the engine names its
         // threads through it), and the one posix_spawn setup shared by `keepalived start` and the
         // tests' child processes.
-        .target(name: "CSystem"),
+        .target(name: "CKeepAliveLinux"),
         // The kernel's CEC framework (linux/cec.h): its ioctls on fixed-size structures, which
         // Swift cannot call (variadic ioctl, _IOWR request numbers), for --cec. No libcec.
-        .target(name: "CLinuxCEC"),
+        .target(name: "CKeepAliveLinuxCEC"),
         // libsystemd: sd-bus, through which the daemon follows logind (sleep, lock, idle), with
         // wrappers for its varargs calls; and sd-daemon's notify protocol (READY=1, WATCHDOG=1).
         .target(
-            name: "CSDBus",
+            name: "CKeepAliveSDBus",
             linkerSettings: [.linkedLibrary("systemd")]
         ),
         // libpulse for --linger, the sound server's sinks and the streams into them, loaded with
         // dlopen only when asked for (never linked: a headless box needs no libpulse0). Its
         // headers come from libpulse-dev at build time.
-        .target(name: "CPulse"),
+        .target(name: "CKeepAlivePulse"),
         // One question to PipeWire in its own protocol (its clock's settings, which its pulse
         // server does not tell), libpipewire-0.3 loaded with dlopen when asked, never linked.
-        // Its headers come from libpipewire-0.3-dev, through the links in CPipeWire/system to
+        // Its headers come from libpipewire-0.3-dev, through the links in CKeepAlivePipeWire/system to
         // their versioned directories: a pkg-config system library would link libpipewire into
         // every binary (an embedder's too), and an -I flag is an unsafe flag, which a package
         // used by URL may not have.
-        .target(name: "CPipeWire", cSettings: [.headerSearchPath("system")]),
+        .target(name: "CKeepAlivePipeWire", cSettings: [.headerSearchPath("system")]),
         // Everything the daemon decides and runs: its options and options file, the runtime loop,
         // the control socket, logind, --linger, the output scanner and the status reports. A
         // library of the package's own (not a product), so that its decisions are tested
@@ -79,11 +79,11 @@ let package = Package(
             dependencies: [
                 "KeepAlive",
                 "_KeepalivedControlProtocol",
-                "CSystem",
-                "CSDBus",
-                "CPulse",
+                "CKeepAliveLinux",
+                "CKeepAliveSDBus",
+                "CKeepAlivePulse",
                 "CALSA",
-                "CLinuxCEC",
+                "CKeepAliveLinuxCEC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -129,7 +129,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["KeepAlive", "CSystem", "TestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["KeepAlive", "CKeepAliveLinux", "TestSupport", .product(name: "Logging", package: "swift-log")]
         ),
     ]
 )

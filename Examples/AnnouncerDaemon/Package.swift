@@ -10,6 +10,9 @@ let package = Package(
         .package(name: "keepalived", path: "../.."),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // Beside swift-system, whose C module is `CSystem`: KeepAlive's C shims carry the
+        // project's prefix (CKeepAliveLinux, …), so a daemon can depend on both.
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
     targets: [
         .executableTarget(
@@ -18,6 +21,7 @@ let package = Package(
                 .product(name: "KeepAlive", package: "keepalived"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
     ]

@@ -1,4 +1,4 @@
-import CSystem
+import CKeepAliveLinux
 import Glibc
 import Testing
 

@@ -6,7 +6,7 @@
 // library's error printer), a macro (the version of the external-plug-in protocol through which
 // keepalived builds the PCM of a sound server's sink in process) and one flag of the hardware
 // parameters that alsa-lib does not expose. Calls that are Linux's rather
-// than ALSA's live in CSystem.
+// than ALSA's live in CKeepAliveLinux.
 #ifndef CALSA_H
 #define CALSA_H
 

@@ -1,6 +1,6 @@
 import CALSA
-import CPulse
-import CSystem
+import CKeepAlivePulse
+import CKeepAliveLinux
 import Glibc
 
 /// The PCM of a sound server's sink, built in this process: an ALSA external PCM (alsa-lib's

@@ -1,5 +1,5 @@
 import Glibc
-import CSystem
+import CKeepAliveLinux
 import Synchronization
 
 /// How other threads get a playback thread's attention: a one-shot stop, or a ring that only

@@ -1,4 +1,4 @@
-import CPipeWire
+import CKeepAlivePipeWire
 
 /// What PipeWire's graph clock may run at (its `settings` metadata), and the rate PipeWire gives
 /// an idle sink's graph when streams start on it: the rule of its scheduler (`context.c`,

@@ -1,4 +1,4 @@
-import CPulse
+import CKeepAlivePulse
 import Glibc
 
 /// The process's one listing of the sound server, run by its ``SoundServerConnection``: after

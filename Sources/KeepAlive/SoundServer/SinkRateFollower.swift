@@ -1,4 +1,4 @@
-import CPulse
+import CKeepAlivePulse
 import Synchronization
 
 /// Lets a user's stream have its own rate on a PipeWire sink that keepalived's stream keeps

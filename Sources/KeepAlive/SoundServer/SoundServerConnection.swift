@@ -1,4 +1,4 @@
-import CPulse
+import CKeepAlivePulse
 import Glibc
 import Synchronization
 

@@ -1,4 +1,4 @@
-import CSystem
+import CKeepAliveLinux
 import Glibc
 
 /// A thread could not be created: `pthread_create` refused (`EAGAIN` when the process or the

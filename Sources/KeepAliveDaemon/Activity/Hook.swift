@@ -1,4 +1,4 @@
-import CSystem
+import CKeepAliveLinux
 import KeepAlive
 import Logging
 import Glibc

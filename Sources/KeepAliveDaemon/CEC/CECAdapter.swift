@@ -1,5 +1,5 @@
 import _KeepalivedControlProtocol
-import CLinuxCEC
+import CKeepAliveLinuxCEC
 import Glibc
 import KeepAlive
 import Logging

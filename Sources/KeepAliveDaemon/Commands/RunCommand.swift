@@ -4,7 +4,7 @@ import Glibc
 import _KeepalivedControlProtocol
 import ArgumentParser
 import CALSA
-import CSystem
+import CKeepAliveLinux
 import KeepAlive
 import Logging
 import Synchronization

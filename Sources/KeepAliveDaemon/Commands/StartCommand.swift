@@ -1,6 +1,6 @@
 import ArgumentParser
 import _KeepalivedControlProtocol
-import CSystem
+import CKeepAliveLinux
 import Glibc
 
 /// `keepalived start`: launch `keepalived run` as a detached daemon and return once it plays or

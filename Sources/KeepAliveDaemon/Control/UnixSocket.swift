@@ -1,4 +1,4 @@
-import CSystem
+import CKeepAliveLinux
 import Glibc
 
 /// The small amount of Unix-socket plumbing the control socket needs.

@@ -1,5 +1,5 @@
 import KeepAlive
-import CSystem
+import CKeepAliveLinux
 import Glibc
 
 /// The kernel events that say a lent card device may be free again: its node opened or closed

@@ -1,4 +1,4 @@
-import CSDBus
+import CKeepAliveSDBus
 import Logging
 
 /// The D-Bus buses the daemon follows through sd-bus: logind on the system bus

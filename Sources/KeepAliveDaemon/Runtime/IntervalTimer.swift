@@ -1,4 +1,4 @@
-import CSystem
+import CKeepAliveLinux
 import Glibc
 
 /// A timerfd the main loop polls: periodic (the watchdog) or one-shot (a rescan after a burst of

@@ -1,5 +1,5 @@
 import _KeepalivedControlProtocol
-import CSystem
+import CKeepAliveLinux
 import KeepAlive
 import Glibc
 

@@ -1,4 +1,4 @@
-import CSystem
+import CKeepAliveLinux
 import Glibc
 
 /// The daemon's signals as a descriptor its main loop polls (signalfd): SIGTERM and SIGINT stop,

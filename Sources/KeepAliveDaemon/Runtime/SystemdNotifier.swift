@@ -1,4 +1,4 @@
-import CSDBus
+import CKeepAliveSDBus
 import KeepAlive
 import Logging
 

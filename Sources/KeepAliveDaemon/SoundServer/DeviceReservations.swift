@@ -1,4 +1,4 @@
-import CSDBus
+import CKeepAliveSDBus
 import Logging
 import Synchronization
 import Glibc

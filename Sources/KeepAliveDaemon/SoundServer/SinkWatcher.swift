@@ -1,4 +1,4 @@
-import CPulse
+import CKeepAlivePulse
 import KeepAlive
 import Logging
 import Synchronization

@@ -1,10 +1,10 @@
-import CSystem
+import CKeepAliveLinux
 import Foundation
 import TestSupport
 
 /// A process the test launched: the built `keepalived`, a sound server, a recorder.
 ///
-/// Spawned with the daemon's own posix_spawn setup (CSystem's `csystem_spawn`) and reaped with
+/// Spawned with the daemon's own posix_spawn setup (CKeepAliveLinux's `csystem_spawn`) and reaped with
 /// waitpid, not Foundation's `Process`, whose exit detection depends on a run loop that async
 /// tests do not spin. Output goes to files the test
 /// reads while the process runs. Killed on deinit.

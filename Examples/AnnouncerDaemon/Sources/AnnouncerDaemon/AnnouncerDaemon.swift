@@ -4,6 +4,7 @@ import Glibc
 import KeepAlive
 import Logging
 import ServiceLifecycle
+import SystemPackage
 
 /// `AnnouncerDaemon [PCM | --sink SINK]...`: keeps the named ALSA outputs and sound-server sinks
 /// (default: `default`) awake while an announcer service runs beside the keep-alive, until
@@ -12,7 +13,8 @@ import ServiceLifecycle
 enum AnnouncerDaemon {
     static func main() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
-        let logger = Logger(label: "announcer")
+        // The program's own name as its log label, through swift-system's FilePath.
+        let logger = Logger(label: FilePath(CommandLine.arguments[0]).lastComponent?.string ?? "announcer")
 
         var devices: [String] = []
         var sinks: [String] = []

@@ -1,4 +1,4 @@
-#include "CLinuxCEC.h"
+#include "CKeepAliveLinuxCEC.h"
 
 #include <errno.h>
 #include <string.h>

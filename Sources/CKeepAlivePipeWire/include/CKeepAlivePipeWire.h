@@ -1,4 +1,4 @@
-// CPipeWire: one question to PipeWire in its own protocol, what its graph's clock may run at
+// CKeepAlivePipeWire: one question to PipeWire in its own protocol, what its graph's clock may run at
 // (the `settings` metadata: clock.rate, clock.allowed-rates, clock.force-rate), which its pulse
 // server does not tell libpulse's clients. A sink stream of keepalived's asks it when a user's
 // stream starts on an idle sink, to let the graph take the rate PipeWire would have given that
@@ -7,8 +7,8 @@
 // libpipewire-0.3.so.0 is loaded with dlopen on the first question, never linked: a box without
 // PipeWire needs none of it. Each question is one short connection of its own, made and closed
 // in the call (a few milliseconds): nothing stays connected, no thread is started.
-#ifndef CPIPEWIRE_H
-#define CPIPEWIRE_H
+#ifndef CKEEPALIVE_PIPEWIRE_H
+#define CKEEPALIVE_PIPEWIRE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "CSDBus.h"
+#include "CKeepAliveSDBus.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
-// See CPulse.h. The pulse headers give the types and signatures; no pa_* symbol is linked: each
+// See CKeepAlivePulse.h. The pulse headers give the types and signatures; no pa_* symbol is linked: each
 // call goes through the table dlsym fills, so the binary's dependencies stay libasound and glibc.
-#include "CPulse.h"
+#include "CKeepAlivePulse.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
-// See CPipeWire.h. PipeWire's headers give the types, and the interface calls (registry, bind,
+// See CKeepAlivePipeWire.h. PipeWire's headers give the types, and the interface calls (registry, bind,
 // sync, listeners, timers) are their inline functions; the few exported functions used go
 // through the table dlsym fills, so nothing of libpipewire is linked.
-#include "CPipeWire.h"
+#include "CKeepAlivePipeWire.h"
 
 #include <dlfcn.h>
 #include <errno.h>

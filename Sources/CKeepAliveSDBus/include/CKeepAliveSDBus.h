@@ -5,8 +5,8 @@
 //
 // The same libsystemd speaks the service manager's notify protocol: <systemd/sd-daemon.h>'s
 // sd_notify and sd_watchdog_enabled are plain C, which Swift calls directly through this module.
-#ifndef CSDBUS_H
-#define CSDBUS_H
+#ifndef CKEEPALIVE_SDBUS_H
+#define CKEEPALIVE_SDBUS_H
 
 #include <stdint.h>
 #include <systemd/sd-bus.h>

@@ -1,10 +1,10 @@
-// CSystem: the few Linux calls the daemon and its engine need that Swift's Glibc module hides
+// CKeepAliveLinux: the few Linux calls the daemon and its engine need that Swift's Glibc module hides
 // behind _GNU_SOURCE (which a Swift module cannot set per header): accept4, pipe2, struct ucred,
 // posix_spawn's POSIX_SPAWN_SETSID and pthread_setname_np; and the headers it leaves out
 // (signalfd, timerfd, eventfd, malloc). The .c file defines _GNU_SOURCE and exports them with
 // plain types, so nothing in Swift hard-codes a flag value or a structure layout.
-#ifndef CSYSTEM_H
-#define CSYSTEM_H
+#ifndef CKEEPALIVE_LINUX_H
+#define CKEEPALIVE_LINUX_H
 
 #include <sys/types.h>
 // signalfd and timerfd, which the daemon's main loop polls: plain declarations Swift's Glibc

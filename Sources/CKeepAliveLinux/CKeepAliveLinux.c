@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "CSystem.h"
+#include "CKeepAliveLinux.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
-// CLinuxCEC: the kernel's CEC framework (linux/cec.h) for Swift, which cannot call the variadic
+// CKeepAliveLinuxCEC: the kernel's CEC framework (linux/cec.h) for Swift, which cannot call the variadic
 // ioctl nor spell its request numbers (_IOWR macros). Only the ioctls on their fixed-size
 // structures live here, each answered in plain types; what a message means, and when to send
 // one, is Swift's (Sources/KeepAliveDaemon/CEC). Named for its scope, as swift-nio's CNIOLinux.
-#ifndef CLINUXCEC_H
-#define CLINUXCEC_H
+#ifndef CKEEPALIVE_LINUXCEC_H
+#define CKEEPALIVE_LINUXCEC_H
 
 #include <stdint.h>
 // The status bits (CEC_TX_STATUS_*, CEC_EVENT_*) Swift reads as plain constants.

@@ -1,4 +1,4 @@
-// CPulse: libpulse, loaded with dlopen only when keepalived talks to a sound server: `--linger`,
+// CKeepAlivePulse: libpulse, loaded with dlopen only when keepalived talks to a sound server: `--linger`,
 // a selection's sink watcher (and `keepalived devices`), or a stream into a sink (the KeepAlive
 // library's ServerSinkPCM, for an output with a serverSink). keepalived is never linked against
 // libpulse: a headless box needs no libpulse0 (the package's dependencies come from what the
@@ -10,8 +10,8 @@
 //
 // Every function but cpulse_load and cpulse_mainloop_new/set_name/start/stop/free/lock/unlock
 // must run with the main loop locked, or on its own thread (inside a callback).
-#ifndef CPULSE_H
-#define CPULSE_H
+#ifndef CKEEPALIVE_PULSE_H
+#define CKEEPALIVE_PULSE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -200,7 +200,7 @@ int cpulse_mainloop_in_thread(cpulse_mainloop *loop);
 /// (ALSA's pulse plug-in asks for timing updates every 1.5 s, which no keep-alive reads).
 typedef struct cpulse_stream cpulse_stream;
 
-/// The sample formats a stream carries: pa_sample_format_t's values (CPulse.c checks them).
+/// The sample formats a stream carries: pa_sample_format_t's values (CKeepAlivePulse.c checks them).
 enum {
     CPULSE_FORMAT_U8 = 0,
     CPULSE_FORMAT_S16LE = 3,
