@@ -269,7 +269,7 @@ extension Integration {
             // Back on the sink once another stream plays: a wait for the state whose deadline means
             // "it never came back", not how fast (1 s was a quiet machine's figure, and no doc
             // states one; CONTRIBUTING, "What a test may bound in time").
-            let back = try await waitUntil("keepalived back on the sink", timeout: .seconds(5).underSanitizer, every: .milliseconds(10)) {
+            let back = try await waitUntil("keepalived back on the sink", timeout: .seconds(5), every: .milliseconds(10)) {
                 pulse.hasStream(of: daemon.pid)
             }
             #expect(back < .seconds(5).underSanitizer, "keepalived came back \(back) after the new stream")
