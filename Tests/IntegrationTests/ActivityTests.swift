@@ -297,7 +297,9 @@ extension Integration {
             #expect(recorded.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == ["start active", "end active"], "\(recorded)\n\(daemon.stderr)")
             // The open took the hook's second and the settle's 0.3 s, and ended silently.
             #expect(open.elapsed >= .milliseconds(1290), "\(open)\n\(daemon.stderr)")
-            #expect(open.elapsed < Duration.milliseconds(3000).underSanitizer, "\(open)")
+            // At most --power-on-wait (5s here): the longest a player is held (docs/usage.md), the
+            // requirement; 3 s was the hook's second and the settle with a quiet machine's margin.
+            #expect(open.elapsed < Duration.seconds(5).underSanitizer, "\(open)")
             #expect(!open.stderr.contains("keepalived"), "\(open.stderr)")
             #expect(daemon.stderr.contains("the player's open goes on: the power is on"), "\(daemon.stderr)")
 
@@ -398,6 +400,8 @@ extension Integration {
             let final = try #require(client.readLine(), "no reply after the hold")
             let took = ContinuousClock.now - asked
             #expect(final.contains(#""released":["hw:0,0"]"#) && final.contains(#""ok":true"#), "\(final)")
+            // Requirement: held for --power-on-wait (600ms) and no longer (docs/usage.md); margin
+            // 0.9 s, stretched under a sanitizer.
             #expect(took >= .milliseconds(590) && took < Duration.milliseconds(1500).underSanitizer, "\(took)")
             try await daemon.waitForLog("--on-active still runs at --power-on-wait's end", timeout: .seconds(2))
             daemon.signal(SIGTERM)
