@@ -276,31 +276,40 @@ extension Integration {
             try await Self.waitForConnections(socket)
             // The control socket serves others while the player's open is held; the output is
             // active, and still keepalived's (no loan yet: the card stays awake meanwhile).
-            let probe = Task.detached { () async throws -> (ok: Bool, took: Duration, loans: Bool, activity: String?) in
+            let probe = Task.detached { () async throws -> (ok: Bool, took: Duration, answered: ContinuousClock.Instant, loans: Bool, activity: String?) in
                 try await waitUntil("on-active to start", timeout: .seconds(3).underSanitizer) { Self.lines(log).count >= 1 }
                 let asked = ContinuousClock.now
                 let reply = try UnixClient(connectingTo: socket).request("status")
-                let took = ContinuousClock.now - asked
+                let answered = ContinuousClock.now
                 let status = reply["status"] as? [String: Any] ?? [:]
                 let output = (status["outputs"] as? [[String: Any]] ?? []).first { $0["device"] as? String == "hw:0,0" }
-                return (reply["ok"] as? Bool == true, took, status["loans"] != nil, (output?["activity"] as? [String: Any])?["state"] as? String)
+                return (reply["ok"] as? Bool == true, answered - asked, answered, status["loans"] != nil, (output?["activity"] as? [String: Any])?["state"] as? String)
             }
             // The player's open: alsa-lib, the plug-in, `type keepalived card 0`.
             let open = try await setup.open("keepalived-card0", socket: socket)
+            let openEnded = ContinuousClock.now
             let status = try await probe.value
-            #expect(status.ok && status.took < Duration.milliseconds(500).underSanitizer, "\(status)")
+            // Served during the hold: an ordering (answered before the held open returned), not a
+            // speed, which a busy machine can stretch (CONTRIBUTING, "What a test may bound in time").
+            #expect(status.ok && status.answered < openEnded, "\(status), the open returned at \(openEnded)")
             #expect(!status.loans && status.activity == "active", "during the hold: \(status)")
             let recorded = Self.lines(log)
             #expect(recorded.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == ["start active", "end active"], "\(recorded)\n\(daemon.stderr)")
             // The open took the hook's second and the settle's 0.3 s, and ended silently.
             #expect(open.elapsed >= .milliseconds(1290), "\(open)\n\(daemon.stderr)")
-            #expect(open.elapsed < Duration.milliseconds(3000).underSanitizer, "\(open)")
+            // At most --power-on-wait (5s here): the longest a player is held (docs/usage.md), the
+            // requirement; 3 s was the hook's second and the settle with a quiet machine's margin.
+            #expect(open.elapsed < Duration.seconds(5).underSanitizer, "\(open)")
             #expect(!open.stderr.contains("keepalived"), "\(open.stderr)")
             #expect(daemon.stderr.contains("the player's open goes on: the power is on"), "\(daemon.stderr)")
 
             // The same active period: the next open (a track of another format) is not held.
             let next = try await setup.open("keepalived-card0", socket: socket)
-            #expect(next.elapsed < Duration.milliseconds(500).underSanitizer, "\(next)")
+            // Not held: shorter than the hold the first open had (at least the hook's 1 s and the
+            // 0.3 s settle), sanitizer or not: the bound says "not held", never how fast an open
+            // is (the 500 ms it was is a busy machine's to break; CONTRIBUTING, "What a test may
+            // bound in time").
+            #expect(next.elapsed < .milliseconds(1250), "\(next)")
             #expect(Self.lines(log).count == 2, "on-active once per active period: \(Self.lines(log))")
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
@@ -391,6 +400,8 @@ extension Integration {
             let final = try #require(client.readLine(), "no reply after the hold")
             let took = ContinuousClock.now - asked
             #expect(final.contains(#""released":["hw:0,0"]"#) && final.contains(#""ok":true"#), "\(final)")
+            // Requirement: held for --power-on-wait (600ms) and no longer (docs/usage.md); margin
+            // 0.9 s, stretched under a sanitizer.
             #expect(took >= .milliseconds(590) && took < Duration.milliseconds(1500).underSanitizer, "\(took)")
             try await daemon.waitForLog("--on-active still runs at --power-on-wait's end", timeout: .seconds(2))
             daemon.signal(SIGTERM)

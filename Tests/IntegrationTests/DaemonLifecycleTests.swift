@@ -30,7 +30,10 @@ extension Integration {
             var began = clock.now
             let started = try await keepalived(["start", "-d", "null"])
             #expect(started.status == 0, "\(started.stderr)")
-            #expect(began.duration(to: clock.now) < .seconds(2).underSanitizer)
+            // `start` returns once it plays (docs/usage.md), with no time stated: a deadline that
+            // means "it never returned", not how fast a start is (CONTRIBUTING, "What a test may
+            // bound in time"; it was 2 s).
+            #expect(began.duration(to: clock.now) < .seconds(10).underSanitizer)
             #expect(started.stdout.contains("null: playing"), "\(started.stdout)")
 
             let (status, object) = try await statusJSON()
@@ -64,6 +67,8 @@ extension Integration {
             began = clock.now
             let stopped = try await keepalived(["stop"])
             #expect(stopped.status == 0, "\(stopped.stderr)")
+            // Requirement: `stop` waits at most 2 s, then SIGKILLs (docs/usage.md); the margin is
+            // the sanitizer's stretch only, as SIGKILL would say it was missed.
             #expect(began.duration(to: clock.now) < .seconds(2).underSanitizer)
             #expect(!processIsAlive(pid))
             #expect(!FileManager.default.fileExists(atPath: socketPath))
@@ -82,7 +87,9 @@ extension Integration {
             let began = ContinuousClock.now
             let started = try await keepalived(["start", "--digital"], environment: environment)
             #expect(started.status == 0, "\(started.stderr)")
-            #expect(began.duration(to: .now) < .seconds(2).underSanitizer)
+            // Returns once it waits for its selection (docs/usage.md, no time stated): "it never
+            // returned", not a speed (it was 2 s).
+            #expect(began.duration(to: .now) < .seconds(10).underSanitizer)
             #expect(started.stdout.contains("waiting"), "\(started.stdout)")
 
             let result = try await keepalived(["status", "--json"], environment: environment)

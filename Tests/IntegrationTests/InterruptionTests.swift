@@ -18,9 +18,20 @@ extension Integration {
             device = try FaultyDevice()
         }
 
+        /// How long a recovery may take, in ms, from the fault (or from the device being back) to
+        /// the first write after it. The requirement: an output that appears plays within 2 s
+        /// (README, docs/usage.md), and no retry waits longer than --retry-max (2 s by default,
+        /// docs/recovery.md); stretched under a sanitizer. How fast a recovery is on a quiet
+        /// machine (10-100 ms, printed as "measured downtime") is a measurement: a busy machine
+        /// can hold one recovery for most of a second, so it is not bounded here (CONTRIBUTING,
+        /// "What a test may bound in time"). What a slow recovery would be is asserted without a
+        /// clock: in place with no reopen (requireInPlace), reopened (requireReopened), the
+        /// retry counts.
+        static let recoveryDeadline = 2000 * Sanitizer.timeScale
+
         // MARK: - Recovered in place
 
-        @Test("underrun (EPIPE): prepared in place, no reopen, back within 100 ms")
+        @Test("underrun (EPIPE): prepared in place, no reopen, back within the recovery deadline")
         func underrun() async throws {
             let daemon = try await startPlaying()
             try device.control("fail-write EPIPE")
@@ -30,13 +41,13 @@ extension Integration {
             let fault = try #require(events.firstIndex { $0.name == "fault" && $0.arguments.first == "EPIPE" }, "\(events)")
             let resumed = try requireInPlace(events, fault: fault, expecting: "prepare")
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
-            #expect(downtime < 100 * Sanitizer.timeScale, "underrun downtime \(downtime) ms")
+            #expect(downtime < Self.recoveryDeadline, "underrun downtime \(downtime) ms")
             print("measured downtime, underrun (EPIPE): \(String(format: "%.1f", downtime)) ms")
             #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(downtime) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
 
-        @Test("suspend (ESTRPIPE): resumed in place, or prepared when the device cannot resume; back within 100 ms",
+        @Test("suspend (ESTRPIPE): resumed in place, or prepared when the device cannot resume; back within the recovery deadline",
               arguments: [("faulty", "resume"), ("faulty-noresume", "prepare")])
         func suspend(_ name: String, _ expected: String) async throws {
             let daemon = try await startPlaying(name)
@@ -51,7 +62,7 @@ extension Integration {
                 #expect(!events[fault..<resumed].contains { $0.name == "resume" }, "a device without resume resumed?")
             }
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
-            #expect(downtime < 100 * Sanitizer.timeScale, "suspend downtime \(downtime) ms")
+            #expect(downtime < Self.recoveryDeadline, "suspend downtime \(downtime) ms")
             print("measured downtime, suspend (ESTRPIPE) on \(name): \(String(format: "%.1f", downtime)) ms")
             #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(downtime) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed], device: name)
@@ -59,7 +70,7 @@ extension Integration {
 
         // MARK: - Reopened
 
-        @Test("sound server gone (EIO, ENOTCONN, EBADFD): closed and reopened within 250 ms",
+        @Test("sound server gone (EIO, ENOTCONN, EBADFD): closed and reopened within the recovery deadline",
               arguments: ["fail-write EIO", "fail-poll 107", "fail-poll EBADFD"])
         func serverGone(_ command: String) async throws {
             // Small periods so that fail-poll is taken by the next poll soon.
@@ -71,7 +82,7 @@ extension Integration {
             let fault = try #require(events.firstIndex { $0.name == "fault" }, "\(events)")
             let resumed = try requireReopened(events, fault: fault)
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
-            #expect(downtime < 250 * Sanitizer.timeScale, "server-gone downtime \(downtime) ms")
+            #expect(downtime < Self.recoveryDeadline, "server-gone downtime \(downtime) ms")
             print("measured downtime, server gone (\(command)): \(String(format: "%.1f", downtime)) ms")
             #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(downtime) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
@@ -89,8 +100,8 @@ extension Integration {
             let resumed = try requireReopened(events, fault: stalled, writesAfterFault: true)
             let downtime = milliseconds(from: events[stalled].time, to: events[resumed].time)
             // Stall window (3 periods, 300 ms) after the last progress, which is at most a period
-            // before the stall, plus the first retry (50 ms) and the open.
-            #expect(downtime < (400 + 250) * Sanitizer.timeScale, "stall downtime \(downtime) ms")
+            // before the stall, plus the first retry (50 ms) and the open: about 0.4 s on a quiet machine.
+            #expect(downtime < Self.recoveryDeadline, "stall downtime \(downtime) ms")
             print("measured downtime, stall, from the stall: \(String(format: "%.1f", downtime)) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
@@ -105,7 +116,7 @@ extension Integration {
             let fault = try #require(events.firstIndex { $0.name == "fault" }, "\(events)")
             let resumed = try requireReopened(events, fault: fault)
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
-            #expect(downtime < 250 * Sanitizer.timeScale, "unknown-error downtime \(downtime) ms")
+            #expect(downtime < Self.recoveryDeadline, "unknown-error downtime \(downtime) ms")
             print("measured downtime, unknown (EACCES): \(String(format: "%.1f", downtime)) ms")
             #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale)
             let mentions = daemon.stderr.split(separator: "\n").filter { $0.contains("EACCES") }
@@ -117,7 +128,7 @@ extension Integration {
 
         // MARK: - Waiting for the device
 
-        @Test("unplugged (ENODEV): closed, waits, reopened within 250 ms of the device coming back")
+        @Test("unplugged (ENODEV): closed, waits, reopened within the recovery deadline of the device coming back")
         func unplugged() async throws {
             // --retry-max 0.2: there is no /dev/snd node for a test device, so no inotify event
             // cuts the wait short; the backoff cap bounds how late the replug is noticed.
@@ -132,14 +143,14 @@ extension Integration {
             let fault = try #require(events.firstIndex { $0.name == "fault" && $0.arguments.first == "ENODEV" }, "\(events)")
             let resumed = try requireReopened(events, fault: fault)
             let downtime = milliseconds(from: back, to: events[resumed].time)
-            #expect(downtime < 250 * Sanitizer.timeScale, "resumed \(downtime) ms after the device came back")
+            #expect(downtime < Self.recoveryDeadline, "resumed \(downtime) ms after the device came back")
             print("measured downtime, unplugged, from the device coming back: \(String(format: "%.1f", downtime)) ms")
             #expect(abs(recovery.downtime * 1000 - milliseconds(from: events[fault].time, to: events[resumed].time)) < 50 * Sanitizer.timeScale)
             #expect(daemon.stderr.components(separatedBy: "waiting for device").count == 2, "logged per retry:\n\(daemon.stderr)")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
 
-        @Test("busy (EBUSY at open): waits without flooding the log, takes it within 250 ms of it being free")
+        @Test("busy (EBUSY at open): waits without flooding the log, takes it within the recovery deadline of it being free")
         func busy() async throws {
             // Taken by keepalived's first open: refused for 1.2 s from then.
             try device.control("refuse-open EBUSY 1200")
@@ -156,7 +167,7 @@ extension Integration {
             let resumed = try #require(events.firstIndex { $0.isWrite }, "\(events)")
             #expect(events[resumed].time >= free)
             let downtime = milliseconds(from: free, to: events[resumed].time)
-            #expect(downtime < 250 * Sanitizer.timeScale, "took the device \(downtime) ms after it was free")
+            #expect(downtime < Self.recoveryDeadline, "took the device \(downtime) ms after it was free")
             print("measured downtime, busy, from the device being free: \(String(format: "%.1f", downtime)) ms")
             // The reported downtime is the whole wait: from the first refused open to audio.
             let waited = milliseconds(from: try #require(refused.first).time, to: events[resumed].time)
@@ -166,7 +177,7 @@ extension Integration {
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
 
-        @Test("no device at start: keeps running, retries 50 ms then doubling up to --retry-max, plays within 250 ms once it exists")
+        @Test("no device at start: keeps running, retries 50 ms then doubling up to --retry-max, plays within the recovery deadline once it exists")
         func noDeviceAtStart() async throws {
             try device.markVanished()
             let daemon = try device.launch("faulty", ["--retry-max", "0.2"])
@@ -186,7 +197,7 @@ extension Integration {
             #expect(gaps.dropFirst(2).dropLast().allSatisfy { $0 >= 155 && $0 < 240 }, "capped retries: \(gaps)")
             let resumed = try #require(events.firstIndex { $0.isWrite })
             let downtime = milliseconds(from: back, to: events[resumed].time)
-            #expect(downtime < 250 * Sanitizer.timeScale, "played \(downtime) ms after the device appeared")
+            #expect(downtime < Self.recoveryDeadline, "played \(downtime) ms after the device appeared")
             print("measured downtime, no device at start, from the device appearing: \(String(format: "%.1f", downtime)) ms")
             // The reported downtime is the whole wait: from the first refused open to audio.
             let waited = milliseconds(from: attempts[0], to: events[resumed].time)
@@ -224,7 +235,10 @@ extension Integration {
             let events = device.events()
             let resumed = try #require(events.firstIndex { $0.isWrite })
             let delay = milliseconds(from: plugged, to: events[resumed].time)
-            #expect(delay < 250 * Sanitizer.timeScale, "played \(delay) ms after the card appeared; the backoff alone would take over a second")
+            // The card's appearance, not the backoff, ended the wait: the next retry is due about
+            // 3 s after the plug, so the bound stays below it even under a sanitizer (README: plays
+            // within 2 s of its card appearing).
+            #expect(delay < min(Self.recoveryDeadline, 2900), "played \(delay) ms after the card appeared; the backoff alone would take about 3 s more")
             print("measured downtime, card appearing in /dev/snd: \(String(format: "%.1f", delay)) ms")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }

@@ -266,10 +266,13 @@ extension Integration {
             let again = try ChildProcess("paplay", [longClip.path], environment: environment, directory: directory, label: "paplay")
             defer { again.signal(SIGKILL) }
             try await waitUntil("the new stream", timeout: .seconds(5), every: .milliseconds(10)) { pulse.hasStream(of: again.pid) }
-            let back = try await waitUntil("keepalived back on the sink", timeout: .seconds(3), every: .milliseconds(10)) {
+            // Back on the sink once another stream plays: a wait for the state whose deadline means
+            // "it never came back", not how fast (1 s was a quiet machine's figure, and no doc
+            // states one; CONTRIBUTING, "What a test may bound in time").
+            let back = try await waitUntil("keepalived back on the sink", timeout: .seconds(5), every: .milliseconds(10)) {
                 pulse.hasStream(of: daemon.pid)
             }
-            #expect(back < .seconds(1).underSanitizer, "keepalived came back \(back) after the new stream")
+            #expect(back < .seconds(5).underSanitizer, "keepalived came back \(back) after the new stream")
             try await daemon.waitForLog("another stream plays on sink \(sink): keeping it awake")
 
             #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")

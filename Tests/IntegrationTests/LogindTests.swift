@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension Integration {
@@ -128,11 +129,14 @@ extension Integration {
             defer { daemon.signal(SIGTERM) }
 
             try await logind.send("locked true")
-            try await waitUntil("paused for the lock", timeout: .seconds(1)) { (try? status()).map { $0.state == "paused" && $0.reason == "locked" } ?? false }
+            try await waitUntil("paused for the lock", timeout: .seconds(5)) { (try? status()).map { $0.state == "paused" && $0.reason == "locked" } ?? false }
             try await logind.send("locked false")
             let unlocked = ContinuousClock.now
-            try await waitUntil("playing after unlock", timeout: .seconds(1)) { (try? status().state) == "playing" }
-            #expect(unlocked.duration(to: .now) < .seconds(1))
+            // Playing again after the unlock: a wait for the state with a deadline that means "it
+            // never came"; how fast is not a documented requirement (CONTRIBUTING, "What a test
+            // may bound in time"; it was 1 s, unstretched).
+            try await waitUntil("playing after unlock", timeout: .seconds(5)) { (try? status().state) == "playing" }
+            #expect(unlocked.duration(to: .now) < Duration.seconds(5).underSanitizer)
 
             // Idle since now: --idle-after 2s must pass first.
             try await logind.send("idle true 0")

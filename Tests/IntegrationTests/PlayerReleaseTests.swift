@@ -156,6 +156,8 @@ extension Integration {
             let reply = try release(player, card: 0, device: 0)
             let releaseTook = ContinuousClock.now - releaseAsked
             #expect(reply["released"] as? [String] == ["hw:0,0"], "\(reply)")
+            // Requirement: a player's release is answered within its 200 ms timeout
+            // (docs/players.md), during a reload too; margin: the sanitizer's stretch.
             #expect(releaseTook < .milliseconds(200).underSanitizer, "the release took \(releaseTook)")
             #expect(try state(of: "hw:0,0") == "paused (lent)")
             let reloadReply = try #require(reloader.readLine(timeout: .seconds(10)), "no reply to the reload")

@@ -29,7 +29,11 @@ extension Integration {
             #expect(xruns.count == 1, "\(xruns)")
             let resumed = try #require(events.firstIndex { $0.isWrite && $0.time > continued }, "\(events)")
             let delay = milliseconds(from: continued, to: events[resumed].time)
-            #expect(delay < 1000 * Sanitizer.timeScale, "playing again \(delay) ms after SIGCONT")
+            // Recovered in place (the one xrun above, no reopen): the bound is the documented
+            // retry ceiling (--retry-max, 2 s by default, docs/recovery.md), stretched under a
+            // sanitizer, not how fast a prepare is on a quiet machine (tens of ms, printed below);
+            // CONTRIBUTING, "What a test may bound in time".
+            #expect(delay < 2000 * Sanitizer.timeScale, "playing again \(delay) ms after SIGCONT")
             print("measured: playing again \(String(format: "%.1f", delay)) ms after SIGCONT")
             let between = events.filter { $0.time > continued && $0.time <= events[resumed].time }
             #expect(between.contains { $0.name == "prepare" }, "\(between)")

@@ -25,8 +25,11 @@ extension Integration {
 
             daemon.signal(SIGTERM)
             let stoppedIn = ContinuousClock.now
-            #expect(try await daemon.waitForExit(timeout: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
-            #expect(stoppedIn.duration(to: .now) < .seconds(1).underSanitizer)
+            // The stop requirement: `keepalived stop` waits at most 2 s before SIGKILL
+            // (docs/usage.md), so SIGTERM must end the process inside it; stretched under a
+            // sanitizer (it was 1 s, a quiet machine's figure).
+            #expect(try await daemon.waitForExit(timeout: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+            #expect(stoppedIn.duration(to: .now) < .seconds(2).underSanitizer)
             try await waitUntil("the sink to suspend after stop", timeout: .seconds(5)) { server.sinkStateNow() == "SUSPENDED" }
         }
     }

@@ -82,9 +82,15 @@ extension Integration {
                     server.streamOnSink()
                 }
                 delays.append(delay)
-                #expect(delay < .seconds(1).underSanitizer, "round \(round): back \(delay) after the server was up")
                 #expect(daemon.isRunning, "keepalived exited:\n\(daemon.stderr)")
             }
+            // Back "as soon as the server's socket reappears" (docs/recovery.md): the median round,
+            // not each one, within 1 s (stretched under a sanitizer); a busy machine may hold any
+            // single round for a second or more, while a reopen that waited for the backoff would
+            // slow every round (CONTRIBUTING, "What a test may bound in time"). Each round came
+            // back at all within the wait's 5 s.
+            let median = delays.sorted()[delays.count / 2]
+            #expect(median < .seconds(1).underSanitizer, "median \(median) of \(delays) after the server was up")
             try await expectRecoveries(daemon, reason: "server-gone", socket: socket, environment: environment)
             print("\(kind.rawValue) restarts: stream back after \(delays.map { "\($0.wholeMilliseconds) ms" })")
         }
@@ -110,8 +116,10 @@ extension Integration {
                 server.sinkInputCount() == 1 && server.sinkStateNow() == "RUNNING"
             }
             // The next backoff step is at least 1.7 s away here; inotify on the socket makes it
-            // immediate.
-            #expect(delay < .milliseconds(700).underSanitizer, "on the sink \(delay) after the server accepted clients")
+            // immediate. The bound says which of the two woke it (below the backoff step, sanitizer
+            // or not), not how fast the open is (700 ms was; CONTRIBUTING, "What a test may bound
+            // in time").
+            #expect(delay < .milliseconds(1600), "on the sink \(delay) after the server accepted clients")
             // Once the server answered, through keepalived's own stream (ServerSinkPCM), not the
             // ALSA plug-in the first open may have found: no second libpulse connection.
             try await waitUntil("keepalived's own stream on the sink", timeout: .seconds(3).underSanitizer) {

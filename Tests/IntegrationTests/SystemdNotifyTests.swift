@@ -24,8 +24,10 @@ extension Integration {
         func readyWatchdogStopping() async throws {
             let listener = try NotifyListener(path: directory.appendingPathComponent("notify.sock").path)
             let daemon = try launch(["run", "-d", "null"], listener: listener, watchdogMicroseconds: 400_000)
-            let ready = try await waitUntil("READY=1", timeout: .seconds(1)) { listener.assignments.contains { $0.line == "READY=1" } }
-            #expect(ready < .seconds(1).underSanitizer)
+            // READY=1 comes once the output plays; how soon is not a documented requirement, so a
+            // deadline that means "it never came" (CONTRIBUTING, "What a test may bound in time").
+            let ready = try await waitUntil("READY=1", timeout: .seconds(5)) { listener.assignments.contains { $0.line == "READY=1" } }
+            #expect(ready < .seconds(5).underSanitizer)
             let statuses = listener.assignments.filter { $0.line.hasPrefix("STATUS=") }.map(\.line)
             #expect(statuses.last == "STATUS=playing on null", "\(statuses)")
             #expect(Set(statuses).isSubset(of: ["STATUS=starting on null", "STATUS=playing on null"]), "\(statuses)")
@@ -36,9 +38,12 @@ extension Integration {
             }
             let pings = listener.assignments.filter { $0.line == "WATCHDOG=1" }.map(\.at)
             let intervals = zip(pings.dropFirst(), pings).map { $0.0 - $0.1 }
-            for interval in intervals.dropFirst() {
-                #expect(interval > .milliseconds(120) && interval < .milliseconds(400).underSanitizer, "ping interval \(interval)")
-            }
+            // The pace, not each ping: the median interval is half WATCHDOG_USEC (200 ms). A single
+            // interval is one wakeup of a scheduler a busy machine may delay (and then the next is
+            // short); the median of the run is what a wrong pace would move.
+            let sorted = intervals.dropFirst().sorted()
+            let median = sorted[sorted.count / 2]
+            #expect(median > .milliseconds(120) && median < .milliseconds(400).underSanitizer, "ping intervals \(intervals)")
 
             #expect(try await daemon.terminate(within: .seconds(1)) == 0, "log:\n\(daemon.stderr)")
             #expect(listener.assignments.contains { $0.line == "STOPPING=1" })

@@ -46,12 +46,18 @@ struct EventObserverTests {
         #expect(statistics[0].dropped == total - Self.capacity)
         #expect(statistics[1].dropped == 0)
         #expect(statistics[1].highWater <= burst)
-        // A publish that waited for the idle subscriber would never return; these bounds only say
-        // it is also cheap (the maximum allows for the thread being preempted on a busy machine).
+        // A publish that waited for the idle subscriber would never return (every publish above
+        // returned). That it does not slow down once the idle buffer is full is compared within
+        // this run, medians before and after the fill (CONTRIBUTING, "What a test may bound in
+        // time"): the slowest single publish is the scheduler's worst case, not ours, and how
+        // cheap a publish is on a quiet machine is a benchmark's to say.
+        let filled = Self.capacity
+        func median(_ durations: ArraySlice<Duration>) -> Duration { durations.sorted()[durations.count / 2] }
+        let publishBefore = median(publishTimes[..<filled]), publishAfter = median(publishTimes[filled...])
+        #expect(publishAfter < publishBefore * 3 + .microseconds(20).underSanitizer,
+                "median publish \(publishBefore) before the idle buffer filled, \(publishAfter) after")
         publishTimes.sort()
         let medianPublish = publishTimes[publishTimes.count / 2], slowestPublish = publishTimes.last!
-        #expect(medianPublish < .microseconds(100).underSanitizer, "median publish took \(medianPublish)")
-        #expect(slowestPublish < .milliseconds(50).underSanitizer, "one publish took \(slowestPublish)")
         print("[EventObserverTests] \(total) events: median publish \(medianPublish), slowest \(slowestPublish); idle high water \(statistics[0].highWater), dropped \(statistics[0].dropped); reader high water \(statistics[1].highWater)")
 
         // The idle subscriber kept the newest events, in order.

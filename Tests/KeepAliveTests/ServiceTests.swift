@@ -11,18 +11,23 @@ import Testing
 struct ServiceTests {
     typealias Support = EmbeddingTestSupport
 
-    @Test("plays into a file device, stops within 100 ms of graceful shutdown, the group returns")
+    /// The requirement a shutdown is held to: `keepalived stop` waits at most 2 s for the process
+    /// to be gone, then SIGKILLs it (docs/usage.md), so a graceful shutdown must end well inside
+    /// it. The margin: a quiet machine stops in 1-10 ms; 2 s (stretched under a sanitizer) is
+    /// what a busy one may take for a single stop (612 ms seen under ASan beside two guests).
+    /// How fast a stop is belongs to a benchmark, not here (CONTRIBUTING, "What a test may bound
+    /// in time").
+    static let stopBudget = Duration.seconds(2).underSanitizer
+
+    @Test("plays into a file device, stops within the stop command's 2 s of graceful shutdown, the group returns")
     func gracefulShutdownStopsPlayback() async throws {
-        // A bound in wall time: a machine busy with other work can stretch one run past it
-        // (once 612 ms under ASan beside two emulated guests, against 7 ms in every other run),
-        // a stop that is slow stretches every run. So up to three runs, and one must be in time.
         var runs: [(stopped: Duration, returned: Duration)] = []
         for _ in 0..<3 {
             let run = try await playThenShutDown()
             runs.append(run)
-            if run.stopped < .milliseconds(100).underSanitizer, run.returned < .milliseconds(100).underSanitizer { break }
+            if run.stopped < Self.stopBudget, run.returned < Self.stopBudget { break }
         }
-        #expect(runs.contains { $0.stopped < .milliseconds(100).underSanitizer && $0.returned < .milliseconds(100).underSanitizer },
+        #expect(runs.contains { $0.stopped < Self.stopBudget && $0.returned < Self.stopBudget },
                 "stopped and returned after \(runs) from the shutdown request")
         print("[ServiceTests] graceful shutdown: stopped after \(runs.last!.stopped), group returned after \(runs.last!.returned) (run \(runs.count))")
     }
@@ -52,11 +57,11 @@ struct ServiceTests {
         try await running.value
         let groupReturnedIn = shutdownAt.duration(to: .now)
 
-        // Stopped: the manager says so, the `.stopped` event came within 100 ms, and the stream
+        // Stopped: the manager says so, the `.stopped` event came within the stop budget, and the stream
         // was dropped (nothing more reaches the file).
         #expect(keepAlive.manager.state == .stopped)
         #expect(!keepAlive.manager.isRunning)
-        try await Support.waitUntil("the stopped event", timeout: .seconds(1)) { events.firstInstant { $0 == .stopped } != nil }
+        try await Support.waitUntil("the stopped event", timeout: Self.stopBudget) { events.firstInstant { $0 == .stopped } != nil }
         let stoppedAt = try #require(events.firstInstant { $0 == .stopped })
         let stoppedIn = shutdownAt.duration(to: stoppedAt)
         #expect(neighbour.returned)
@@ -89,7 +94,7 @@ struct ServiceTests {
         try await running.value
         let returnedIn = cancelledAt.duration(to: .now)
         #expect(!keepAlive.manager.isRunning)
-        #expect(returnedIn < .milliseconds(100).underSanitizer, "run() returned \(returnedIn) after cancellation")
+        #expect(returnedIn < Self.stopBudget, "run() returned \(returnedIn) after cancellation")
         print("[ServiceTests] cancellation: run() returned after \(returnedIn)")
     }
 
@@ -104,7 +109,7 @@ struct ServiceTests {
         _ = try? await running.value  // the group may report the cancellation; it must return
         let returnedIn = cancelledAt.duration(to: .now)
         #expect(!keepAlive.manager.isRunning)
-        #expect(returnedIn < .milliseconds(100).underSanitizer, "the group returned \(returnedIn) after cancellation")
+        #expect(returnedIn < Self.stopBudget, "the group returned \(returnedIn) after cancellation")
     }
 
     @Test("a task already cancelled returns at once and never plays")
@@ -138,7 +143,7 @@ struct ServiceTests {
         let shutdownAt = ContinuousClock.now
         await group.triggerGracefulShutdown()
         try await running.value
-        #expect(shutdownAt.duration(to: .now) < .milliseconds(100).underSanitizer)
+        #expect(shutdownAt.duration(to: .now) < Self.stopBudget)
         #expect(!keepAlive.manager.isRunning)
         #expect(logs.messages.filter { $0.contains("switched off") }.count == 1)
     }
@@ -160,7 +165,7 @@ struct ServiceTests {
         #expect(events.events.filter { $0 == .started }.count == 1, "\(events.events)")
     }
 
-    @Test("a missing device is ridden out, never thrown; shutdown still returns within 100 ms")
+    @Test("a missing device is ridden out, never thrown; shutdown still returns within the stop budget")
     func missingDeviceIsNotAnError() async throws {
         var configuration = KeepAliveConfiguration(devices: ["hw:CARD=NoSuchCard,DEV=0"])
         configuration.defaults.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50))
@@ -173,7 +178,7 @@ struct ServiceTests {
         let shutdownAt = ContinuousClock.now
         await group.triggerGracefulShutdown()
         try await running.value  // does not throw
-        #expect(shutdownAt.duration(to: .now) < .milliseconds(100).underSanitizer)
+        #expect(shutdownAt.duration(to: .now) < Self.stopBudget)
         #expect(keepAlive.manager.state == .stopped)
     }
 

@@ -95,10 +95,14 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Sends SIGTERM, as systemd and `keepalived stop` do, and waits for the exit status.
+    /// The deadline is at least the stop requirement, `keepalived stop`'s 2 s before SIGKILL
+    /// (docs/usage.md), stretched under a sanitizer by `waitUntil`: a test's shorter `within`
+    /// measured how fast a stop is on a quiet machine, which a busy one can stretch
+    /// (CONTRIBUTING, "What a test may bound in time").
     @discardableResult
     func terminate(within timeout: Duration) async throws -> Int32 {
         signal(SIGTERM)
-        return try await waitForExit(timeout: timeout)
+        return try await waitForExit(timeout: max(timeout, .seconds(2)))
     }
 
     /// Blocking form for short helper commands inside a synchronous condition.

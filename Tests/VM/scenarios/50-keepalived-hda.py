@@ -122,8 +122,12 @@ for device, mode, measure in runs:
     stopped = time.monotonic()
     vt.check(f"{name}-stops", r.returncode == 0 and daemon.wait(timeout=10) == 0, r.stdout.strip())
     off_stop = off_ms()
-    w = vt.wait_until(lambda: off_ms() > off_stop, 3 + 2)
-    vt.check(f"{name}-codec-sleeps-after-stop", w and time.monotonic() - stopped <= 3.5,
+    # The codec sleeping is the kernel's power_save delay after the close: no keepalived
+    # requirement bounds when, only that it comes (a card kept open would never sleep). A wait
+    # whose deadline means "never", not 3.5 s of an emulated guest on a loaded host
+    # (CONTRIBUTING, "What a test may bound in time").
+    w = vt.wait_until(lambda: off_ms() > off_stop, 30)
+    vt.check(f"{name}-codec-sleeps-after-stop", w,
              f"power_off_acct {off_stop} -> {off_ms()} ms, {w.seconds:.1f} s after stop")
     log.close()
 

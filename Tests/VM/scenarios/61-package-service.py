@@ -348,7 +348,10 @@ t0 = time.monotonic()
 r = vt.run(["systemctl", "stop", UNIT], timeout=30)
 took = time.monotonic() - t0
 st = show("ActiveState", "Result")
-vt.check("stop-quick", r.returncode == 0 and took < 3 and st["ActiveState"] == "inactive" and st["Result"] == "success",
+# "Quick": systemd did not wait out a timeout (TimeoutStopSec=15s, Result would not be "success"),
+# and no hook's 10 s stop budget (docs/usage.md) was spent with no hook set: below 10 s. Not how
+# fast a stop is in an emulated guest (it was 3 s; CONTRIBUTING, "What a test may bound in time").
+vt.check("stop-quick", r.returncode == 0 and took < 10 and st["ActiveState"] == "inactive" and st["Result"] == "success",
          f"systemctl stop: exit {r.returncode} in {took:.2f} s; {st}")
 left = [p for p in os.listdir("/proc") if p.isdigit()
         and (vt.read(f"/proc/{p}/status", "") or "").count(f"Uid:\t{uid}\t") > 0]

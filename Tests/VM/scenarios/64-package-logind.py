@@ -235,8 +235,11 @@ if not missing:
              f"PM: suspend exit {t['PM: suspend exit'] - t0:+.3f} s, systemd-sleep returned {t['System returned'] - t0:+.3f} s, "
              f"PrepareForSleep(false) {t['PrepareForSleep(false)'] - t0:+.3f} s, resumed reason=sleep {t['resumed reason=sleep'] - t0:+.3f} s")
     hold = closed - t0
-    vt.check("sleep-held-briefly", 0 <= hold < 1.0,
-             f"{hold * 1000:.0f} ms from PrepareForSleep(true) to the output closed (and the lock released); limit 1 s")
+    # Released well before logind's InhibitDelayMaxSec would end the delay for us (the bound the
+    # next check also uses); 1 s was how fast an emulated guest closes, a measurement
+    # (CONTRIBUTING, "What a test may bound in time"). The order is checked above.
+    vt.check("sleep-held-briefly", 0 <= hold < DELAY_MAX / 2,
+             f"{hold * 1000:.0f} ms from PrepareForSleep(true) to the output closed (and the lock released); limit {DELAY_MAX / 2:g} s")
     began = t["sleep.target reached"] - t0
     timeouts = [message(e) for e in es if "inhibitor timeout is reached" in message(e)]
     vt.check("logind-did-not-wait-out-the-lock", began < DELAY_MAX / 2 and not timeouts,

@@ -539,7 +539,11 @@ if held and powered and hook_start is not None and mpd_started is not None:
     with timeline.lock:
         kept = [x for x in timeline.spans if x[0] == kpid and x[1] <= hook_start and x[2] >= powered[0]]
     vt.note(f"power_on_ms= open_to_hook={1000 * to_hook:.0f} hook={1000 * (powered[0] - hook_start):.0f} hook_end_to_first_sample={1000 * to_sound:.0f}")
-    vt.check("power-on-before-the-first-note", len(held) == 1 and len(powered) == 1 and 0 <= to_hook <= 1.0 and 0 < to_sound <= 1.5 and bool(kept),
+    # The orderings are the requirement (the hook starts after the open is held, the first sample
+    # comes after the hook's end, the card held throughout); the upper bounds are --power-on-wait's
+    # 5 s, the most a player is held (docs/usage.md), not the emulated CPU's speed (they were 1.0
+    # and 1.5 s; CONTRIBUTING, "What a test may bound in time").
+    vt.check("power-on-before-the-first-note", len(held) == 1 and len(powered) == 1 and 0 <= to_hook <= 5.0 and 0 < to_sound <= 5.0 and bool(kept),
              f"keepalived heard MPD's open at {held[0]:.3f} s, the hook ran {hook_start:.3f}-{powered[0]:.3f} s, MPD's stream started on "
              f"the card at {mpd_started:.3f} s: {1000 * to_hook:.0f} ms to the hook, {1000 * to_sound:.0f} ms from its end to the first sample "
              f"(holds: {len(held)}, hook ends: {len(powered)}); keepalived held the card through the hook: {bool(kept)}")
