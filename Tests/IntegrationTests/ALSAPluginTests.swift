@@ -53,9 +53,12 @@ extension Integration {
             let setup = try PluginSetup("release")
             let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
             defer { listener.stop() }
-            let opened = try await setup.open("keepalived-card0", socket: listener.path)
+            // A 5 s release timeout: an open that returns in under half of it was answered, not
+            // timed out, however slow a loaded machine is (the plug-in's speed is bench/'s).
+            let patient = ["KEEPALIVED_RELEASE_TIMEOUT": "5000"]
+            let opened = try await setup.open("keepalived-card0", socket: listener.path, extra: patient)
             let expected = try await setup.open("hw:0,0", socket: listener.path)
-            let other = try await setup.open("keepalived-card3", socket: listener.path)
+            let other = try await setup.open("keepalived-card3", socket: listener.path, extra: patient)
             let otherExpected = try await setup.open("hw:CARD=3,DEV=7,SUBDEV=1", socket: listener.path)
             listener.stop()
 
@@ -64,7 +67,7 @@ extension Integration {
             #expect(other.result == otherExpected.result, "\(other) \(otherExpected)")
             for result in [opened, other] {
                 #expect(!result.stderr.contains("keepalived"), "an answered request is silent: \(result.stderr)")
-                #expect(result.elapsed < .milliseconds(200), "answered at once: no wait for the deadline (\(result))")
+                #expect(result.elapsed < .milliseconds(2500), "answered at once: no wait for the 5 s deadline (\(result))")
                 #expect(result.leakedDescriptors == 0, "\(result)")
             }
         }
@@ -93,6 +96,7 @@ extension Integration {
             listener.stop()
             #expect(listener.received == [Self.line(card: 0, device: 0)])
             #expect(opened.elapsed >= .milliseconds(190), "it waits for the answer until the deadline: \(opened)")
+            // The documented 200 ms release timeout, with a margin for a loaded machine's wakeup.
             #expect(opened.elapsed < Duration.seconds(1).underSanitizer, "and not longer: \(opened)")
             #expect(opened.stderr.components(separatedBy: "keepalived did not answer within 200 ms").count == 2, "\(opened.stderr)")
             #expect(opened.result == expected.result, "\(opened) \(expected)")
@@ -118,7 +122,8 @@ extension Integration {
             let together = try ReleaseListener(path: setup.socket, answer: .reply(#"{"ok":true,"wait":3000}"# + "\n" + Self.released))
             let quick = try await setup.open("keepalived-card0", socket: together.path)
             together.stop()
-            #expect(quick.elapsed < .milliseconds(200), "\(quick)")
+            // Under the 3 s the interim line asked for: the reply read with it ended the wait.
+            #expect(quick.elapsed < .milliseconds(2500), "\(quick)")
             #expect(!quick.stderr.contains("keepalived"), "\(quick.stderr)")
         }
 
@@ -140,7 +145,9 @@ extension Integration {
             let listener = try ReleaseListener(path: setup.socket, answer: .silence)
             defer { listener.stop() }
             let short = try await setup.open("keepalived-card0", socket: listener.path, extra: ["KEEPALIVED_RELEASE_TIMEOUT": "40"])
-            #expect(short.elapsed >= .milliseconds(35) && short.elapsed < .milliseconds(190), "\(short)")
+            // The message names the deadline the plug-in computed; the lower bound says it waited
+            // for it. No upper bound: a loaded machine may wake the open late.
+            #expect(short.elapsed >= .milliseconds(35), "\(short)")
             #expect(short.stderr.contains("keepalived did not answer within 40 ms"), "\(short.stderr)")
             let bad = try await setup.open("keepalived-card0", socket: listener.path, extra: ["KEEPALIVED_RELEASE_TIMEOUT": "0.5s"])
             #expect(bad.stderr.contains("KEEPALIVED_RELEASE_TIMEOUT=0.5s is not a whole number of milliseconds from 0 to 10000; waiting 200 ms"), "\(bad.stderr)")
@@ -172,9 +179,10 @@ extension Integration {
             #expect(FileManager.default.createFile(atPath: plainFile, contents: Data()))
             let expected = try await setup.open("hw:0,0", socket: nil)
             for socket in [setup.directory.appendingPathComponent("absent.sock").path, stale, plainFile] {
-                let opened = try await setup.open("keepalived-card0", socket: socket)
+                let opened = try await setup.open("keepalived-card0", socket: socket, extra: ["KEEPALIVED_RELEASE_TIMEOUT": "5000"])
                 #expect(opened.result == expected.result, "\(socket): \(opened) \(expected)")
-                #expect(opened.elapsed < .milliseconds(200), "\(socket): nobody to wait for (\(opened))")
+                // Far under the 5 s timeout: nothing was waited for.
+                #expect(opened.elapsed < .milliseconds(2500), "\(socket): nobody to wait for (\(opened))")
                 #expect(!opened.stderr.contains("keepalived"), "\(socket): \(opened.stderr)")
                 #expect(opened.leakedDescriptors == 0, "\(socket): \(opened)")
             }
@@ -203,11 +211,12 @@ extension Integration {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let listener = try ReleaseListener(path: directory.appendingPathComponent("control.sock").path, answer: .reply(Self.released))
             defer { listener.stop() }
-            let opened = try await setup.open("keepalived-card0", socket: "")
+            let opened = try await setup.open("keepalived-card0", socket: "", extra: ["KEEPALIVED_RELEASE_TIMEOUT": "5000"])
             listener.stop()
             #expect(listener.received == [Self.line(card: 0, device: 0)])
             #expect(!opened.stderr.contains("keepalived"), "the system service's socket is absent: silently skipped (\(opened.stderr))")
-            #expect(opened.elapsed < .milliseconds(200), "\(opened)")
+            // Answered, not timed out: far under the 5 s timeout.
+            #expect(opened.elapsed < .milliseconds(2500), "\(opened)")
         }
 
         @Test("the shipped names are no outputs of their own: not among the device hints, not in keepalived devices")
