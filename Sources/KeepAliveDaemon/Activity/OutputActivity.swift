@@ -266,7 +266,7 @@ final class OutputActivity: Sendable {
                 logger.notice("real audio plays: active", metadata: ["device": "\(output)", "program": "\(change.program)"])
                 announce("active", output: output, player: player, hook: state.settings.onActive(for: output), gate: gate)
             case .idle:
-                logger.notice("no real audio for \(LingerWatcher.describe(state.settings.idleAfter(for: output))): idle", metadata: ["device": "\(output)"])
+                logger.notice("no real audio for \(state.settings.idleAfter(for: output).spoken): idle", metadata: ["device": "\(output)"])
                 announce("idle", output: output, player: player, hook: state.settings.onIdle(for: output))
             }
         }

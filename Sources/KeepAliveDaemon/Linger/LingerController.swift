@@ -64,7 +64,7 @@ final class LingerController: Sendable {
             current.plan = plan
             current.watcher = plan.flatMap { Self.watcher(for: $0, manager: manager, logger: logger) }
             if let plan {
-                logger.notice("--linger \(LingerWatcher.describe(plan.duration)) now applies to \(plan.outputs.isEmpty ? "no output" : plan.outputs.joined(separator: ", "))")
+                logger.notice("--linger \(plan.duration.spoken) now applies to \(plan.outputs.isEmpty ? "no output" : plan.outputs.joined(separator: ", "))")
             } else {
                 logger.notice("--linger is off: every output is kept awake")
             }

@@ -215,7 +215,7 @@ final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
         case .none:
             break
         case .pause:
-            logger.notice("nothing else played on sink \(sink) for \(Self.describe(duration)): letting it sleep (--linger)", metadata: ["device": "\(output)"])
+            logger.notice("nothing else played on sink \(sink) for \(duration.spoken): letting it sleep (--linger)", metadata: ["device": "\(output)"])
             managerCalls.enqueue { [manager] in manager.pause(.linger, output: output) }
         case .resume:
             if reason.isEmpty {
@@ -235,15 +235,6 @@ final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
         published.withLock { if $0.outputs.contains(output) { $0.status[output] = status } }
     }
 
-    /// `10 min`, `90 s`, `1 h 30 min`.
-    static func describe(_ duration: Duration) -> String {
-        let seconds = Int(duration.seconds.rounded())
-        switch seconds {
-        case ..<120 where seconds % 60 != 0 || seconds < 60: return "\(seconds) s"
-        case ..<3600: return seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds / 60) min \(seconds % 60) s"
-        default: return seconds % 3600 == 0 ? "\(seconds / 3600) h" : "\(seconds / 3600) h \(seconds / 60 % 60) min"
-        }
-    }
 }
 
 /// What `status` reports about `--linger` on a sound-server output.

@@ -1,10 +1,15 @@
 import Glibc
 
 extension Duration {
-    /// The duration in seconds, for reports and logs.
-    package var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
+    /// `10 min`, `90 s`, `1 h 30 min`: an option's duration as the log says it (`--linger`,
+    /// `--on-idle-after`), rounded to whole seconds.
+    var spoken: String {
+        let seconds = Int(self.seconds.rounded())
+        switch seconds {
+        case ..<120 where seconds % 60 != 0 || seconds < 60: return "\(seconds) s"
+        case ..<3600: return seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds / 60) min \(seconds % 60) s"
+        default: return seconds % 3600 == 0 ? "\(seconds / 3600) h" : "\(seconds / 3600) h \(seconds / 60 % 60) min"
+        }
     }
 }
 
