@@ -424,6 +424,14 @@ struct CECStateMachineTests {
         _ = woke.messageReceived(Self.report(5, 1))
         #expect(woke.messageReceived(Self.report(5, 2)) == .none)
         #expect(woke.boxIdle() == .announce([.standby(from: 4, to: 5)]))
+        // The second question unanswered: a standby reported later is the user's, never the key.
+        var silent = Self.ready()
+        _ = silent.boxActive(now: Self.t0)
+        _ = silent.messageReceived(Self.report(5, 1))
+        #expect(silent.transmitResult(.giveDevicePowerStatus(from: 4, to: 5), .notAcknowledged) == .none)
+        #expect(silent.messageReceived(Self.report(5, 1)) == .none)
+        #expect(silent.report.switchedOff == [5])
+        #expect(silent.boxIdle() == .none)
     }
 
     @Test("a Feature Abort of keepalived's message is said, and status does not show it acknowledged")

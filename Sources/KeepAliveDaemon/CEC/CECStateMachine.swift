@@ -441,11 +441,12 @@ struct CECStateMachine: Sendable {
             state = .ready(addresses, memory)
             return statuses.values.contains(where: { $0 == nil }) ? .none : wake(at: addresses)
         case .confirming:
-            guard device == CECMessage.Address.audioSystem, status != nil else { return .none }
+            guard device == CECMessage.Address.audioSystem else { return .none }
+            // Unanswered, the question is closed too: a standby reported later is the user's.
             memory.period.phase = .settled
             // SAMR alone left it in standby (Debian 12's cec-follower, some receivers): the
             // power-on key, as cec-compliance wakes a device that is not a TV.
-            guard off, !memory.period.sent.contains(.powerOn) else {
+            guard status != nil, off, !memory.period.sent.contains(.powerOn) else {
                 state = .ready(addresses, memory)
                 return .none
             }
