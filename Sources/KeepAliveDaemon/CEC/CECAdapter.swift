@@ -275,7 +275,9 @@ final class CECAdapter {
             break
         case .announce(let messages):
             for message in messages {
-                logger.notice("CEC: \(message)", metadata: ["device": "\(device ?? "")"])
+                // What changes a device's state is news; the power status questions around it are not.
+                let level: Logger.Level = CECMessage.Opcode.announced.contains(message.opcode ?? 0) ? .notice : .info
+                logger.log(level: level, "CEC: \(message)", metadata: ["device": "\(device ?? "")"])
                 transmit(message)
             }
         case .answer(let message):
