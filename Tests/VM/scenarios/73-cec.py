@@ -47,7 +47,10 @@ scripts/package built of this tree, installed in the guest's overlay) of a 1.5 s
   waits for the adapter and keeps playing; bound again, it is back on the bus within 15 s,
   still without a message;
 - no audio system on the bus (its logical address cleared), two active periods: `status` shows
-  the System Audio Mode Request not acknowledged, and the log says so once, at notice.
+  the System Audio Mode Request not acknowledged, and the log says so once, at notice;
+- keepalived restarted on an adapter another program configured (`cec-ctl -d2 --playback -o
+  Kodi`): left alone without --cec-take-over (`status` and one notice say so); once that program
+  clears it, keepalived claims its own address within 15 s.
 
 Every wait has a deadline; the monitor's record and keepalived's log are in $VM_IO.
 """
@@ -406,6 +409,22 @@ vt.check("no-receiver-said-once", r.returncode == 0 and all(seen is not None for
 # -- the end ------------------------------------------------------------------------------------
 r = vt.run([K, "stop", "--socket", SOCKET], timeout=20)
 vt.check("stops", r.returncode == 0 and daemon.wait(timeout=10) == 0, vt.one_line(r.stdout))
+
+# -- another program's configuration at start: left alone without --cec-take-over -----------------
+kodi = cec_ctl(2, "--clear") and cec_ctl(2, "--playback", "-o", "Kodi")
+mark = len(bus())
+log = open(LOG, "a")
+daemon = subprocess.Popen([K, "run", "-d", "hw:0,0", "--socket", SOCKET, "--config", CONF, "-v"], stdout=log, stderr=subprocess.STDOUT)
+w = vt.wait_until(lambda: (cec().get("state") or "").startswith("left alone"), 20, 0.2)
+said = re.findall(r"^.*another program configured the adapter.*$", vt.read(LOG, ""), re.M)
+vt.check("foreign-configuration-left-alone", kodi and w and len(said) == 1 and " notice: " in said[0],
+         f"cec-ctl --playback -o Kodi: {kodi}; after {w.seconds:.1f} s: {cec()}; the log: {said}")
+# The other program lets go: keepalived claims its own address.
+cec_ctl(2, "--clear")
+w = vt.wait_until(lambda: cec().get("state") == "ready" and cec().get("logicalAddress") in (4, 8, 11), 15, 0.2)
+vt.check("foreign-let-go-claims", w, f"after {w.seconds:.1f} s: {cec()}")
+r = vt.run([K, "stop", "--socket", SOCKET], timeout=20)
+vt.check("stops-again", r.returncode == 0 and daemon.wait(timeout=10) == 0, vt.one_line(r.stdout))
 stop_bus()
 text = vt.read(LOG, "")
 vt.check("no-errors", not re.search(r" (error|critical): ", text), "; ".join(re.findall(r"^.* (?:error|critical): .*$", text, re.M))[:300] or "none")
