@@ -54,6 +54,8 @@ struct CECMessageTests {
         #expect(CECMessage(bytes: []) == nil)
         #expect(CECMessage(bytes: [UInt8](repeating: 0x40, count: 17)) == nil)
         #expect(CECMessage(bytes: [0x40, 0x04])!.bytes == [0x40, 0x04])
-        #expect("\(CECMessage(bytes: [0x40, 0x44, 0x41])!)" == "4→0 opcode 0x44")
+        #expect("\(CECMessage(bytes: [0x40, 0x9F])!)" == "4→0 opcode 0x9F")
+        #expect("\(CECMessage(bytes: [0xF0, 0x04])!)" == "unregistered→0 Image View On")
+        #expect("\(CECMessage(bytes: [0x50, 0x90, 0x01])!)" == "5→0 Report Power Status (standby)")
     }
 }

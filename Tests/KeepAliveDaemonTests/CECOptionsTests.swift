@@ -10,7 +10,7 @@ struct CECOptionsTests {
     @Test("--cec DEVICE alone: the audio system only, no standby")
     func device() throws {
         let settings = try RunCommand.parse(["--cec", "/dev/cec0"]).playback.cec.settings
-        #expect(settings == CECFollower.Settings(device: "/dev/cec0", machine: .init(wakeTV: false, standby: false)))
+        #expect(settings == CECFollower.Settings(device: "/dev/cec0", machine: .init(wakeTV: false, standby: false, takeOver: false)))
     }
 
     @Test("--cec-wake-tv and --cec-standby")

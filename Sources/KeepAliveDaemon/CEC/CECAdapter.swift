@@ -55,7 +55,7 @@ final class CECAdapter {
             let inbox = follower.take()
             if inbox.stopping { break }
             follow(inbox.settings)
-            for active in inbox.box { carryOut(active ? machine.boxActive() : machine.boxIdle()) }
+            for active in inbox.box { carryOut(active ? machine.boxActive(now: .now) : machine.boxIdle()) }
             if descriptor < 0, device != nil { open() }
             publish()
             wait()
@@ -100,19 +100,9 @@ final class CECAdapter {
             return openFailed(code, "cannot read its state")
         }
         let name = withUnsafeBytes(of: state.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if state.ours == 0 {
-            guard state.capabilities & UInt32(CEC_CAP_LOG_ADDRS) != 0 else {
-                close(fd)
-                return openFailed(EOPNOTSUPP, "its driver does not let a program claim a logical address")
-            }
-            if state.configured > 0 {
-                logger.notice("CEC: the adapter had another configuration; keepalived claims it as a Playback device", metadata: ["device": "\(device)"])
-            }
-            guard clinuxcec_claim_playback(fd, Self.osdName, state.configured > 0 ? 1 : 0) == 0 else {
-                let code = errno
-                close(fd)
-                return openFailed(code, "cannot claim a Playback logical address")
-            }
+        guard state.ours != 0 || state.capabilities & UInt32(CEC_CAP_LOG_ADDRS) != 0 else {
+            close(fd)
+            return openFailed(EOPNOTSUPP, "its driver does not let a program claim a logical address")
         }
         descriptor = fd
         adapterName = name
@@ -120,10 +110,40 @@ final class CECAdapter {
         watcher = nil
         logger.notice("CEC: adapter open", metadata: ["device": "\(device)", "adapter": "\(name)",
                                                        "physical-address": "\(Self.describe(state.physical_address))"])
-        carryOut(machine.adapterOpened())
+        carryOut(machine.adapterOpened(configuration: Self.configuration(state), physicalAddress: Self.physical(state.physical_address)))
         // Claimed before (keepalived's own configuration, kept by the kernel across restarts):
         // ready now. Otherwise the claim's state change says when.
         if state.ours != 0 { addressesChanged(physical: state.physical_address, mask: state.logical_address_mask) }
+    }
+
+    private static func configuration(_ state: clinuxcec_adapter) -> CECStateMachine.Configuration {
+        state.ours != 0 ? .ours : state.configured == 0 ? .none : .foreign
+    }
+
+    private static func physical(_ address: UInt16) -> UInt16? {
+        address == UInt16(CEC_PHYS_ADDR_INVALID) ? nil : address
+    }
+
+    /// The configuration read again for the machine (left alone, or after a lost address).
+    private func lookAgain() {
+        var state = clinuxcec_adapter()
+        guard clinuxcec_adapter_state(descriptor, Self.osdName, &state) == 0 else { return lost(errno) }
+        carryOut(machine.adapterConfiguration(Self.configuration(state), physicalAddress: Self.physical(state.physical_address)))
+        if state.ours != 0 { addressesChanged(physical: state.physical_address, mask: state.logical_address_mask) }
+    }
+
+    private func claim(clearFirst: Bool) {
+        guard descriptor >= 0 else { return }
+        if clearFirst {
+            logger.notice("CEC: the adapter had another program's configuration; --cec-take-over: keepalived claims it as a Playback device", metadata: ["device": "\(device ?? "")"])
+        }
+        guard clinuxcec_claim_playback(descriptor, Self.osdName, clearFirst ? 1 : 0) == 0 else {
+            let code = errno
+            if code == ENODEV { return lost(code) }
+            // Another program configured it in between (EBUSY): looked at again on its next state change.
+            logger.warning("CEC: cannot claim a Playback logical address: \(Errno(code))", metadata: ["device": "\(device ?? "")"])
+            return
+        }
     }
 
     private func openFailed(_ code: Int32, _ what: String) {
@@ -150,8 +170,18 @@ final class CECAdapter {
                    pollfd(fd: descriptor, events: Int16(POLLIN | POLLPRI), revents: 0),
                    pollfd(fd: node, events: Int16(POLLIN), revents: 0)]
         let retry = node >= 0 ? Self.retryInterval : Self.pollInterval
-        let timeout: Int32 = descriptor < 0 && device != nil ? Int32(retry.components.seconds * 1000) : -1
-        guard poll(&fds, 3, timeout) > 0 else { return }
+        var timeout: Int32 = descriptor < 0 && device != nil ? Int32(retry.components.seconds * 1000) : -1
+        if descriptor >= 0, let deadline = machine.deadline {
+            let left = ContinuousClock.now.duration(to: deadline)
+            let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            timeout = Int32(min(milliseconds, 60_000))
+        }
+        let woken = poll(&fds, 3, timeout)
+        // The machine's timers are its events too: whatever woke the poll, one that is due fires.
+        if descriptor >= 0, let deadline = machine.deadline, ContinuousClock.now >= deadline {
+            carryOut(machine.timerFired(now: .now))
+        }
+        guard woken > 0 else { return }
         if fds[0].revents != 0 { follower.doorbell.drain() }
         // The loop's next turn tries the node.
         if fds[2].revents != 0 { watcher?.drain() }
@@ -215,22 +245,25 @@ final class CECAdapter {
         carryOut(machine.adapterLost())
     }
 
-    /// The kernel's word on keepalived's addresses: ready once it has both.
+    /// The kernel's word on the adapter's addresses: ready once it has both.
     private func addressesChanged(physical: UInt16, mask: UInt16) {
+        // Another program's configuration changed: it may have gone.
+        if machine.leftAlone { return lookAgain() }
         let before = machine.report.addresses
         if physical != UInt16(CEC_PHYS_ADDR_INVALID), mask != 0 {
             let logical = UInt8(mask.trailingZeroBitCount)
-            carryOut(machine.adapterReady(physicalAddress: physical, logicalAddress: logical))
-            if before != machine.report.addresses {
+            carryOut(machine.adapterReady(physicalAddress: physical, logicalAddress: logical, now: .now))
+            guard before != machine.report.addresses else { return }
+            if logical == CECMessage.Address.unregistered {
+                logger.notice("CEC: on the bus as Unregistered (every Playback logical address is taken): keepalived can send, but nobody can answer it", metadata: ["device": "\(device ?? "")", "physical-address": "\(Self.describe(physical))"])
+            } else {
                 logger.notice("CEC: on the bus as a Playback device", metadata: ["device": "\(device ?? "")", "physical-address": "\(Self.describe(physical))",
                                                                                 "logical-address": "\(logical)"])
             }
         } else {
-            carryOut(machine.adapterUnclaimed())
-            if before != nil {
-                let why = physical == UInt16(CEC_PHYS_ADDR_INVALID) ? "no physical address (HDMI unplugged?); waiting for one"
-                    : "no logical address (another program cleared it?); waiting for one"
-                logger.notice("CEC: \(why)", metadata: ["device": "\(device ?? "")"])
+            carryOut(machine.adapterUnclaimed(physicalAddress: Self.physical(physical), now: .now))
+            if before != nil, physical == UInt16(CEC_PHYS_ADDR_INVALID) {
+                logger.notice("CEC: no physical address (HDMI unplugged, or a TV in standby that pulls hotplug low); waiting for one", metadata: ["device": "\(device ?? "")"])
             }
         }
     }
@@ -242,7 +275,9 @@ final class CECAdapter {
             break
         case .announce(let messages):
             for message in messages {
-                logger.notice("CEC: \(message)", metadata: ["device": "\(device ?? "")"])
+                // What changes a device's state is news; the power status questions around it are not.
+                let level: Logger.Level = CECMessage.Opcode.announced.contains(message.opcode ?? 0) ? .notice : .info
+                logger.log(level: level, "CEC: \(message)", metadata: ["device": "\(device ?? "")"])
                 transmit(message)
             }
         case .answer(let message):
@@ -253,6 +288,21 @@ final class CECAdapter {
                           metadata: ["device": "\(device ?? "")"])
         case .transmitFailed(let message, let why):
             logger.warning("CEC: cannot send \(message): \(why)", metadata: ["device": "\(device ?? "")"])
+        case .retry(let message, let why):
+            logger.info("CEC: \(message) not sent (\(why)); sending it again, once", metadata: ["device": "\(device ?? "")"])
+            transmit(message)
+        case .refused(let abort):
+            let opcode = abort.operands.first.map { CECMessage.name(ofOpcode: $0) } ?? "a message"
+            let reason = abort.operands.count > 1 ? CECMessage.describe(abortReason: abort.operands[1]) : "no reason given"
+            logger.notice("CEC: \(CECMessage.name(of: abort.initiator)) refused keepalived's \(opcode) (Feature Abort: \(reason))", metadata: ["device": "\(device ?? "")"])
+        case .claim(let clearFirst):
+            claim(clearFirst: clearFirst)
+        case .leaveAlone:
+            logger.notice("CEC: another program configured the adapter (Kodi's libcec, cec-ctl?); keepalived leaves it alone and waits for it to let go (--cec-take-over takes it)", metadata: ["device": "\(device ?? "")"])
+        case .addressLost(let wait):
+            logger.notice("CEC: no logical address any more (another program cleared it?); claiming it again in \(wait.components.seconds) s", metadata: ["device": "\(device ?? "")"])
+        case .lookAgain:
+            lookAgain()
         }
     }
 
@@ -273,7 +323,7 @@ final class CECAdapter {
         let report = machine.report
         let acknowledged: Bool? = switch machine.last?.outcome {
         case .acknowledged: true
-        case .notAcknowledged, .failed: false
+        case .notAcknowledged, .failed, .refused: false
         case nil: nil
         }
         follower.publish(CECReport(device: device, state: report.state, adapter: adapterName,
@@ -285,6 +335,8 @@ final class CECAdapter {
 
     /// The transmit status bits as an outcome: acknowledged, nobody there, or why it failed.
     static func outcome(_ status: UInt8) -> CECStateMachine.Outcome {
+        // A busy bus (another initiator won, or the frame timed out) may take it a moment later.
+        let retry = status & UInt8(CEC_TX_STATUS_ARB_LOST | CEC_TX_STATUS_TIMEOUT) != 0
         if status & UInt8(CEC_TX_STATUS_OK) != 0 { return .acknowledged }
         if status & UInt8(CEC_TX_STATUS_NACK) != 0 { return .notAcknowledged }
         var why: [String] = []
@@ -293,7 +345,7 @@ final class CECAdapter {
         if status & UInt8(CEC_TX_STATUS_ERROR) != 0 { why.append("transmit error") }
         if status & UInt8(CEC_TX_STATUS_TIMEOUT) != 0 { why.append("timed out") }
         if status & UInt8(CEC_TX_STATUS_ABORTED) != 0 { why.append("aborted") }
-        return .failed(why.isEmpty ? "status 0x\(String(status, radix: 16))" : why.joined(separator: ", "))
+        return .failed(why.isEmpty ? "status 0x\(String(status, radix: 16))" : why.joined(separator: ", "), retry: retry)
     }
 
     /// `2.0.0.0`, or `none` for the invalid address.

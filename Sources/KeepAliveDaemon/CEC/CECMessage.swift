@@ -22,19 +22,47 @@ struct CECMessage: Equatable, Sendable, CustomStringConvertible {
         static let tv: UInt8 = 0
         static let audioSystem: UInt8 = 5
         static let broadcast: UInt8 = 15
+        /// As an initiator: an adapter without a logical address (the same nibble as broadcast).
+        static let unregistered: UInt8 = 15
+    }
+
+    /// <Report Power Status>'s operand.
+    enum PowerStatus {
+        static let on: UInt8 = 0
+        static let standby: UInt8 = 1
+        static let toOn: UInt8 = 2
+        static let toStandby: UInt8 = 3
+        /// Not on the wire: nobody answered.
+        static let unknown: UInt8 = 0xFF
+    }
+
+    /// <User Control Pressed>'s keys keepalived presses.
+    enum Key {
+        /// Power On Function: on, never a toggle (unlike Power, 0x40).
+        static let powerOnFunction: UInt8 = 0x6D
     }
 
     /// The opcodes keepalived sends, answers or names in its log.
     enum Opcode {
         static let featureAbort: UInt8 = 0x00
         static let imageViewOn: UInt8 = 0x04
+        static let userControlPressed: UInt8 = 0x44
+        static let userControlReleased: UInt8 = 0x45
         static let standby: UInt8 = 0x36
         static let systemAudioModeRequest: UInt8 = 0x70
         static let setSystemAudioMode: UInt8 = 0x72
+        static let routingChange: UInt8 = 0x80
         static let activeSource: UInt8 = 0x82
+        static let requestActiveSource: UInt8 = 0x85
+        static let setStreamPath: UInt8 = 0x86
         static let giveDevicePowerStatus: UInt8 = 0x8F
         static let reportPowerStatus: UInt8 = 0x90
         static let abort: UInt8 = 0xFF
+
+        /// What keepalived announces: its results are logged and shown in `status`.
+        static let announced: Set<UInt8> = [systemAudioModeRequest, imageViewOn, activeSource, standby, userControlPressed]
+        /// Everything keepalived sends on its own: a Feature Abort of one of these is logged.
+        static let sent: Set<UInt8> = announced.union([giveDevicePowerStatus, userControlReleased])
     }
 
     init(initiator: UInt8, destination: UInt8, opcode: UInt8?, operands: [UInt8] = []) {
@@ -58,6 +86,29 @@ struct CECMessage: Equatable, Sendable, CustomStringConvertible {
 
     var isBroadcast: Bool { destination == Address.broadcast }
 
+    /// The physical address a message's first two operands carry (Active Source, Set Stream Path).
+    var physicalAddress: UInt16? {
+        operands.count >= 2 ? UInt16(operands[0]) << 8 | UInt16(operands[1]) : nil
+    }
+
+    /// <Feature Abort>'s reason, as CEC 1.4 names it.
+    static func describe(abortReason: UInt8) -> String {
+        switch abortReason {
+        case 0: "unrecognized opcode"
+        case 1: "not in correct mode to respond"
+        case 2: "cannot provide source"
+        case 3: "invalid operand"
+        case 4: "refused"
+        case 5: "unable to determine"
+        default: "reason \(abortReason)"
+        }
+    }
+
+    /// An opcode's name for the log.
+    static func name(ofOpcode opcode: UInt8) -> String {
+        CECMessage(initiator: 0, destination: 0, opcode: opcode).description.replacingPrefix("0→0 ")
+    }
+
     /// "the audio system" for 5: what the log names as the other end.
     static func name(of address: UInt8) -> String {
         switch address {
@@ -75,7 +126,7 @@ struct CECMessage: Equatable, Sendable, CustomStringConvertible {
 
     /// `4→5 System Audio Mode Request (2.0.0.0)`, the opcode named when keepalived knows it.
     var description: String {
-        let head = "\(initiator)→\(destination == Address.broadcast ? "all" : "\(destination)")"
+        let head = "\(initiator == Address.unregistered ? "unregistered" : "\(initiator)")→\(destination == Address.broadcast ? "all" : "\(destination)")"
         guard let opcode else { return "\(head) poll" }
         let physical = operands.count >= 2 ? " (\(Self.describe(physicalAddress: UInt16(operands[0]) << 8 | UInt16(operands[1]))))" : ""
         switch opcode {
@@ -84,8 +135,19 @@ struct CECMessage: Equatable, Sendable, CustomStringConvertible {
         case Opcode.activeSource: return "\(head) Active Source\(physical)"
         case Opcode.standby: return "\(head) Standby"
         case Opcode.setSystemAudioMode: return "\(head) Set System Audio Mode (\(operands.first == 1 ? "on" : "off"))"
-        case Opcode.reportPowerStatus: return "\(head) Report Power Status"
-        case Opcode.featureAbort: return "\(head) Feature Abort"
+        case Opcode.reportPowerStatus:
+            let status = ["on", "standby", "standby→on", "on→standby"]
+            return "\(head) Report Power Status\(operands.first.map { $0 < 4 ? " (\(status[Int($0)]))" : "" } ?? "")"
+        case Opcode.giveDevicePowerStatus: return "\(head) Give Device Power Status"
+        case Opcode.userControlPressed:
+            return "\(head) User Control Pressed\(operands.first == Key.powerOnFunction ? " (Power On Function)" : "")"
+        case Opcode.userControlReleased: return "\(head) User Control Released"
+        case Opcode.routingChange: return "\(head) Routing Change"
+        case Opcode.requestActiveSource: return "\(head) Request Active Source"
+        case Opcode.setStreamPath: return "\(head) Set Stream Path\(physical)"
+        case Opcode.featureAbort:
+            guard operands.count >= 2 else { return "\(head) Feature Abort" }
+            return "\(head) Feature Abort (\(Self.name(ofOpcode: operands[0])): \(Self.describe(abortReason: operands[1])))"
         default:
             let hex = String(opcode, radix: 16, uppercase: true)
             return "\(head) opcode 0x\(hex.count == 1 ? "0" : "")\(hex)"
@@ -100,12 +162,28 @@ struct CECMessage: Equatable, Sendable, CustomStringConvertible {
 
     /// <Image View On>: turns the TV on (it shows its current input).
     static func imageViewOn(from initiator: UInt8) -> CECMessage {
+        // From Unregistered (0xF0) too: the kernel lets an unconfigured adapter send just this.
         CECMessage(initiator: initiator, destination: Address.tv, opcode: Opcode.imageViewOn)
     }
 
     /// <Active Source>, broadcast: the TV switches to the box's input.
     static func activeSource(from initiator: UInt8, physicalAddress: UInt16) -> CECMessage {
         CECMessage(initiator: initiator, destination: Address.broadcast, opcode: Opcode.activeSource, operands: physicalAddress.bigEndianBytes)
+    }
+
+    /// <Give Device Power Status>: is it on?
+    static func giveDevicePowerStatus(from initiator: UInt8, to destination: UInt8) -> CECMessage {
+        CECMessage(initiator: initiator, destination: destination, opcode: Opcode.giveDevicePowerStatus)
+    }
+
+    /// <User Control Pressed> of one key.
+    static func userControlPressed(from initiator: UInt8, to destination: UInt8, key: UInt8) -> CECMessage {
+        CECMessage(initiator: initiator, destination: destination, opcode: Opcode.userControlPressed, operands: [key])
+    }
+
+    /// <User Control Released>: the key pressed before is let go.
+    static func userControlReleased(from initiator: UInt8, to destination: UInt8) -> CECMessage {
+        CECMessage(initiator: initiator, destination: destination, opcode: Opcode.userControlReleased)
     }
 
     /// <Standby> to one device.
@@ -134,13 +212,19 @@ struct CECMessage: Equatable, Sendable, CustomStringConvertible {
         switch opcode {
         case Opcode.giveDevicePowerStatus:
             return .reportPowerStatusOn(from: own, to: initiator)
-        case Opcode.featureAbort, Opcode.setSystemAudioMode, Opcode.reportPowerStatus, Opcode.standby:
+        case Opcode.featureAbort, Opcode.setSystemAudioMode, Opcode.reportPowerStatus, Opcode.standby, Opcode.userControlReleased:
             // Feature Abort is never answered; the next two answer what keepalived asked; a
             // Standby is heard (keepalived has no screen or amplifier to turn off), not refused.
             return nil
         default:
             return .featureAbort(from: own, to: initiator, opcode: opcode)
         }
+    }
+}
+
+extension String {
+    fileprivate func replacingPrefix(_ prefix: String) -> String {
+        hasPrefix(prefix) ? String(dropFirst(prefix.count)) : self
     }
 }
 

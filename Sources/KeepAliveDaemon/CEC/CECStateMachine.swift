@@ -1,30 +1,48 @@
 /// Every decision `--cec` makes, without I/O: which messages go on the HDMI-CEC bus when the box
-/// becomes active or idle, and how the adapter's comings and goings change that. ``CECFollower``
-/// feeds it one event at a time, on its own thread, and carries out the ``Action`` each returns.
+/// becomes active or idle, what it learns from the bus (who is on, who is the active source,
+/// who the user switched off), and what the adapter must do about its configuration.
+/// ``CECAdapter`` feeds it one event at a time, on its own thread, and carries out the
+/// ``Action`` each returns; its timers are the ``deadline`` the adapter's `poll` waits for.
 ///
 /// The box is **active** from the first output with real audio to the last one going idle
-/// (``OutputActivity``). Becoming active, it asks the audio system (logical address 5) to play
-/// the box's sound (System Audio Mode Request), which leaves a TV's screen off; with
-/// ``Settings/wakeTV`` it also turns the TV on (Image View On) and makes the box its input
-/// (Active Source, broadcast). Becoming idle, with ``Settings/standby``, it sends Standby to what
-/// it woke and nothing else. Nothing is sent at start, on reload or when the adapter comes back
-/// unless the box is active then: a message only ever follows real audio.
+/// (``OutputActivity``): an **active period**. Becoming active it first asks who is on (Give
+/// Device Power Status to the audio system, and to the TV with ``Settings/wakeTV``), as libcec
+/// does, then wakes: System Audio Mode Request to the audio system, then Image View On and
+/// Active Source with ``Settings/wakeTV``. A device that said it was on is not counted as woken
+/// by keepalived, so ``Settings/standby`` never switches off what someone else switched on.
+/// Standby at idle also needs that nobody else became the active source since the wake (Kodi's
+/// rule: standby only while still the source) and that the user did not switch it off (a
+/// Standby heard, a power status of standby): what the user switched off is never woken again
+/// in the same period, not even when the adapter gets its address back (a TV that pulls the
+/// hotplug line low in standby, libcec #239/#403).
 ///
 /// ```swift
 /// var machine = CECStateMachine(settings: .init())
-/// machine.adapterOpened()                                        // .none
-/// machine.adapterReady(physicalAddress: 0x2000, logicalAddress: 4)   // .none: nothing plays
-/// machine.boxActive()       // .announce([4→5 System Audio Mode Request (2.0.0.0)])
-/// machine.boxIdle()         // .none: no --cec-standby
+/// machine.adapterOpened(configuration: .none, physicalAddress: 0x2000)  // .claim(clearFirst: false)
+/// machine.adapterReady(physicalAddress: 0x2000, logicalAddress: 4, now: now)   // .none
+/// machine.boxActive(now: now)        // .announce([4→5 Give Device Power Status])
+/// machine.timerFired(now: later)     // .announce([4→5 System Audio Mode Request (2.0.0.0), 4→5 Give Device Power Status])
 /// ```
 struct CECStateMachine: Sendable {
+    typealias Instant = ContinuousClock.Instant
+
     /// What the options ask for.
     struct Settings: Equatable, Sendable {
         /// `--cec-wake-tv`: also Image View On to the TV and Active Source.
         var wakeTV = false
-        /// `--cec-standby`: Standby to what was woken once the box is idle.
+        /// `--cec-standby`: Standby to what keepalived woke once the box is idle.
         var standby = false
+        /// `--cec-take-over`: replace another program's configuration of the adapter.
+        var takeOver = false
     }
+
+    /// How long the power statuses asked before a wake are waited for: a device that does not
+    /// answer by then counts as off (and so as woken by keepalived).
+    static let powerStatusWait: Duration = .seconds(1)
+    /// The first wait before claiming a lost logical address again, doubled up to ``reclaimMaximum``
+    /// while it keeps being lost: another program clearing it again is not fought in a loop.
+    static let reclaimFirst: Duration = .seconds(2)
+    static let reclaimMaximum: Duration = .seconds(60)
 
     /// What became of a transmitted message.
     enum Outcome: Equatable, Sendable {
@@ -32,11 +50,24 @@ struct CECStateMachine: Sendable {
         case acknowledged
         /// Nothing acknowledged it: no device at that logical address.
         case notAcknowledged
-        /// The adapter could not send it (arbitration lost, a low drive, a refused ioctl).
-        case failed(String)
+        /// The adapter could not send it; `retry`: a bus that may well take it a moment later
+        /// (arbitration lost, timed out).
+        case failed(String, retry: Bool = false)
+        /// The destination answered Feature Abort with this reason.
+        case refused(String)
     }
 
-    /// What the follower must do.
+    /// What the adapter found configured when it opened the node or looked again.
+    enum Configuration: Equatable, Sendable {
+        /// Nothing: keepalived may claim its address.
+        case none
+        /// keepalived's own, kept by the kernel across restarts.
+        case ours
+        /// Another program's (Kodi's libcec, `cec-ctl --tv`): left alone without `--cec-take-over`.
+        case foreign
+    }
+
+    /// What the adapter must do.
     enum Action: Equatable, Sendable {
         case none
         /// Transmit these, in order, and log each: they follow the box's activity.
@@ -47,6 +78,21 @@ struct CECStateMachine: Sendable {
         case noReceiver(CECMessage)
         /// The adapter could not send this announcement: say so.
         case transmitFailed(CECMessage, String)
+        /// Send this announcement again, once: the bus was busy (why).
+        case retry(CECMessage, String)
+        /// A device refused one of keepalived's messages (the Feature Abort received): say so
+        /// at notice.
+        case refused(CECMessage)
+        /// Configure the adapter as keepalived's Playback device, dropping what is configured
+        /// first when `clearFirst`.
+        case claim(clearFirst: Bool)
+        /// Another program configured the adapter: say so once and leave it alone.
+        case leaveAlone
+        /// The logical address is gone while the physical one is there (another program
+        /// cleared it): say so once; it is claimed again after this wait.
+        case addressLost(reclaimIn: Duration)
+        /// Read the adapter's configuration again and report it (``adapterConfiguration(_:physicalAddress:)``).
+        case lookAgain
     }
 
     /// Where keepalived is on the bus, once the kernel claimed its logical address.
@@ -55,192 +101,463 @@ struct CECStateMachine: Sendable {
         var logical: UInt8
     }
 
-    /// What a box's activity left to undo: the devices keepalived woke, for `--cec-standby`.
-    private struct Box: Equatable, Sendable {
+    /// The messages of a wake, each sent at most once per active period.
+    private enum Step: Hashable, Sendable {
+        case systemAudioModeRequest, imageViewOn, activeSource, powerOn
+    }
+
+    /// Where an active period's wake is.
+    private enum Phase: Equatable, Sendable {
+        /// Nothing asked yet (the box is idle, or the adapter was not ready).
+        case idle
+        /// The power statuses asked, until this deadline: nil for each still unanswered, else
+        /// the status it reported.
+        case asking(until: Instant, statuses: [UInt8: UInt8?])
+        /// The wake sent; the audio system's power status asked again to see it woke.
+        case confirming
+        /// Nothing more to do until the box goes idle.
+        case settled
+    }
+
+    /// One active period: what keepalived did and learnt since the box became active.
+    private struct Period: Equatable, Sendable {
         var active = false
-        /// The logical addresses woken since the box became active, the audio system first.
+        var phase = Phase.idle
+        var sent: Set<Step> = []
+        /// What was off (or silent) before keepalived's wake, the audio system first.
         var woke: [UInt8] = []
+        /// What the user switched off in this period: never woken again in it.
+        var switchedOff: Set<UInt8> = []
+        /// Another device became the active source since the wake.
+        var otherSource = false
+    }
+
+    /// What keepalived knows, whatever the adapter's state.
+    private struct Memory: Equatable, Sendable {
+        var period = Period()
+        /// Whether keepalived is the active source: after its own Active Source, until another
+        /// device's Active Source, Routing Change or Set Stream Path away, or a Standby.
+        var source = false
+        /// The last announcement sent and what became of it (nil while the adapter has not said).
+        var last: CECMessage?
+        var lastOutcome: Outcome?
+        /// Whether the audio system said it plays the box's sound (Set System Audio Mode).
+        var systemAudioMode: Bool?
+        /// Destinations whose silence (no acknowledgement) was logged, until one answers again.
+        var unheard: Set<UInt8> = []
+        /// Announcements sent again after a busy bus in this period: once each.
+        var retried: [CECMessage] = []
     }
 
     private enum State: Equatable, Sendable {
         /// No adapter open: the node is missing, refused, or was unplugged.
-        case closed(Box)
-        /// The adapter is open, but has no logical address (no physical address yet, or the
-        /// claim is under way).
-        case claiming(Box)
+        case closed(Memory)
+        /// The adapter is open, without a logical address yet; its physical address, nil while
+        /// the sink holds the hotplug line low (a TV in standby, or no HDMI).
+        case claiming(Memory, physical: UInt16?)
+        /// Another program's configuration, left alone (no `--cec-take-over`).
+        case leftAlone(Memory)
+        /// The logical address was taken away; claimed again at `at`, after `backOff`.
+        case lost(Memory, physical: UInt16, at: Instant, backOff: Duration)
         /// keepalived has its logical address and may send.
-        case ready(Addresses, Box)
+        case ready(Addresses, Memory)
+
+        var memory: Memory {
+            get {
+                switch self {
+                case .closed(let memory), .claiming(let memory, _), .leftAlone(let memory), .lost(let memory, _, _, _), .ready(_, let memory): memory
+                }
+            }
+            set {
+                switch self {
+                case .closed: self = .closed(newValue)
+                case .claiming(_, let physical): self = .claiming(newValue, physical: physical)
+                case .leftAlone: self = .leftAlone(newValue)
+                case .lost(_, let physical, let at, let backOff): self = .lost(newValue, physical: physical, at: at, backOff: backOff)
+                case .ready(let addresses, _): self = .ready(addresses, newValue)
+                }
+            }
+        }
     }
 
     private(set) var settings: Settings
-    private var state = State.closed(Box())
-    /// The last announcement sent and what became of it (nil while the adapter has not said).
-    private(set) var last: (message: CECMessage, outcome: Outcome?)?
-    /// Whether the audio system said it plays the box's sound (Set System Audio Mode), nil
-    /// until it said anything.
-    private(set) var systemAudioMode: Bool?
-    /// Destinations whose silence (no acknowledgement) was logged, until one answers again.
-    private var unheard: Set<UInt8> = []
+    private var state = State.closed(Memory())
+    /// The back-off before the next re-claim: it grows while another program keeps clearing
+    /// the address, and starts over once keepalived kept it for ``reclaimMaximum``.
+    private var nextBackOff = reclaimFirst
+    /// When keepalived last became ready.
+    private var readySince: Instant?
 
     init(settings: Settings) {
         self.settings = settings
     }
 
-    /// A reload's settings: they apply from the next change of the box; nothing is sent now.
+    /// The last announcement sent and what became of it.
+    var last: (message: CECMessage, outcome: Outcome?)? {
+        state.memory.last.map { ($0, state.memory.lastOutcome) }
+    }
+
+    /// Whether the audio system said it plays the box's sound, nil until it said anything.
+    var systemAudioMode: Bool? { state.memory.systemAudioMode }
+
+    /// Whether another program's configuration is left alone: its state changes mean a look again.
+    var leftAlone: Bool {
+        if case .leftAlone = state { true } else { false }
+    }
+
+    /// When ``timerFired(now:)`` is due, if anything waits for time.
+    var deadline: Instant? {
+        switch state {
+        case .lost(_, _, let at, _): at
+        case .ready(_, let memory): if case .asking(let until, _) = memory.period.phase { until } else { nil }
+        default: nil
+        }
+    }
+
+    /// A reload's settings: they apply from the next change of the box; nothing is sent now. A
+    /// `--cec-take-over` given now takes the adapter left alone.
     mutating func apply(_ settings: Settings) -> Action {
         self.settings = settings
+        if settings.takeOver, case .leftAlone = state { return .lookAgain }
         return .none
     }
 
-    /// The adapter's node was opened.
-    mutating func adapterOpened() -> Action {
-        guard case .closed(let box) = state else { preconditionFailure("adapterOpened while \(state)") }
-        state = .claiming(box)
-        return .none
+    /// The adapter's node was opened and its configuration read.
+    mutating func adapterOpened(configuration: Configuration, physicalAddress: UInt16?) -> Action {
+        guard case .closed(let memory) = state else { preconditionFailure("adapterOpened while \(state)") }
+        state = .claiming(memory, physical: physicalAddress)
+        return configure(configuration)
+    }
+
+    /// The configuration read again, after ``Action/lookAgain`` (left alone, or the address lost).
+    mutating func adapterConfiguration(_ configuration: Configuration, physicalAddress: UInt16?) -> Action {
+        switch state {
+        case .closed, .claiming, .ready: preconditionFailure("adapterConfiguration while \(state)")
+        case .leftAlone(let memory), .lost(let memory, _, _, _):
+            let wasLeftAlone = leftAlone
+            state = .claiming(memory, physical: physicalAddress)
+            let action = configure(configuration)
+            // Said once: the same program still there is no news.
+            return wasLeftAlone && action == .leaveAlone ? .none : action
+        }
+    }
+
+    private mutating func configure(_ configuration: Configuration) -> Action {
+        switch configuration {
+        case .ours: return .none
+        case .none: return .claim(clearFirst: false)
+        case .foreign:
+            if settings.takeOver { return .claim(clearFirst: true) }
+            state = .leftAlone(state.memory)
+            return .leaveAlone
+        }
     }
 
     /// The adapter has a physical address and keepalived's logical address (again, or other
-    /// ones after an HDMI replug). An active box announces itself at the new address.
-    mutating func adapterReady(physicalAddress: UInt16, logicalAddress: UInt8) -> Action {
+    /// ones after an HDMI replug). An active box that has not woken anything in this period yet
+    /// starts its wake; one that has sends nothing again.
+    mutating func adapterReady(physicalAddress: UInt16, logicalAddress: UInt8, now: Instant) -> Action {
         let addresses = Addresses(physical: physicalAddress, logical: logicalAddress)
         switch state {
-        case .closed:
-            preconditionFailure("adapterReady while closed")
-        case .claiming(var box):
-            let action = box.active ? wake(&box, at: addresses) : .none
-            state = .ready(addresses, box)
-            return action
-        case .ready(let old, var box):
-            guard old != addresses else { return .none }
-            let action = box.active ? wake(&box, at: addresses) : .none
-            state = .ready(addresses, box)
-            return action
+        case .closed, .leftAlone:
+            preconditionFailure("adapterReady while \(state)")
+        case .claiming(let memory, _), .lost(let memory, _, _, _), .ready(_, let memory):
+            if case .ready = state {} else { readySince = now }
+            state = .ready(addresses, memory)
+            guard memory.period.active, memory.period.phase == .idle else { return .none }
+            return startWake(at: addresses, now: now)
         }
     }
 
-    /// The adapter lost its addresses (HDMI unplugged: no physical address) but is still open.
-    mutating func adapterUnclaimed() -> Action {
+    /// The adapter has no logical address (any more). Without a physical address the sink
+    /// holds hotplug low: an active box with `--cec-wake-tv` that has not yet woken the TV in
+    /// this period wakes it from Unregistered, as the kernel allows an unconfigured adapter.
+    /// With a physical address after being ready, the address was taken away: claimed again
+    /// after a back-off.
+    mutating func adapterUnclaimed(physicalAddress: UInt16?, now: Instant) -> Action {
         switch state {
-        case .closed: preconditionFailure("adapterUnclaimed while closed")
-        case .claiming: return .none
-        case .ready(_, let box): state = .claiming(box)
+        case .closed, .leftAlone:
+            preconditionFailure("adapterUnclaimed while \(state)")
+        case .lost:
+            return .none
+        case .claiming(let memory, _):
+            state = .claiming(memory, physical: physicalAddress)
+            return physicalAddress == nil ? wakeUnplugged() : .none
+        case .ready(_, let memory):
+            guard let physicalAddress else {
+                state = .claiming(memory, physical: nil)
+                return wakeUnplugged()
+            }
+            if let readySince, readySince.duration(to: now) >= Self.reclaimMaximum { nextBackOff = Self.reclaimFirst }
+            let backOff = nextBackOff
+            nextBackOff = min(backOff * 2, Self.reclaimMaximum)
+            state = .lost(memory, physical: physicalAddress, at: now + backOff, backOff: backOff)
+            return .addressLost(reclaimIn: backOff)
         }
-        return .none
     }
 
-    /// The adapter is gone (unplugged, ENODEV) and its node was closed.
+    /// The adapter is gone (unplugged, ENODEV, or let go on a reload) and its node was closed.
     mutating func adapterLost() -> Action {
-        switch state {
-        case .closed: preconditionFailure("adapterLost while closed")
-        case .claiming(let box), .ready(_, let box): state = .closed(box)
-        }
+        if case .closed = state { preconditionFailure("adapterLost while closed") }
+        state = .closed(state.memory)
         return .none
+    }
+
+    /// The poll's timeout: the power statuses waited for long enough, or a lost address is due
+    /// to be claimed again. Early or spurious calls do nothing.
+    mutating func timerFired(now: Instant) -> Action {
+        switch state {
+        case .lost(_, _, let at, _):
+            return now >= at ? .lookAgain : .none
+        case .ready(let addresses, let memory):
+            guard case .asking(let until, _) = memory.period.phase, now >= until else { return .none }
+            return wake(at: addresses)
+        default:
+            return .none
+        }
     }
 
     /// The first output with real audio: the box is active.
-    mutating func boxActive() -> Action {
+    mutating func boxActive(now: Instant) -> Action {
+        var memory = state.memory
+        precondition(!memory.period.active, "boxActive while active")
+        memory.period = Period(active: true)
+        memory.retried = []
+        state.memory = memory
         switch state {
-        case .closed(var box):
-            precondition(!box.active, "boxActive while active")
-            box.active = true
-            state = .closed(box)
-            return .none
-        case .claiming(var box):
-            precondition(!box.active, "boxActive while active")
-            box.active = true
-            state = .claiming(box)
-            return .none
-        case .ready(let addresses, var box):
-            precondition(!box.active, "boxActive while active")
-            box.active = true
-            let action = wake(&box, at: addresses)
-            state = .ready(addresses, box)
-            return action
+        case .ready(let addresses, _): return startWake(at: addresses, now: now)
+        case .claiming(_, physical: nil): return wakeUnplugged()
+        default: return .none
         }
     }
 
-    /// The last output went idle: the box is idle. Standby, if asked for, goes only to what the
-    /// box woke, and only while the adapter can send; what it could not reach is forgotten.
+    /// The last output went idle. Standby, if asked for, goes only to what keepalived woke in
+    /// this period, that the user did not switch off, and only while nobody else became the
+    /// active source; what it could not reach is forgotten.
     mutating func boxIdle() -> Action {
-        switch state {
-        case .closed(let box), .claiming(let box):
-            precondition(box.active, "boxIdle while idle")
-            if case .closed = state { state = .closed(Box()) } else { state = .claiming(Box()) }
-            return .none
-        case .ready(let addresses, let box):
-            precondition(box.active, "boxIdle while idle")
-            state = .ready(addresses, Box())
-            guard settings.standby, !box.woke.isEmpty else { return .none }
-            let messages = box.woke.map { CECMessage.standby(from: addresses.logical, to: $0) }
-            last = (messages.last!, nil)
-            return .announce(messages)
-        }
+        var memory = state.memory
+        precondition(memory.period.active, "boxIdle while idle")
+        let period = memory.period
+        memory.period = Period()
+        memory.retried = []
+        state.memory = memory
+        guard settings.standby, case .ready(let addresses, _) = state, !period.otherSource else { return .none }
+        let targets = period.woke.filter { !period.switchedOff.contains($0) }
+        guard !targets.isEmpty else { return .none }
+        // The TV switched off is no longer showing the box.
+        if targets.contains(CECMessage.Address.tv) { state.memory.source = false }
+        return announce(targets.map { CECMessage.standby(from: addresses.logical, to: $0) })
     }
 
     /// The adapter's word on a message keepalived sent (announcement or answer).
     mutating func transmitResult(_ message: CECMessage, _ outcome: Outcome) -> Action {
         if case .closed = state { preconditionFailure("transmitResult while closed") }
-        let announced = [CECMessage.Opcode.systemAudioModeRequest, CECMessage.Opcode.imageViewOn,
-                         CECMessage.Opcode.activeSource, CECMessage.Opcode.standby].contains(message.opcode)
-        guard announced else { return .none }
-        if last?.message == message { last = (message, outcome) }
+        if message.opcode == CECMessage.Opcode.giveDevicePowerStatus {
+            // Nobody there to ask: its status is unknown, which is what a missing answer means.
+            guard outcome != .acknowledged else { return .none }
+            return powerStatus(message.destination, nil)
+        }
+        guard CECMessage.Opcode.announced.contains(message.opcode ?? 0) else { return .none }
+        if state.memory.last == message { state.memory.lastOutcome = outcome }
         switch outcome {
         case .acknowledged:
-            unheard.remove(message.destination)
+            state.memory.unheard.remove(message.destination)
             return .none
         case .notAcknowledged:
-            guard unheard.insert(message.destination).inserted else { return .none }
+            guard state.memory.unheard.insert(message.destination).inserted else { return .none }
             return .noReceiver(message)
-        case .failed(let why):
-            return .transmitFailed(message, why)
-        }
-    }
-
-    /// Another device's message to keepalived (or a broadcast): answered as a follower must.
-    mutating func messageReceived(_ message: CECMessage) -> Action {
-        switch state {
-        case .closed:
-            preconditionFailure("messageReceived while closed")
-        case .claiming:
-            return .none
-        case .ready(let addresses, _):
-            if message.opcode == CECMessage.Opcode.setSystemAudioMode, message.initiator == CECMessage.Address.audioSystem {
-                systemAudioMode = message.operands.first == 1
+        case .failed(let why, let retry):
+            if retry, !state.memory.retried.contains(message), case .ready = state {
+                state.memory.retried.append(message)
+                return .retry(message, why)
             }
-            return message.answer(at: addresses.logical).map { .answer($0) } ?? .none
+            return .transmitFailed(message, why)
+        case .refused:
+            return .none
         }
     }
 
-    /// The messages that wake what the settings ask for, remembered for Standby.
-    private mutating func wake(_ box: inout Box, at addresses: Addresses) -> Action {
-        var messages = [CECMessage.systemAudioModeRequest(from: addresses.logical, physicalAddress: addresses.physical)]
-        box.woke = [CECMessage.Address.audioSystem]
-        if settings.wakeTV {
-            messages.append(.imageViewOn(from: addresses.logical))
-            messages.append(.activeSource(from: addresses.logical, physicalAddress: addresses.physical))
-            box.woke.append(CECMessage.Address.tv)
+    /// Another device's message to keepalived, or a broadcast: what it says of the bus is
+    /// remembered whatever the adapter's state; it is answered only once keepalived is ready.
+    mutating func messageReceived(_ message: CECMessage) -> Action {
+        if case .closed = state { preconditionFailure("messageReceived while closed") }
+        guard let opcode = message.opcode else { return .none }
+        let own: Addresses? = if case .ready(let addresses, _) = state { addresses } else { nil }
+        let toUs = message.isBroadcast || message.destination == own?.logical
+        switch opcode {
+        case CECMessage.Opcode.standby where toUs:
+            // The user switched the system off: nothing is woken again, or put in standby, in
+            // this period.
+            if state.memory.period.active { state.memory.period.switchedOff.formUnion([CECMessage.Address.tv, CECMessage.Address.audioSystem]) }
+            state.memory.source = false
+            return .none
+        case CECMessage.Opcode.reportPowerStatus where toUs:
+            return powerStatus(message.initiator, message.operands.first ?? CECMessage.PowerStatus.standby)
+        case CECMessage.Opcode.setSystemAudioMode where message.initiator == CECMessage.Address.audioSystem:
+            state.memory.systemAudioMode = message.operands.first == 1
+            return .none
+        case CECMessage.Opcode.activeSource:
+            if let address = message.physicalAddress, address != own?.physical { tookOver() }
+            return .none
+        case CECMessage.Opcode.routingChange:
+            if message.operands.count >= 4, UInt16(message.operands[2]) << 8 | UInt16(message.operands[3]) != own?.physical { tookOver() }
+            return .none
+        case CECMessage.Opcode.setStreamPath:
+            guard let address = message.physicalAddress else { return .none }
+            guard let own, address == own.physical else {
+                tookOver()
+                return .none
+            }
+            return state.memory.source ? .answer(.activeSource(from: own.logical, physicalAddress: own.physical)) : .none
+        case CECMessage.Opcode.requestActiveSource:
+            guard let own, state.memory.source else { return .none }
+            return .answer(.activeSource(from: own.logical, physicalAddress: own.physical))
+        case CECMessage.Opcode.featureAbort where own != nil && message.destination == own?.logical:
+            guard let refused = message.operands.first, CECMessage.Opcode.sent.contains(refused) else { return .none }
+            if let last = state.memory.last, last.opcode == refused, last.destination == message.initiator {
+                state.memory.lastOutcome = .refused(CECMessage.describe(abortReason: message.operands.count > 1 ? message.operands[1] : 0))
+            }
+            return .refused(message)
+        default:
+            guard let own else { return .none }
+            return message.answer(at: own.logical).map { .answer($0) } ?? .none
         }
-        last = (messages.last!, nil)
+    }
+
+    private mutating func tookOver() {
+        state.memory.source = false
+        if state.memory.period.active { state.memory.period.otherSource = true }
+    }
+
+    /// A power status reported (nil: nobody answered the question).
+    private mutating func powerStatus(_ device: UInt8, _ status: UInt8?) -> Action {
+        guard case .ready(let addresses, var memory) = state else { return .none }
+        let off = status.map { [CECMessage.PowerStatus.standby, CECMessage.PowerStatus.toStandby].contains($0) } ?? true
+        switch memory.period.phase {
+        case .asking(let until, var statuses):
+            guard statuses.keys.contains(device), statuses[device]! == nil else { return .none }
+            statuses[device] = .some(status ?? CECMessage.PowerStatus.unknown)
+            memory.period.phase = .asking(until: until, statuses: statuses)
+            state = .ready(addresses, memory)
+            return statuses.values.contains(where: { $0 == nil }) ? .none : wake(at: addresses)
+        case .confirming:
+            guard device == CECMessage.Address.audioSystem else { return .none }
+            // Unanswered, the question is closed too: a standby reported later is the user's.
+            memory.period.phase = .settled
+            // SAMR alone left it in standby (Debian 12's cec-follower, some receivers): the
+            // power-on key, as cec-compliance wakes a device that is not a TV.
+            guard status != nil, off, !memory.period.sent.contains(.powerOn) else {
+                state = .ready(addresses, memory)
+                return .none
+            }
+            memory.period.sent.insert(.powerOn)
+            state = .ready(addresses, memory)
+            return announce([.userControlPressed(from: addresses.logical, to: device, key: CECMessage.Key.powerOnFunction),
+                             .userControlReleased(from: addresses.logical, to: device)])
+        case .idle, .settled:
+            // A device keepalived woke, reported off: the user switched it off.
+            guard status != nil, off, memory.period.active, memory.period.woke.contains(device) else { return .none }
+            memory.period.switchedOff.insert(device)
+            state = .ready(addresses, memory)
+            return .none
+        }
+    }
+
+    /// Asks who is on before waking anything.
+    private mutating func startWake(at addresses: Addresses, now: Instant) -> Action {
+        var devices = [CECMessage.Address.audioSystem]
+        if settings.wakeTV { devices.append(CECMessage.Address.tv) }
+        devices.removeAll { state.memory.period.switchedOff.contains($0) }
+        guard !devices.isEmpty else {
+            state.memory.period.phase = .settled
+            return .none
+        }
+        state.memory.period.phase = .asking(until: now + Self.powerStatusWait, statuses: Dictionary(uniqueKeysWithValues: devices.map { ($0, nil) }))
+        return .announce(devices.map { .giveDevicePowerStatus(from: addresses.logical, to: $0) })
+    }
+
+    /// The wake, once the power statuses are in (or waited for long enough): each step at most
+    /// once per period; what was not on before it is remembered as woken by keepalived.
+    private mutating func wake(at addresses: Addresses) -> Action {
+        var period = state.memory.period
+        guard case .asking(_, let statuses) = period.phase else { preconditionFailure("wake while \(period.phase)") }
+        func wasOff(_ device: UInt8) -> Bool {
+            ![CECMessage.PowerStatus.on, CECMessage.PowerStatus.toOn].contains((statuses[device] ?? nil) ?? CECMessage.PowerStatus.unknown)
+        }
+        var messages: [CECMessage] = []
+        period.phase = .settled
+        let audio = CECMessage.Address.audioSystem, tv = CECMessage.Address.tv
+        if !period.switchedOff.contains(audio), period.sent.insert(.systemAudioModeRequest).inserted {
+            messages.append(.systemAudioModeRequest(from: addresses.logical, physicalAddress: addresses.physical))
+            if wasOff(audio) {
+                period.woke.append(audio)
+                messages.append(.giveDevicePowerStatus(from: addresses.logical, to: audio))
+                period.phase = .confirming
+            }
+        }
+        if settings.wakeTV, !period.switchedOff.contains(tv) {
+            if wasOff(tv), period.sent.insert(.imageViewOn).inserted {
+                messages.append(.imageViewOn(from: addresses.logical))
+                period.woke.append(tv)
+            }
+            if period.sent.insert(.activeSource).inserted {
+                messages.append(.activeSource(from: addresses.logical, physicalAddress: addresses.physical))
+                state.memory.source = true
+            }
+        }
+        state.memory.period = period
+        return messages.isEmpty ? .none : announce(messages)
+    }
+
+    /// Image View On from Unregistered to a TV that holds hotplug low, once per period.
+    private mutating func wakeUnplugged() -> Action {
+        var period = state.memory.period
+        guard settings.wakeTV, period.active, !period.switchedOff.contains(CECMessage.Address.tv),
+              period.sent.insert(.imageViewOn).inserted else { return .none }
+        period.woke.append(CECMessage.Address.tv)
+        state.memory.period = period
+        return announce([.imageViewOn(from: CECMessage.Address.unregistered)])
+    }
+
+    /// Announcements, the last of them shown in `status`.
+    private mutating func announce(_ messages: [CECMessage]) -> Action {
+        if let shown = messages.last(where: { CECMessage.Opcode.announced.contains($0.opcode ?? 0) }) {
+            state.memory.last = shown
+            state.memory.lastOutcome = nil
+        }
         return .announce(messages)
     }
 
     /// What status shows, and all the tests see of the state.
     struct Report: Equatable, Sendable {
-        /// `waiting for the adapter`, `claiming a logical address` or `ready`.
+        /// `waiting for the adapter`, `claiming a logical address`, `left alone: …`,
+        /// `logical address lost: …` or `ready`.
         var state: String
         /// keepalived's addresses once ready.
         var addresses: Addresses?
         /// Whether the box is active.
         var active: Bool
-        /// What the box woke in this active period, for Standby.
+        /// What keepalived woke in this active period, for Standby.
         var woke: [UInt8] = []
+        /// Whether keepalived is the active source.
+        var source = false
+        /// What the user switched off in this period, sorted.
+        var switchedOff: [UInt8] = []
     }
 
     var report: Report {
+        let memory = state.memory
+        var report = Report(state: "", active: memory.period.active, woke: memory.period.woke, source: memory.source,
+                            switchedOff: memory.period.switchedOff.sorted())
         switch state {
-        case .closed(let box): Report(state: "waiting for the adapter", active: box.active, woke: box.woke)
-        case .claiming(let box): Report(state: "claiming a logical address", active: box.active, woke: box.woke)
-        case .ready(let addresses, let box): Report(state: "ready", addresses: addresses, active: box.active, woke: box.woke)
+        case .closed: report.state = "waiting for the adapter"
+        case .claiming: report.state = "claiming a logical address"
+        case .leftAlone: report.state = "left alone: another program configured the adapter (--cec-take-over takes it)"
+        case .lost: report.state = "logical address lost (another program cleared it?): claiming it again"
+        case .ready(let addresses, _):
+            report.state = "ready"
+            report.addresses = addresses
         }
+        return report
     }
 }

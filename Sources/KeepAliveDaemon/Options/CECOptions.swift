@@ -19,8 +19,12 @@ struct CECOptions: ParsableArguments {
     var wakeTV = false
 
     @Flag(name: .customLong("cec-standby"), help: ArgumentHelp(
-        "With --cec: when every output is idle (--on-idle-after), send Standby to what keepalived woke: the audio system, and the TV only with --cec-wake-tv."))
+        "With --cec: when every output is idle (--on-idle-after), send Standby to what keepalived itself switched on in that active period (it reported standby, or nothing, before keepalived's wake): the audio system, and the TV only with --cec-wake-tv. Nothing is put in standby after another device became the active source, nor what the user switched off."))
     var standby = false
+
+    @Flag(name: .customLong("cec-take-over"), help: ArgumentHelp(
+        "With --cec: replace another program's configuration of the adapter (Kodi's libcec, cec-ctl) with keepalived's Playback device. Without it keepalived leaves such an adapter alone, says so in the log and in status, and waits for the other program to let go."))
+    var takeOver = false
 
     mutating func validate() throws {
         _ = try settings
@@ -33,12 +37,13 @@ struct CECOptions: ParsableArguments {
             guard let device else {
                 if wakeTV { throw ValidationError("--cec-wake-tv goes with --cec DEVICE (the CEC adapter, like /dev/cec0)") }
                 if standby { throw ValidationError("--cec-standby goes with --cec DEVICE (the CEC adapter, like /dev/cec0)") }
+                if takeOver { throw ValidationError("--cec-take-over goes with --cec DEVICE (the CEC adapter, like /dev/cec0)") }
                 return CECFollower.Settings()
             }
             guard device.hasPrefix("/"), device.count > 1, !device.hasSuffix("/") else {
                 throw ValidationError("--cec takes the CEC adapter's device node, like /dev/cec0, not '\(device)'")
             }
-            return CECFollower.Settings(device: device, machine: CECStateMachine.Settings(wakeTV: wakeTV, standby: standby))
+            return CECFollower.Settings(device: device, machine: CECStateMachine.Settings(wakeTV: wakeTV, standby: standby, takeOver: takeOver))
         }
     }
 }

@@ -18,23 +18,39 @@ scripts/package built of this tree, installed in the guest's overlay) of a 1.5 s
 - asked by the TV, keepalived's address reports power status on (keepalived's answer), its OSD
   name `keepalived` (the kernel's), and Feature Abort for Give Device Vendor ID (the kernel's: no
   vendor id) and for User Control Pressed (keepalived's: a follower refuses what it does not do);
-- the player makes the box active: System Audio Mode Request (2.0.0.0) from keepalived to 5
-  within 10 s, no Image View On nor Active Source; the audio system's follower answers (Set
-  System Audio Mode on), and `status --json` shows the request acknowledged;
+- the audio system put in standby (the TV's Standby to 5), the player makes the box active:
+  Give Device Power Status to 5 first, then System Audio Mode Request (2.0.0.0) from keepalived
+  to 5 within 10 s, no Image View On nor Active Source; the audio system's follower answers (Set
+  System Audio Mode on) but stays in standby (Debian 12's follower), so keepalived asks its power
+  status again and sends User Control Pressed [Power On Function], which `status --json` shows
+  acknowledged;
 - 3 s after the player's end (--on-idle-after 3s), with --cec-standby: Standby to 5 only;
-- the options file gains --cec-wake-tv, a reload sends nothing; the next player: System Audio
-  Mode Request to 5, Image View On to 0 and Active Source broadcast; idle: Standby to 5 and 0;
+- the TV put in standby too, the options file gains --cec-wake-tv, a reload sends nothing; the
+  next player: System Audio Mode Request to 5, Image View On to 0 and Active Source broadcast;
+  idle: Standby to 5 and 0;
+- the TV on and on another source (Image View On and Active Source 1.0.0.0 from cec1) while a 6 s
+  track plays: keepalived wakes only the audio system (no Image View On to a TV that is on),
+  answers Request Active Source while it is the source, stops answering once cec1 says Active
+  Source again, and at idle sends no Standby to anyone (the `--monitor-all` record);
+- the user's broadcast Standby during an active period: nothing woken again, no Standby at idle;
+- `cec-ctl -d2 --clear` (another program gives keepalived's address up): keepalived says so once
+  and claims a Playback address again within 15 s;
   with --power-on-wait 5s --power-on-settle 1s (no --on-active) the player's open is held 1 s
   while the receiver wakes: the wake is in keepalived's log before the open goes on;
 - HDMI unplugged (the TV input's EDID cleared: no physical address) keepalived waits for a
-  logical address; plugged back with another address (`v4l2-ctl --set-edid pa=1.3.0.0`: vivid's
+  logical address; a player then (--cec-wake-tv) sends Image View On from Unregistered (15 to 0),
+  as for a TV in standby that pulls hotplug low: the kernel transmits it from the unconfigured
+  adapter (vivid has the outputs off the bus then, so nobody acknowledges it); plugged back with another address (`v4l2-ctl --set-edid pa=1.3.0.0`: vivid's
   second output is then 1.2.0.0) the kernel's state change has it ready again at 1.2.0.0
   within 15 s, without a message;
 - the adapter unplugged (vivid unbound from its platform device; ENODEV): keepalived says it
   waits for the adapter and keeps playing; bound again, it is back on the bus within 15 s,
   still without a message;
 - no audio system on the bus (its logical address cleared), two active periods: `status` shows
-  the System Audio Mode Request not acknowledged, and the log says so once, at notice.
+  the System Audio Mode Request not acknowledged, and the log says so once, at notice;
+- keepalived restarted on an adapter another program configured (`cec-ctl -d2 --playback -o
+  Kodi`): left alone without --cec-take-over (`status` and one notice say so); once that program
+  clears it, keepalived claims its own address within 15 s.
 
 Every wait has a deadline; the monitor's record and keepalived's log are in $VM_IO.
 """
@@ -60,6 +76,8 @@ MONITOR = os.path.join(IO, "cec-monitor.txt")
 LOG = os.path.join(IO, "keepalived.log")
 KEPT = "/dev/cec2"
 ANNOUNCEMENTS = ("SYSTEM_AUDIO_MODE_REQUEST", "IMAGE_VIEW_ON", "ACTIVE_SOURCE", "STANDBY")
+# What keepalived asks before and after a wake, and the receiver's power-on key.
+QUESTIONS = ("GIVE_DEVICE_POWER_STATUS", "USER_CONTROL_PRESSED", "USER_CONTROL_RELEASED")
 # vivid: one HDMI input (2 bits per input, 3 = HDMI), two HDMI outputs (1 bit each), all on one bus.
 VIVID = ["vivid", "n_devs=1", "num_inputs=1", "input_types=0x3", "num_outputs=2", "output_types=0x3"]
 PLAYER_ENV = dict(os.environ, KEEPALIVED_SOCKET=SOCKET, KEEPALIVED_RELEASE_TIMEOUT="1000")
@@ -251,7 +269,26 @@ def active_period(name, expect_wake, expect_standby, last, held=None):
     vt.check(f"{name}-nothing-more", keepalived_said(mark, own) == expect_wake + expect_standby, f"{keepalived_said(mark, own)}")
 
 
-active_period("audio-only", [(5, "SYSTEM_AUDIO_MODE_REQUEST")], [(5, "STANDBY")], "System Audio Mode Request")
+def cec_ctl(adapter, *args):
+    r = vt.run(["cec-ctl", "-d", f"/dev/cec{adapter}", "-s"] + list(args), timeout=20)
+    return r.returncode == 0
+
+
+def asked(since, own):
+    """keepalived's questions and keys after the first `since` monitor lines."""
+    return [(d, op) for i, d, op, _ in bus()[since:] if i == own and op in QUESTIONS]
+
+
+# The receiver in standby: what keepalived wakes is what it may put in standby again.
+mark = len(bus())
+cec_ctl(0, "--to", "5", "--standby")
+time.sleep(2)
+active_period("audio-only", [(5, "SYSTEM_AUDIO_MODE_REQUEST")], [(5, "STANDBY")], "User Control Pressed")
+q = asked(mark, own)
+vt.check("audio-only-asks-then-powers-on", q[:1] == [(5, "GIVE_DEVICE_POWER_STATUS")] and (5, "USER_CONTROL_PRESSED") in q,
+         f"keepalived's questions and keys: {q} (the follower stays in standby after System Audio Mode Request)")
+cec_ctl(1, "--to", "0", "--standby")
+time.sleep(2)
 
 # -- --cec-wake-tv on a reload ----------------------------------------------------------------
 write_conf("--cec-wake-tv --power-on-wait 5s --power-on-settle 1s")
@@ -261,8 +298,56 @@ daemon.send_signal(signal.SIGHUP)
 w = vt.wait_until(lambda: vt.read(LOG, "").count("reloaded") > reloads, 10, 0.2)
 time.sleep(2)
 vt.check("silent-at-wake-tv-reload", w and not keepalived_said(mark, own), f"announced: {keepalived_said(mark, own)}")
-active_period("wake-tv", [(5, "SYSTEM_AUDIO_MODE_REQUEST"), (0, "IMAGE_VIEW_ON"), (15, "ACTIVE_SOURCE")], [(5, "STANDBY"), (0, "STANDBY")], "Active Source",
+active_period("wake-tv", [(5, "SYSTEM_AUDIO_MODE_REQUEST"), (0, "IMAGE_VIEW_ON"), (15, "ACTIVE_SOURCE")], [(5, "STANDBY"), (0, "STANDBY")], "User Control Pressed",
               held=1000)
+
+# -- the TV on another source: nothing keepalived did not wake is put in standby ------------------
+long_wav = "/tmp/cec-track-6s.wav"
+make_wav(long_wav, seconds=6)
+cec_ctl(1, "--to", "0", "--image-view-on")
+cec_ctl(1, "--active-source", "phys-addr=1.0.0.0")
+time.sleep(2)
+mark = len(bus())
+player = subprocess.Popen(["aplay", "-q", "-D", "keepalived:CARD=0", long_wav], env=PLAYER_ENV)
+w = vt.wait_until(lambda: (15, "ACTIVE_SOURCE") in keepalived_said(mark, own), 15, 0.1)
+said = keepalived_said(mark, own)
+vt.check("tv-on-wakes-only-the-receiver", w and said == [(5, "SYSTEM_AUDIO_MODE_REQUEST"), (15, "ACTIVE_SOURCE")],
+         f"{said} (the TV was on: no Image View On)")
+before = len(bus())
+cec_ctl(0, "--request-active-source")
+w = vt.wait_until(lambda: any(i == own and op == "ACTIVE_SOURCE" for i, _, op, _ in bus()[before:]), 3, 0.1)
+vt.check("answers-request-active-source-while-source", w, f"after {w.seconds:.1f} s: {[line for i, _, _, line in bus()[before:] if i == own]}")
+cec_ctl(1, "--active-source", "phys-addr=1.0.0.0")
+time.sleep(1)
+before = len(bus())
+cec_ctl(0, "--request-active-source")
+time.sleep(2)
+late = [line for i, _, op, line in bus()[before:] if i == own and op == "ACTIVE_SOURCE"]
+vt.check("silent-to-request-active-source-after-another-source", not late, f"keepalived's Active Source after cec1's: {late}")
+player.wait(timeout=30)
+time.sleep(3 + 1.25 + 4)
+said = keepalived_said(mark, own)
+vt.check("another-source-no-standby", not [m for m in said if m[1] == "STANDBY"],
+         f"keepalived's announcements in the period: {said} (another source since the wake: no Standby to anything)")
+
+# -- the user's Standby during an active period: nothing woken again, no Standby ---------------------
+mark = len(bus())
+player = subprocess.Popen(["aplay", "-q", "-D", "keepalived:CARD=0", long_wav], env=PLAYER_ENV)
+w = vt.wait_until(lambda: (5, "SYSTEM_AUDIO_MODE_REQUEST") in keepalived_said(mark, own), 15, 0.1)
+time.sleep(1)
+cec_ctl(0, "--to", "15", "--standby")
+woken = len(keepalived_said(mark, own))
+player.wait(timeout=30)
+time.sleep(3 + 1.25 + 4)
+said = keepalived_said(mark, own)
+vt.check("user-standby-final", w and said[woken:] == [], f"keepalived's announcements: {said}; after the user's Standby: {said[woken:]}")
+
+# -- keepalived's address cleared by another program: claimed again ----------------------------------
+cec_ctl(2, "--clear")
+w = vt.wait_until(lambda: cec().get("state") == "ready" and cec().get("logicalAddress") in (4, 8, 11), 15, 0.2)
+lost_lines = re.findall(r"^.*no logical address any more.*$", vt.read(LOG, ""), re.M)
+vt.check("cleared-claims-again", w and len(lost_lines) == 1, f"after {w.seconds:.1f} s: {cec()}; the log: {lost_lines}")
+own = cec().get("logicalAddress") or own
 
 # -- HDMI unplugged and plugged back: the TV input's EDID cleared, then set with another address --
 # vivid gives its outputs their physical addresses from that EDID; the kernel's state change
@@ -271,6 +356,18 @@ mark = len(bus())
 r = vt.run(["v4l2-ctl", "-d", "/dev/video0", "--clear-edid=0"])
 w = vt.wait_until(lambda: cec().get("state") == "claiming a logical address", 10, 0.2)
 vt.check("hdmi-unplugged-waits", r.returncode == 0 and w, f"v4l2-ctl --clear-edid: {r.returncode} {vt.one_line(r.stdout)}; after {w.seconds:.1f} s: {cec()}")
+# A TV in standby that pulls hotplug low looks the same: --cec-wake-tv wakes it from Unregistered.
+# vivid takes the outputs off the bus with the EDID, so nothing can hear it here (and the monitor on
+# the TV's adapter sees nothing): what is checked is that the kernel took it from the
+# unconfigured adapter and transmitted it (its result, not acknowledged, rather than a refusal).
+logged = len(vt.read(LOG, ""))
+play(wav)
+sent = lambda: re.findall(r"^.*(?:unregistered→0 Image View On|cannot send).*$", vt.read(LOG, "")[logged:], re.M)
+w = vt.wait_until(lambda: any("nothing acknowledged unregistered→0 Image View On" in line for line in sent()), 10, 0.1)
+vt.check("hotplug-low-image-view-on-from-unregistered", w and not [line for line in sent() if "cannot send" in line],
+         f"after {w.seconds:.1f} s, keepalived's log: {sent()}")
+time.sleep(3 + 1.25 + 2)
+mark = len(bus())
 # The EDID's address 1.3.0.0 puts the input under 1.0.0.0, and vivid's second output at 1.2.0.0.
 r = vt.run(["v4l2-ctl", "-d", "/dev/video0", "--set-edid", "pad=0,type=hdmi,pa=1.3.0.0"])
 w = vt.wait_until(lambda: cec().get("state") == "ready", 15, 0.2)
@@ -301,9 +398,10 @@ unheard = []
 for period in range(2):
     play(wav)
     w = vt.wait_until(lambda: "System Audio Mode Request" in (cec().get("lastMessage") or "") and cec().get("acknowledged") is False, 10, 0.2)
+    # Nobody there to ask: counted as off, so the Standby at idle follows.
     unheard.append((w.seconds if w else None, cec().get("acknowledged")))
     vt.wait_until(lambda: "Standby" in (cec().get("lastMessage") or "") and cec().get("acknowledged") is not None, 12, 0.2)
-said = re.findall(r"^.*nothing acknowledged.*$", vt.read(LOG, ""), re.M)
+said = re.findall(r"^.*nothing acknowledged \d+→5 .*$", vt.read(LOG, ""), re.M)
 vt.check("no-receiver-said-once", r.returncode == 0 and all(seen is not None for seen, _ in unheard) and len(said) == 1
          and " notice: " in said[0] and daemon.poll() is None,
          f"two active periods with the audio system's address cleared: status acknowledged {[a for _, a in unheard]}; the log: {said}")
@@ -311,6 +409,22 @@ vt.check("no-receiver-said-once", r.returncode == 0 and all(seen is not None for
 # -- the end ------------------------------------------------------------------------------------
 r = vt.run([K, "stop", "--socket", SOCKET], timeout=20)
 vt.check("stops", r.returncode == 0 and daemon.wait(timeout=10) == 0, vt.one_line(r.stdout))
+
+# -- another program's configuration at start: left alone without --cec-take-over -----------------
+kodi = cec_ctl(2, "--clear") and cec_ctl(2, "--playback", "-o", "Kodi")
+mark = len(bus())
+log = open(LOG, "a")
+daemon = subprocess.Popen([K, "run", "-d", "hw:0,0", "--socket", SOCKET, "--config", CONF, "-v"], stdout=log, stderr=subprocess.STDOUT)
+w = vt.wait_until(lambda: (cec().get("state") or "").startswith("left alone"), 20, 0.2)
+said = re.findall(r"^.*another program configured the adapter.*$", vt.read(LOG, ""), re.M)
+vt.check("foreign-configuration-left-alone", kodi and w and len(said) == 1 and " notice: " in said[0],
+         f"cec-ctl --playback -o Kodi: {kodi}; after {w.seconds:.1f} s: {cec()}; the log: {said}")
+# The other program lets go: keepalived claims its own address.
+cec_ctl(2, "--clear")
+w = vt.wait_until(lambda: cec().get("state") == "ready" and cec().get("logicalAddress") in (4, 8, 11), 15, 0.2)
+vt.check("foreign-let-go-claims", w, f"after {w.seconds:.1f} s: {cec()}")
+r = vt.run([K, "stop", "--socket", SOCKET], timeout=20)
+vt.check("stops-again", r.returncode == 0 and daemon.wait(timeout=10) == 0, vt.one_line(r.stdout))
 stop_bus()
 text = vt.read(LOG, "")
 vt.check("no-errors", not re.search(r" (error|critical): ", text), "; ".join(re.findall(r"^.* (?:error|critical): .*$", text, re.M))[:300] or "none")
