@@ -2,7 +2,7 @@ import Testing
 
 @testable import KeepAliveDaemon
 import TestSupport
-import CLinuxCEC
+import CKeepAliveLinuxCEC
 
 /// Every state of `--cec`'s state machine against every event: the action and the state it
 /// leads to. The impossible ones are what its one owner never reports: an adapter opened twice
