@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# vm: devices=hda timeout=300
+# vm: devices=hda timeout=600
 """--cec on the kernel's own CEC framework: keepalived (`run -d hw:0,0 --cec /dev/cec2`) on an
 emulated HDMI-CEC bus of Debian's `vivid` driver (CONFIG_VIDEO_VIVID_CEC: one HDMI input, the TV
 at 0.0.0.0 on /dev/cec0, and two HDMI outputs on the same bus, /dev/cec1 at 1.0.0.0 and
@@ -48,6 +48,9 @@ scripts/package built of this tree, installed in the guest's overlay) of a 1.5 s
   still without a message;
 - no audio system on the bus (its logical address cleared), two active periods: `status` shows
   the System Audio Mode Request not acknowledged, and the log says so once, at notice;
+- an audio system with no follower (the kernel then answers Feature Abort for it): keepalived
+  logs the refusal of its System Audio Mode Request at notice, and `status` does not show it
+  acknowledged;
 - keepalived restarted on an adapter another program configured (`cec-ctl -d2 --playback -o
   Kodi`): left alone without --cec-take-over (`status` and one notice say so); once that program
   clears it, keepalived claims its own address within 15 s.
@@ -405,6 +408,24 @@ said = re.findall(r"^.*nothing acknowledged \d+→5 .*$", vt.read(LOG, ""), re.M
 vt.check("no-receiver-said-once", r.returncode == 0 and all(seen is not None for seen, _ in unheard) and len(said) == 1
          and " notice: " in said[0] and daemon.poll() is None,
          f"two active periods with the audio system's address cleared: status acknowledged {[a for _, a in unheard]}; the log: {said}")
+
+# -- an audio system that refuses the request: the kernel answers Feature Abort for an adapter
+# with no follower (cec-adap.c: a directed message nobody processes is aborted), so cec1 is the
+# audio system again without its cec-follower ---------------------------------------------------
+for p in [p for p in helpers if "cec-follower" in p.args and "/dev/cec1" in p.args]:
+    p.terminate()
+    p.wait(timeout=5)
+    helpers.remove(p)
+r = vt.run(["cec-ctl", "-d", "/dev/cec1", "-s", "--audio", "-o", "Receiver"])
+mark = len(bus())
+logged = len(vt.read(LOG, ""))
+play(wav)
+w = vt.wait_until(lambda: re.search(r"refused keepalived's System Audio Mode Request \(Feature Abort", vt.read(LOG, "")[logged:]), 10, 0.2)
+refusals = re.findall(r"^.*refused keepalived's .*$", vt.read(LOG, "")[logged:], re.M)
+aborted = [line for i, d, op, line in bus()[mark:] if i == 5 and op == "FEATURE_ABORT"]
+vt.check("feature-abort-logged", r.returncode == 0 and w and bool(aborted) and all(" notice: " in l for l in refusals)
+         and cec().get("acknowledged") is not True,
+         f"cec-ctl --audio without a follower: {r.returncode}; on the bus: {aborted[:1]}; the log: {refusals[:2]}; status: {cec()}")
 
 # -- the end ------------------------------------------------------------------------------------
 r = vt.run([K, "stop", "--socket", SOCKET], timeout=20)
