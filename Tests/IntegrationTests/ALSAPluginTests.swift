@@ -306,8 +306,9 @@ extension Integration {
             #expect(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))) == data)
         }
 
-        @Test("a box's default through keepalived (a slave): the release is asked for, then the player plays through the card's own default chain, its samples as that chain makes them")
-        func frontDoorDefault() async throws {
+        @Test("a box's default through keepalived (a slave): the release is asked for, then 16- and 24-bit players play through the card's own default chain, their samples exact in the subframes",
+              arguments: [(format: "S16_LE", bits: 16, rate: 48000, frames: 960), (format: "S24_LE", bits: 24, rate: 96000, frames: 1920)])
+        func frontDoorDefault(player: (format: String, bits: Int, rate: Int, frames: Int)) async throws {
             let state = try TestPaths.makeTemporaryDirectory("front-door-state")
             defer { try? FileManager.default.removeItem(at: state) }
             // A card default as vc4-hdmi.conf's on alsa-lib 1.2.8: plug over alsa-lib's iec958
@@ -325,21 +326,22 @@ extension Integration {
                 pcm.front-door-card0 { type keepalived card 0 device 0 slave "sysdefault:CARD=0" }
                 pcm.front-door-empty { type keepalived card 0 slave "" }
                 """
-            let setup = try PluginSetup("front-door", hardware: hardware)
+            let setup = try PluginSetup("front-door-\(player.bits)", hardware: hardware)
             let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
             defer { listener.stop() }
-            let samples = Self.pattern(frames: 960, bits: 16)
-            let played = try await setup.play("front-door-card0", format: "S16_LE", rate: 48000, data: Self.bytes(samples, width: 2), socket: listener.path)
+            let samples = Self.pattern(frames: player.frames, bits: player.bits)
+            let played = try await setup.play("front-door-card0", format: player.format, rate: player.rate,
+                                              data: Self.bytes(samples, width: player.bits == 16 ? 2 : 4), socket: listener.path)
             let empty = try await setup.open("front-door-empty", socket: listener.path)
             listener.stop()
             #expect(played.status == 0 && played.fields["result"] == "0", "\(played)")
             #expect(played.fields["type"] == "PLUG", "the player has the card's default chain itself: \(played)")
             #expect(listener.received == [Self.line(card: 0, device: 0)], "asked before the open, once")
             let negotiated = try FileContents.text(state.appendingPathComponent("format"))
-            #expect(negotiated.hasPrefix("IEC958_SUBFRAME_LE 48000 2 "), "the player's rate, framed by the chain: \(negotiated)")
+            #expect(negotiated.hasPrefix("IEC958_SUBFRAME_LE \(player.rate) 2 "), "the player's rate, framed by the chain: \(negotiated)")
             let decoded = IEC958Decoder.decode(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))), channels: 2)
-            #expect(decoded.problemCount == 0 && decoded.frames == 960, "\(decoded)")
-            let wrong = zip(decoded.frameSamples, samples.map { $0.map { $0 << 8 } }).filter { $0.0 != $0.1 }
+            #expect(decoded.problemCount == 0 && decoded.frames == player.frames, "\(decoded)")
+            let wrong = zip(decoded.frameSamples, samples.map { $0.map { player.bits == 16 ? $0 << 8 : $0 } }).filter { $0.0 != $0.1 }
             #expect(wrong.isEmpty, "\(wrong.count) frames differ")
             #expect(empty.result == -EINVAL && empty.stderr.contains("slave must be a PCM's name"), "\(empty)")
         }
