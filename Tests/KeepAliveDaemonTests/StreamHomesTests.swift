@@ -39,10 +39,39 @@ struct StreamHomesTests {
     func policyWins() {
         var homes = StreamHomes()
         _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"], at: t0)
-        for _ in 0..<StreamHomes.mostMovesBack {
-            #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0) == [Move(stream: 1, sink: "tv")])
+        // Each move back done and undone at once: seen home, then away again.
+        for round in 0..<StreamHomes.mostMovesBack {
+            let now = t0 + .milliseconds(10 * round)
+            #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: now) == [Move(stream: 1, sink: "tv")])
+            #expect(homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"], at: now + .milliseconds(2)).isEmpty)
         }
-        #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0).isEmpty)
+        #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0 + .milliseconds(50)).isEmpty)
+    }
+
+    @Test("a policy that moves it away before a listing saw it home also wins, once each move back had its time")
+    func policyWinsUnseen() {
+        var homes = StreamHomes()
+        _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"], at: t0)
+        let step = StreamHomes.moveBackInFlight + .milliseconds(100)
+        for round in 0..<StreamHomes.mostMovesBack {
+            #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0 + step * round) == [Move(stream: 1, sink: "tv")])
+        }
+        #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0 + step * StreamHomes.mostMovesBack).isEmpty)
+    }
+
+    @Test("a move back not yet done: the listings that still show the stream away ask for nothing more and count nothing")
+    func moveBackInFlight() {
+        var homes = StreamHomes()
+        _ = homes.observe(streams: [1: "tv", 2: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0)
+        // switch-on-connect moved the TV's stream to the DAC just plugged in; the DAC's own
+        // stream and the server's events make listing after listing before the move back is done.
+        #expect(homes.observe(streams: [1: "dac", 2: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0) == [Move(stream: 1, sink: "tv")])
+        for ms in [5, 10, 20, 40, 80] {
+            #expect(homes.observe(streams: [1: "dac", 2: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0 + .milliseconds(ms)).isEmpty, "\(ms) ms")
+        }
+        #expect(homes.observe(streams: [1: "tv", 2: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0 + .milliseconds(120)).isEmpty)
+        // A client's move a few seconds later is undone again.
+        #expect(homes.observe(streams: [1: "dac", 2: "dac"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: t0 + .seconds(5)) == [Move(stream: 1, sink: "tv")])
     }
 
     @Test("a stream that ended is forgotten: a new stream with its index gets a home of its own")
@@ -68,8 +97,9 @@ struct StreamHomesTests {
     func policyWinsForAWhile() {
         var homes = StreamHomes()
         _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"], at: t0)
-        for _ in 0..<StreamHomes.mostMovesBack {
-            _ = homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0)
+        for round in 0..<StreamHomes.mostMovesBack {
+            _ = homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0 + .milliseconds(10 * round))
+            _ = homes.observe(streams: [1: "tv"], kept: ["tv"], sinks: ["tv", "dac"], at: t0 + .milliseconds(10 * round + 2))
         }
         #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0 + StreamHomes.fightWindow / 2).isEmpty)
         #expect(homes.observe(streams: [1: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: t0 + StreamHomes.fightWindow * 2) == [Move(stream: 1, sink: "tv")])

@@ -35,12 +35,20 @@ struct StreamHomes {
     /// fights reacts to the move's event, in milliseconds; a user, a client or a device plugged
     /// in moves a stream seconds apart at the least.
     static let fightWindow: Duration = .seconds(1)
+    /// How long a move back is given before a listing that still shows the stream away counts:
+    /// the listings made until the server has done it (each of its events makes one, and a sink
+    /// just plugged in makes several) show the move away that was already answered. Counted,
+    /// they made a slow daemon (under ThreadSanitizer) give up after one move away as if a
+    /// policy fought it, and the stream stayed on the new sink.
+    static let moveBackInFlight: Duration = .milliseconds(500)
 
     private struct Home {
         var sink: String
         /// Moves back in a row, and when the last was asked for.
         var movesBack = 0
         var lastMoveBack: ContinuousClock.Instant?
+        /// A move back asked for and not yet seen done.
+        var inFlight = false
     }
 
     private var homes: [UInt32: Home] = [:]
@@ -56,11 +64,20 @@ struct StreamHomes {
                 if kept.contains(sink) { homes[stream] = Home(sink: sink) }
                 continue
             }
-            guard sink != home.sink, kept.contains(home.sink), sinks.contains(home.sink) else { continue }
+            if sink == home.sink {
+                if home.inFlight {
+                    home.inFlight = false
+                    homes[stream] = home
+                }
+                continue
+            }
+            guard kept.contains(home.sink), sinks.contains(home.sink) else { continue }
+            if home.inFlight, let last = home.lastMoveBack, last.duration(to: now) < Self.moveBackInFlight { continue }
             if let last = home.lastMoveBack, last.duration(to: now) > Self.fightWindow { home.movesBack = 0 }
             guard home.movesBack < Self.mostMovesBack else { continue }
             home.movesBack += 1
             home.lastMoveBack = now
+            home.inFlight = true
             homes[stream] = home
             moves.append(Move(stream: stream, sink: home.sink))
         }
