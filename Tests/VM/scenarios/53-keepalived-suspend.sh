@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=hda power_save=1 s3=yes timeout=420
+# vm: release=yes devices=hda power_save=1 s3=yes timeout=420
 # keepalived through a real system suspend (S3, woken by the host 2 s later) on the kernel's HDA
 # driver, in the ring loop and streaming: after the resume it plays again within 1 s, counts one
 # `suspended` recovery (at most), and the process is the same one (no crash, no restart). The

@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=hda power_save=1 mode=systemd timeout=300
+# vm: release=yes devices=hda power_save=1 mode=systemd timeout=300
 # The system unit under a real systemd (PID 1), installed as systemd/README.md says (the unit in
 # /etc/systemd/system, the binary in /usr/local/bin, the user from its sysusers file, the options file): without udev's rules
 # /dev/snd is root:root 0600, and the service says `permission-denied` naming the node; once the

@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=hda mode=systemd timeout=300
+# vm: release=yes devices=hda mode=systemd timeout=300
 # The Debian package's maintainer scripts under a real systemd (PID 1): `dpkg -i` installs the
 # command, the man page, the completions and both units, and neither enables nor starts the
 # system unit; `systemctl enable --now` is what starts it; `dpkg -r` stops it and keeps the

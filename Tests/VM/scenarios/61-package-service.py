@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# vm: devices=hda power_save=1 mode=systemd timeout=480
+# vm: release=yes devices=hda power_save=1 mode=systemd timeout=480
 """The Debian package's system unit under a real systemd (PID 1), on the kernel's HDA driver with
 the codec allowed to sleep. The .deb (dist/, from scripts/package) is installed in the guest; the
 options file names the HDA card. Then:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=hda mode=systemd timeout=360
+# vm: release=yes devices=hda mode=systemd timeout=360
 # The installed unit's watchdog under a real systemd: a daemon whose playback stops reporting
 # (here the whole process, SIGSTOPped) sends no WATCHDOG=1, and systemd kills and restarts it
 # after WatchdogSec (60 s): SIGABRT, which a stopped process only takes as the SIGKILL that

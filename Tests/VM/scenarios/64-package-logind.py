@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# vm: devices=hda mode=systemd timeout=600
+# vm: release=yes devices=hda mode=systemd timeout=600
 """The package's units against the real systemd-logind (and polkit, dbus-daemon) of a booted
 systemd, on the kernel's HDA driver. The .deb is installed in the guest.
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=hda,usb power_save=1 hda_wav=yes mode=systemd smp=2 timeout=540
+# vm: release=yes devices=hda,usb power_save=1 hda_wav=yes mode=systemd smp=2 timeout=540
 # A PipeWire desktop's order: a logged-in user (logind's user manager, the user's own session
 # bus) whose PipeWire, WirePlumber and PipeWire's pulse server own the HDA card and the USB audio
 # device (WirePlumber holds both reservations), both sinks suspended (WirePlumber suspends a node

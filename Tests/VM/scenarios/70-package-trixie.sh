@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=hda,usb power_save=1 hda_wav=yes usb_wav=yes mode=systemd root=debian suite=trixie service=hw:CARD=Intel,DEV=0;hw:CARD=Audio,DEV=0 timeout=600
+# vm: release=yes devices=hda,usb power_save=1 hda_wav=yes usb_wav=yes mode=systemd root=debian suite=trixie service=hw:CARD=Intel,DEV=0;hw:CARD=Audio,DEV=0 timeout=600
 # The amd64 package on a minimal Debian 13 box: debootstrap minbase of trixie (systemd-sysv,
 # udev, dbus, kmod, and what the package depends on and recommends, libasound2t64 and polkitd,
 # plus alsa-utils), `apt-get install ./keepalived-audio_*_amd64.deb` (apt finds its dependencies in

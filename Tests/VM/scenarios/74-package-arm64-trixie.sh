@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: arch=arm64 devices=hda,usb power_save=1 mode=systemd root=debian suite=trixie service=hw:CARD=Intel,DEV=0;hw:CARD=Audio,DEV=0 timeout=900
+# vm: release=yes arch=arm64 devices=hda,usb power_save=1 mode=systemd root=debian suite=trixie service=hw:CARD=Intel,DEV=0;hw:CARD=Audio,DEV=0 timeout=900
 # The same arm64 package as package-arm64 (built against Debian 12) on a minimal Debian 13 arm64
 # root (Raspberry Pi OS Trixie's base: libasound2t64, which provides libasound2, and glibc 2.41)
 # on Debian 13's arm64 kernel: it installs with apt from the root's own packages, comes up at boot
