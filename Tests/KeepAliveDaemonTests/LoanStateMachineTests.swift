@@ -59,7 +59,7 @@ struct LoanStateMachineTests {
         #expect(machine.observed(device, closed, holderAlive: true, at: closedAt) == .none)
         #expect(machine.nextDeadline == closedAt + LoanStateMachine.reopenGrace)
         #expect(machine.observed(device, closed, holderAlive: true, at: closedAt + LoanStateMachine.reopenGrace - .milliseconds(1)) == .none)
-        #expect(machine.observed(device, closed, holderAlive: true, at: closedAt + LoanStateMachine.reopenGrace) == .takeBack(outputs: ["hw:0,0"], format: hiRes))
+        #expect(machine.observed(device, closed, holderAlive: true, at: closedAt + LoanStateMachine.reopenGrace) == .takeBack(outputs: ["hw:0,0"], format: hiRes, because: .closed))
         #expect(machine.devices.isEmpty)
     }
 
@@ -73,14 +73,14 @@ struct LoanStateMachineTests {
         #expect(machine.observed(device, open(hiRes), holderAlive: true, at: start + .seconds(3) + .milliseconds(10)) == .none)
         #expect(machine.loans.first?.playing == true)
         #expect(machine.observed(device, closed, holderAlive: true, at: start + .seconds(9)) == .none)
-        #expect(machine.observed(device, closed, holderAlive: true, at: start + .seconds(10)) == .takeBack(outputs: ["hw:0,0"], format: hiRes))
+        #expect(machine.observed(device, closed, holderAlive: true, at: start + .seconds(10)) == .takeBack(outputs: ["hw:0,0"], format: hiRes, because: .closed))
     }
 
     @Test("a player that dies with the device closed: taken back at once, no grace")
     func diedAfterPlaying() {
         var machine = lent()
         _ = machine.observed(device, open(cd), holderAlive: true, at: start)
-        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(1)) == .takeBack(outputs: ["hw:0,0"], format: cd))
+        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(1)) == .takeBack(outputs: ["hw:0,0"], format: cd, because: .playerGone))
     }
 
     @Test("a loan that never set a format (a probe's open) goes back in the last format a player set, not keepalived's own")
@@ -90,7 +90,7 @@ struct LoanStateMachineTests {
         _ = machine.observed(device, closed, holderAlive: false, at: start + .seconds(1))
         #expect(machine.releaseAsked(device, by: mpd, outputs: ["hw:0,0"], at: start + .seconds(2)) == .close(["hw:0,0"]))
         #expect(machine.observed(device, open(), holderAlive: true, at: start + .seconds(2)) == .none)
-        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(3)) == .takeBack(outputs: ["hw:0,0"], format: cd))
+        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(3)) == .takeBack(outputs: ["hw:0,0"], format: cd, because: .playerGone))
     }
 
     @Test("an output that opens on a lent device later is held with the loan's, once")
@@ -99,20 +99,20 @@ struct LoanStateMachineTests {
         #expect(machine.found(["hw:0,0", "default"], on: device) == ["default"])
         #expect(machine.found(["default"], on: device) == [])
         #expect(machine.found(["default"], on: HardwareDevice(card: 1, device: 0)) == [])
-        #expect(machine.observed(device, closed, holderAlive: false, at: start) == .takeBack(outputs: ["hw:0,0", "default"], format: nil))
+        #expect(machine.observed(device, closed, holderAlive: false, at: start) == .takeBack(outputs: ["hw:0,0", "default"], format: nil, because: .playerGone))
     }
 
     @Test("a player that never opens it: taken back when its window ends, not before")
     func neverOpened() {
         var machine = lent()
         #expect(machine.observed(device, closed, holderAlive: true, at: start + LoanStateMachine.openWindow - .milliseconds(1)) == .none)
-        #expect(machine.observed(device, closed, holderAlive: true, at: start + LoanStateMachine.openWindow) == .takeBack(outputs: ["hw:0,0"], format: nil))
+        #expect(machine.observed(device, closed, holderAlive: true, at: start + LoanStateMachine.openWindow) == .takeBack(outputs: ["hw:0,0"], format: nil, because: .neverOpened))
     }
 
     @Test("a player that dies before it opens: taken back at once")
     func diedBeforeOpen() {
         var machine = lent()
-        #expect(machine.observed(device, closed, holderAlive: false, at: start + .milliseconds(5)) == .takeBack(outputs: ["hw:0,0"], format: nil))
+        #expect(machine.observed(device, closed, holderAlive: false, at: start + .milliseconds(5)) == .takeBack(outputs: ["hw:0,0"], format: nil, because: .playerGone))
     }
 
     @Test("a player that dies while a child still holds the device open: kept until it is closed")
@@ -120,7 +120,7 @@ struct LoanStateMachineTests {
         var machine = lent()
         #expect(machine.observed(device, open(cd), holderAlive: false, at: start) == .none)
         #expect(machine.observed(device, open(cd), holderAlive: false, at: start + .seconds(10)) == .none)
-        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(11)) == .takeBack(outputs: ["hw:0,0"], format: cd))
+        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(11)) == .takeBack(outputs: ["hw:0,0"], format: cd, because: .playerGone))
     }
 
     @Test("devices are independent, and lent again after their return")
@@ -129,7 +129,7 @@ struct LoanStateMachineTests {
         let hdmi = HardwareDevice(card: 0, device: 3)
         #expect(machine.releaseAsked(hdmi, by: mpd, outputs: ["hw:0,3"], at: start) == .close(["hw:0,3"]))
         #expect(machine.devices == [device, hdmi])
-        #expect(machine.observed(hdmi, closed, holderAlive: false, at: start) == .takeBack(outputs: ["hw:0,3"], format: nil))
+        #expect(machine.observed(hdmi, closed, holderAlive: false, at: start) == .takeBack(outputs: ["hw:0,3"], format: nil, because: .playerGone))
         #expect(machine.devices == [device])
         #expect(machine.releaseAsked(hdmi, by: mpd, outputs: ["hw:0,3"], at: start) == .close(["hw:0,3"]))
     }

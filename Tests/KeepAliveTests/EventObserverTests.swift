@@ -152,19 +152,21 @@ struct EventObserverTests {
         // as it happens to lie; a delayed publish would add the whole delay to every stop.
         #expect(stopAfter < stopBefore * 3 + .milliseconds(50).underSanitizer, "median stop \(stopBefore) before, \(stopAfter) after: \(stopTimes)")
 
-        // And the stream keeps real-time pace with the idle buffer full.
+        // And the stream plays on with the idle buffer full: a second of audio is written after
+        // the buffer filled. That publishing never waits is what the dropped count above says
+        // (a full subscriber loses its oldest events instead); the pace itself (audio written
+        // against wall time) is printed, not bounded: two reads of two clocks, each of which a
+        // busy machine can delay by more than the 200 ms buffer.
         manager.start()
         try await Support.waitUntil("the output to play") { manager.state == .playing }
-        try await Task.sleep(for: .milliseconds(300))
         let frames0 = manager.outputs[0].framesPlayed, t0 = ContinuousClock.now
-        try await Task.sleep(for: .seconds(1))
+        try await Support.waitUntil("a second of audio after the idle buffer filled", timeout: .seconds(30)) { manager.outputs[0].framesPlayed - frames0 >= 44100 }
         let frames1 = manager.outputs[0].framesPlayed, t1 = ContinuousClock.now
         manager.stop()
         let seconds = Double((t1 - t0).components.seconds) + Double((t1 - t0).components.attoseconds) / 1e18
         let playedSeconds = Double(frames1 - frames0) / 44100
-        #expect(playedSeconds >= seconds - 0.15, "played \(playedSeconds) s of audio in \(seconds) s")
-        #expect(playedSeconds <= seconds + 0.15, "played \(playedSeconds) s of audio in \(seconds) s")
         #expect(broadcaster.statistics[0].highWater == Self.capacity)
+        #expect(broadcaster.statistics[0].dropped > cycles * perCycle - Self.capacity, "this start's and stop's events were dropped for the full subscriber too, not waited for")
 
         print("[EventObserverTests] \(cycles) cycles: start→playing median \(medianBefore) before the idle buffer filled, \(medianAfter) after; median stop \(stopBefore) before, \(stopAfter) after; paced \(playedSeconds) s of audio in \(seconds) s")
         withExtendedLifetime(idle) {}

@@ -15,7 +15,7 @@ import KeepAlive
 /// ```swift
 /// var loans = LoanStateMachine()
 /// if case .close(let outputs) = loans.releaseAsked(device, by: holder, outputs: ["hw:CARD=0,DEV=0"], at: now) { hold(outputs) }
-/// if case .takeBack(_, let format) = loans.observed(device, SubstreamState.read(device), holderAlive: true, at: later) { reopen(in: format) }
+/// if case .takeBack(_, let format, _) = loans.observed(device, SubstreamState.read(device), holderAlive: true, at: later) { reopen(in: format) }
 /// ```
 struct LoanStateMachine: Sendable {
     /// How long a player has to open the device after its release.
@@ -110,12 +110,31 @@ struct LoanStateMachine: Sendable {
         }
     }
 
+    /// Why a lent device is keepalived's again: said in the journal, so that a user (and a test)
+    /// can tell a player that died from one that never opened what it asked for.
+    enum TakeBackReason: Equatable, Sendable, CustomStringConvertible {
+        /// Its player is gone (exited or killed), whatever it had done with the device.
+        case playerGone
+        /// Its player did not open it within ``LoanStateMachine/openWindow``.
+        case neverOpened
+        /// Its player closed it and did not open it again within ``LoanStateMachine/reopenGrace``.
+        case closed
+
+        var description: String {
+            switch self {
+            case .playerGone: "its player is gone"
+            case .neverOpened: "its player did not open it within its window"
+            case .closed: "its player closed it"
+            }
+        }
+    }
+
     /// What to do after a look at a lent device.
     enum ObservationAction: Equatable, Sendable {
         case none
         /// The device is keepalived's again: reopen its outputs, in the last format a player set
         /// on it (nil: none ever did).
-        case takeBack(outputs: [String], format: PlayerFormat?)
+        case takeBack(outputs: [String], format: PlayerFormat?, because: TakeBackReason)
     }
 
     /// The kernel's view of lent `device` now, and whether its player still runs.
@@ -128,20 +147,20 @@ struct LoanStateMachine: Sendable {
             loan = lent
             if substream.openBy == nil {
                 guard !holderAlive || now >= openBy else { return .none }
-                return takeBack(device, loan)
+                return takeBack(device, loan, because: holderAlive ? .neverOpened : .playerGone)
             }
         case .playing(let playing):
             loan = playing
             if substream.openBy == nil {
                 // Nobody left to open it again: no reason to wait.
-                guard holderAlive else { return takeBack(device, loan) }
+                guard holderAlive else { return takeBack(device, loan, because: .playerGone) }
                 states[device] = .closing(loan, returnAt: now + Self.reopenGrace)
                 return .none
             }
         case .closing(let closing, let returnAt):
             loan = closing
             if substream.openBy == nil {
-                guard holderAlive, now < returnAt else { return takeBack(device, loan) }
+                guard holderAlive, now < returnAt else { return takeBack(device, loan, because: holderAlive ? .closed : .playerGone) }
                 return .none
             }
         }
@@ -153,9 +172,9 @@ struct LoanStateMachine: Sendable {
         return .none
     }
 
-    private mutating func takeBack(_ device: HardwareDevice, _ loan: Loan) -> ObservationAction {
+    private mutating func takeBack(_ device: HardwareDevice, _ loan: Loan, because reason: TakeBackReason) -> ObservationAction {
         states[device] = nil
-        return .takeBack(outputs: loan.outputs, format: loan.format ?? lastFormats[device])
+        return .takeBack(outputs: loan.outputs, format: loan.format ?? lastFormats[device], because: reason)
     }
 
     /// The devices lent now.

@@ -105,9 +105,9 @@ final class PlayerLoans: Sendable {
         mainLoop.check("PlayerLoans.process")
         timer.acknowledge()
         let now = ContinuousClock.now
-        let returned = state.withLock { state -> [(HardwareDevice, [String], PlayerFormat?)] in
+        let returned = state.withLock { state -> [(HardwareDevice, [String], PlayerFormat?, LoanStateMachine.TakeBackReason)] in
             let closeSeen = state.watcher.take()
-            var returned: [(HardwareDevice, [String], PlayerFormat?)] = []
+            var returned: [(HardwareDevice, [String], PlayerFormat?, LoanStateMachine.TakeBackReason)] = []
             for device in state.machine.devices {
                 let substream = SubstreamState.read(device, proc: proc)
                 let alive = state.watcher.holderAlive(device)
@@ -117,9 +117,9 @@ final class PlayerLoans: Sendable {
                         "device": "\(device)", "open-by": "\(substream.openBy.map(String.init) ?? "nobody")",
                         "player": "\(alive ? "running" : "gone")", "close-seen": "\(closeSeen)", "action": "\(action)"])
                 }
-                if case .takeBack(let outputs, let format) = action {
+                if case .takeBack(let outputs, let format, let reason) = action {
                     state.watcher.forget(device)
-                    returned.append((device, outputs, format))
+                    returned.append((device, outputs, format, reason))
                 }
             }
             schedule(&state, closeSeen: closeSeen, now: now)
@@ -129,15 +129,15 @@ final class PlayerLoans: Sendable {
         holdLateOpeners()
         guard !returned.isEmpty else { return }
         var formatsChanged = false
-        for (device, _, format) in returned {
+        for (device, _, format, _) in returned {
             if let format, scanner.askFor(format.deviceFormat, on: device) { formatsChanged = true }
         }
         // A new format reaches the held outputs' settings before they open again.
         if formatsChanged { scanner.applyPlayerFormats() }
-        for (device, outputs, format) in returned {
+        for (device, outputs, format, reason) in returned {
             for output in outputs { manager.resume(.lent, output: output) }
             logger.info("took a card device back from its player", metadata: [
-                "device": "\(device)", "format": "\(format.map { "\($0)" } ?? "keepalived's own")",
+                "device": "\(device)", "because": "\(reason)", "format": "\(format.map { "\($0)" } ?? "keepalived's own")",
                 "ms": "\((ContinuousClock.now - now).wholeMilliseconds)"])
         }
     }

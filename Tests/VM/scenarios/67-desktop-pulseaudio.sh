@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: devices=hda,usb power_save=1 hda_wav=yes mode=systemd smp=2 timeout=1200
+# vm: release=yes devices=hda,usb power_save=1 hda_wav=yes mode=systemd smp=2 timeout=1200
 # A desktop's order: a logged-in user (logind's user manager, the user's own session bus) whose
 # PulseAudio, socket-activated with the stock default.pa (module-udev-detect), owns the HDA card
 # and the USB audio device, both sinks suspended (idle 5 s, devices closed) when keepalived
