@@ -374,7 +374,7 @@ def mpd_plays(track, pid, started, label, repeating=True):
     vt.check(f"{label}-released", h is not None and h[0] <= BOUND,
              f"keepalived's close to MPD's open: {1000 * h[0]:.0f} ms ({h[1]})" if h else "no hand-over from keepalived to MPD seen")
     # The loan's format comes from the card's hw_params once the player set them.
-    ls = vt.wait_until(lambda: (x := loans()) and x[0].get("state") == "playing" and x[0].get("rate") and x, 5).value or loans()
+    ls = vt.wait_until(lambda: (x := loans()) and x[0].get("state") == "playing" and x[0].get("rate") and x, 15).value or loans()
     mine = [l for l in ls or [] if l.get("pid") == pid]
     vt.check(f"{label}-loan", ls is not None and len(ls) == 1 and len(mine) == 1 and mine[0].get("program") == "mpd"
              and mine[0].get("state") == "playing" and mine[0].get("card") == card and mine[0].get("device") == 0
@@ -646,8 +646,20 @@ if vt.check("loop-kept", w, f"Loopback devices 0 and 1 held by {name(holder(L0))
     t = time.monotonic()
     player = subprocess.Popen(["aplay", "-q", "-D", LOOP_DEV, usb_file], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=PLAYER_ENV)
     names[player.pid] = f"aplay {player.pid}"
-    got = vt.wait_until(lambda: loans() and any(l.get("pid") == player.pid and l.get("state") == "playing" for l in loans()), 10, 0.05)
-    st = status_json() or {}
+    # The loan and the outputs from one status, the first that lists this player's loan: the
+    # loan lasts as long as the file plays (4 s), and each look under TCG starts a program (about
+    # half a second of a busy guest), so a look taken after the wait may come after it ended
+    # (seen once: "loans null; starting"). Lent or seen playing, either is the player's loan.
+    seen = {}
+
+    def lent_to_player():
+        s = status_json() or {}
+        if any(l.get("pid") == player.pid for l in s.get("loans") or []):
+            seen["status"] = s
+            return True
+        return False
+    got = vt.wait_until(lent_to_player, 10, 0.05)
+    st = seen.get("status") or {}
     outs = {o.get("device"): o for o in st.get("outputs", [])}
     vt.check("loop-dev0-lent", got and outs.get(LOOP0, {}).get("state") == "paused" and outs.get(LOOP0, {}).get("reason") == "lent",
              f"{LOOP_DEV}: loans {json.dumps(st.get('loans'))}; {LOOP0}: {outs.get(LOOP0, {}).get('state')} ({outs.get(LOOP0, {}).get('reason')})")
