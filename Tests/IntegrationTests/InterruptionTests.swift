@@ -43,7 +43,7 @@ extension Integration {
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
             #expect(downtime < Self.recoveryDeadline, "underrun downtime \(downtime) ms")
             print("measured downtime, underrun (EPIPE): \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(downtime) ms")
+            expectReportedDowntime(recovery, fault: fault, resumed: resumed, in: events)
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
 
@@ -64,7 +64,7 @@ extension Integration {
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
             #expect(downtime < Self.recoveryDeadline, "suspend downtime \(downtime) ms")
             print("measured downtime, suspend (ESTRPIPE) on \(name): \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(downtime) ms")
+            expectReportedDowntime(recovery, fault: fault, resumed: resumed, in: events)
             try await expectPlaysOnCleanly(daemon, after: events[resumed], device: name)
         }
 
@@ -84,7 +84,7 @@ extension Integration {
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
             #expect(downtime < Self.recoveryDeadline, "server-gone downtime \(downtime) ms")
             print("measured downtime, server gone (\(command)): \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(downtime) ms")
+            expectReportedDowntime(recovery, fault: fault, resumed: resumed, in: events)
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
 
@@ -118,7 +118,7 @@ extension Integration {
             let downtime = milliseconds(from: events[fault].time, to: events[resumed].time)
             #expect(downtime < Self.recoveryDeadline, "unknown-error downtime \(downtime) ms")
             print("measured downtime, unknown (EACCES): \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - downtime) < 50 * Sanitizer.timeScale)
+            expectReportedDowntime(recovery, fault: fault, resumed: resumed, in: events)
             let mentions = daemon.stderr.split(separator: "\n").filter { $0.contains("EACCES") }
             #expect(mentions.count == 1, "logged \(mentions.count) times:\n\(daemon.stderr)")
             #expect(mentions.first?.contains("recovering (unknown)") == true)
@@ -145,7 +145,7 @@ extension Integration {
             let downtime = milliseconds(from: back, to: events[resumed].time)
             #expect(downtime < Self.recoveryDeadline, "resumed \(downtime) ms after the device came back")
             print("measured downtime, unplugged, from the device coming back: \(String(format: "%.1f", downtime)) ms")
-            #expect(abs(recovery.downtime * 1000 - milliseconds(from: events[fault].time, to: events[resumed].time)) < 50 * Sanitizer.timeScale)
+            expectReportedDowntime(recovery, fault: fault, resumed: resumed, in: events)
             #expect(daemon.stderr.components(separatedBy: "waiting for device").count == 2, "logged per retry:\n\(daemon.stderr)")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
@@ -170,8 +170,9 @@ extension Integration {
             #expect(downtime < Self.recoveryDeadline, "took the device \(downtime) ms after it was free")
             print("measured downtime, busy, from the device being free: \(String(format: "%.1f", downtime)) ms")
             // The reported downtime is the whole wait: from the first refused open to audio.
-            let waited = milliseconds(from: try #require(refused.first).time, to: events[resumed].time)
-            #expect(waited > 1200 && abs(recovery.downtime * 1000 - waited) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(waited) ms")
+            let firstRefused = try #require(events.firstIndex { $0.name == "open-refused" })
+            #expect(milliseconds(from: events[firstRefused].time, to: events[resumed].time) > 1200)
+            expectReportedDowntime(recovery, fault: firstRefused, resumed: resumed, in: events)
             let busyLines = daemon.stderr.split(separator: "\n").filter { $0.contains("busy") }
             #expect(busyLines.count == 2, "expected one waiting line and one recovered line:\n\(daemon.stderr)")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
@@ -190,18 +191,26 @@ extension Integration {
             let events = device.events()
             let attempts = events.filter { $0.name == "open-refused" || $0.name == "open" }.map(\.time)
             let gaps = zip(attempts, attempts.dropFirst()).map { milliseconds(from: $0, to: $1) }
-            #expect(gaps.count >= 6)
+            try #require(gaps.count >= 6, "\(gaps)")
             // First retry after 50 ms, then 100 ms (less up to 20 % jitter), then capped at 200 ms.
-            #expect(gaps[0] >= 45 && gaps[0] < 80, "first retry after \(gaps[0]) ms")
-            #expect(gaps[1] >= 75 && gaps[1] < 130, "second retry after \(gaps[1]) ms")
-            #expect(gaps.dropFirst(2).dropLast().allSatisfy { $0 >= 155 && $0 < 240 }, "capped retries: \(gaps)")
+            // No scheduler makes a retry early, so each gap's floor is exact; a late wakeup only
+            // lengthens one gap, so the ceilings are medians and orderings (issue 50): the capped
+            // retries' median stays below the next doubling (400 ms less jitter), and the first
+            // two come sooner than it.
+            let capped = Array(gaps.dropFirst(2).dropLast())
+            #expect(gaps[0] >= 45, "first retry after \(gaps[0]) ms")
+            #expect(gaps[1] >= 75, "second retry after \(gaps[1]) ms")
+            #expect(capped.allSatisfy { $0 >= 155 }, "capped retries: \(gaps)")
+            let cappedMedian = capped.sorted()[capped.count / 2]
+            #expect(cappedMedian < 320, "capped retries: \(gaps)")
+            #expect(gaps[0] < cappedMedian && gaps[1] < cappedMedian, "the first retries no sooner than the capped ones: \(gaps)")
             let resumed = try #require(events.firstIndex { $0.isWrite })
             let downtime = milliseconds(from: back, to: events[resumed].time)
             #expect(downtime < Self.recoveryDeadline, "played \(downtime) ms after the device appeared")
             print("measured downtime, no device at start, from the device appearing: \(String(format: "%.1f", downtime)) ms")
             // The reported downtime is the whole wait: from the first refused open to audio.
-            let waited = milliseconds(from: attempts[0], to: events[resumed].time)
-            #expect(abs(recovery.downtime * 1000 - waited) < 50 * Sanitizer.timeScale, "reported \(recovery.downtime) s, device saw \(waited) ms")
+            let firstRefused = try #require(events.firstIndex { $0.name == "open-refused" })
+            expectReportedDowntime(recovery, fault: firstRefused, resumed: resumed, in: events)
             #expect(daemon.stderr.components(separatedBy: "waiting for device").count == 2, "logged per retry:\n\(daemon.stderr)")
             try await expectPlaysOnCleanly(daemon, after: events[resumed])
         }
@@ -259,15 +268,42 @@ extension Integration {
         }
 
         /// Waits for the one `recovered` line and checks it: the reason, count=1, and no other.
-        func waitForRecovery(_ daemon: ChildProcess, reason: String, timeout: Duration = .seconds(5)) async throws -> RecoveryLine {
+        /// `seenAt`: when the test read it (CLOCK_MONOTONIC, the device's clock), after keepalived
+        /// took both stamps of the downtime it reports.
+        func waitForRecovery(_ daemon: ChildProcess, reason: String, timeout: Duration = .seconds(5)) async throws -> (line: RecoveryLine, seenAt: UInt64) {
             try await daemon.waitForLog(" recovered ", timeout: timeout)
+            let seenAt = monotonicNanoseconds()
             #expect(daemon.isRunning, "keepalived exited:\n\(daemon.stderr)")
             let lines = recoveryLines(daemon.stderr)
             #expect(lines.count == 1, "recoveries:\n\(daemon.stderr)")
             let line = try #require(lines.first, "unparsable recovered line:\n\(daemon.stderr)")
             #expect(line.reason == reason, "log:\n\(daemon.stderr)")
             #expect(line.count == 1)
-            return line
+            return (line, seenAt)
+        }
+
+        /// keepalived's reported downtime is two reads of its clock on the thread that calls the
+        /// device: the first after the failing call returned and before its next call to the
+        /// device, the second after the first write that went through and before it logs the
+        /// line. So it lies between (that write − the next call after the fault) and (the line
+        /// seen − the fault), less a millisecond (the log truncates): an ordering of stamps, which
+        /// a slow scheduler cannot break, where a tolerance between two clocks could (issue 50).
+        /// `fault`: the failing call's event (for a wait, the first refused open).
+        func expectReportedDowntime(_ recovery: (line: RecoveryLine, seenAt: UInt64), fault: Int, resumed: Int,
+                                    in events: [FaultyDevice.Event], sourceLocation: SourceLocation = #_sourceLocation) {
+            // The failing call's own follow-ups (an injected xrun or suspend) are logged before
+            // it returns; the next call is any other.
+            let ownFollowUps: Set<String> = ["xrun", "suspend", "hung", "control"]
+            guard let next = events[(fault + 1)...].firstIndex(where: { !ownFollowUps.contains($0.name) }), next <= resumed else {
+                Issue.record("no call to the device between the fault and the first write:\n\(events)", sourceLocation: sourceLocation)
+                return
+            }
+            let reported = recovery.line.downtime * 1000
+            let atLeast = milliseconds(from: events[next].time, to: events[resumed].time) - 1
+            let atMost = milliseconds(from: events[fault].time, to: recovery.seenAt)
+            #expect(reported >= atLeast && reported <= atMost,
+                    "reported \(recovery.line.downtime) s; the device: \(atLeast + 1) ms from its next call to the first write, \(atMost) ms from the fault to the line",
+                    sourceLocation: sourceLocation)
         }
 
         /// Checks the device events for an in-place recovery after `fault`: `step` (prepare or
