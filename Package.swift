@@ -119,7 +119,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeepAliveDaemonTests",
-            dependencies: ["KeepAliveDaemon", "KeepAlive", "TestSupport", "CKeepalivedPCM"]
+            dependencies: ["KeepAliveDaemon", "KeepAlive", "_KeepalivedControlProtocol", "TestSupport", "CKeepalivedPCM"]
         ),
         // The ALSA plug-in's pure helpers (its request line, its hw name, its reading of a
         // reply); the plug-in itself, loaded by alsa-lib, is IntegrationTests' ALSAPluginTests.

@@ -22,7 +22,7 @@ public enum PauseReason: String, Sendable, Hashable, CaseIterable, Comparable, C
     /// Nothing else has played on the output's sink for a while: keeping it awake no longer helps.
     case linger
 
-    /// The name used in logs and the CLI: `sleep`, `locked`, `idle`, `linger`.
+    /// The name used in logs and the CLI: `sleep`, `lent`, `locked`, `idle`, `linger`.
     public var description: String { rawValue }
 
     /// Stronger reasons sort first.

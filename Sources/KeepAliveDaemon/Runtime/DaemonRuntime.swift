@@ -16,8 +16,9 @@ import Glibc
 /// reply) and each rescan, so none can overwrite another with a plan made from older options.
 ///
 /// ```swift
-/// let runtime = DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads,
-///                             notifier: notifier, scanner: scanner, logind: logind, signals: signals, logger: logger)
+/// let runtime = DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
+///                             notifier: notifier, scanner: scanner, logind: logind, linger: linger, activity: activity,
+///                             signals: signals, logger: logger)
 /// try runtime.run()   // returns after SIGTERM, SIGINT or a `stop` request
 /// ```
 final class DaemonRuntime: @unchecked Sendable {

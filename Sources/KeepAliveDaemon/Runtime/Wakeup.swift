@@ -6,7 +6,7 @@ enum Wakeup: Int, CaseIterable, Sendable {
     case signals
     /// Rung by a playback thread's state change (systemd's STATUS), raised by a `stop` request.
     case doorbell
-    /// Reloads and players' releases waiting in the ``MainLoopQueue``.
+    /// Reloads waiting in the ``MainLoopQueue`` (a player's release never waits here).
     case reloads
     /// A lent card device's node opened or closed (``PlayerLoans``' inotify).
     case loanNodes

@@ -17,7 +17,7 @@ import Glibc
 /// the named ones too, until it lets go.
 ///
 /// ```swift
-/// let scanner = OutputScanner(manager: nil, logger: logger)
+/// let scanner = OutputScanner(logger: logger)
 /// scanner.use(base, choice: OutputChoice(selection: .digital))
 /// let configuration = scanner.planned()     // the named outputs and the digital ones found now
 /// ```

@@ -3,7 +3,7 @@ import KeepAlive
 import Logging
 import Synchronization
 
-/// The daemon's watchers of the sound server (``SinkWatcher``, ``LingerWatcher``), as one user of
+/// The daemon's watchers of the sound server (``SinkWatcher``, ``LingerWatcher``, ``ActivityWatcher``), as one user of
 /// the process's connection (``SoundServerConnection``, shared with the sinks' streams and their
 /// rate followers): it subscribes to sink, card, stream and server events, and hands each of the
 /// connection's listings (``ServerListing``, one per event for every user in the process) to every

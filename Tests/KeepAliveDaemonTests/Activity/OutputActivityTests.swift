@@ -7,7 +7,7 @@ import Testing
 /// The seam `--cec` follows: ``OutputActivity`` tells the box becoming active with its first
 /// active output and idle with its last, once each, whatever the outputs do in between.
 @Suite("OutputActivity: the box's activity")
-struct BoxActivityTests {
+struct OutputActivityTests {
     static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
 
     @Test("active with the first output, idle once the last went idle, once each")
