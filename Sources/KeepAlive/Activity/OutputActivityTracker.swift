@@ -110,7 +110,7 @@ public final class OutputActivityTracker: Service, Sendable {
     /// let activity = OutputActivityTracker(idleAfter: .seconds(300), idleAfterByOutput: ["hdmi:CARD=PCH,DEV=0": .seconds(60)])
     /// ```
     public init(idleAfter: Duration = .seconds(300), idleAfterByOutput: [String: Duration] = [:]) {
-        state = Locked(State(idleAfter: idleAfter, idleAfterByOutput: idleAfterByOutput))
+        state = Locked(State(idleAfter: idleAfter, idleAfterByOutput: idleAfterByOutput), order: .activityTracker)
     }
 
     /// Every change from now on, in order; each subscriber has its own bounded buffer (the

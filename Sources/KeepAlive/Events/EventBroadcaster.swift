@@ -50,7 +50,7 @@ final class EventBroadcaster<Event: Sendable>: Sendable {
     /// The handler keeps only the box (never the broadcaster) alive, and `deinit` finishes every
     /// stream, which runs and releases every handler.
     private final class Table: Sendable {
-        let subscribers = Locked(Subscribers())
+        let subscribers = Locked(Subscribers(), order: .eventSubscribers)
     }
 
     private let table = Table()

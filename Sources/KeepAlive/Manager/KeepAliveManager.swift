@@ -33,7 +33,7 @@ public final class KeepAliveManager: Sendable {
     /// The running loops by device; only ``perform(_:loops:)`` touches them, under this lock, so
     /// lifecycle calls run one at a time. Kept apart from `shared` because stopping joins threads
     /// that report through it.
-    private let loops = Locked<[String: PlaybackLoop]>([:])
+    private let loops = Locked<[String: PlaybackLoop]>([:], order: .managerLifecycle)
 
     /// Creates a stopped manager.
     /// - Parameters:
@@ -45,7 +45,7 @@ public final class KeepAliveManager: Sendable {
         try configuration.validate()
         self.logger = logger
         let records = configuration.devices.map { OutputRecord(device: $0, volume: configuration.configuration(for: $0).volume, state: .stopped) }
-        shared = Locked(Shared(machine: ManagerStateMachine(configuration: configuration, isOn: isOn), records: records))
+        shared = Locked(Shared(machine: ManagerStateMachine(configuration: configuration, isOn: isOn), records: records), order: .manager)
     }
 
     deinit {

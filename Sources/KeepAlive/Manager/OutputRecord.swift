@@ -19,7 +19,7 @@ final class OutputRecord: Sendable {
 
     init(device: String, volume: Level, state: KeepAliveState) {
         self.device = device
-        fields = Locked(Fields(status: OutputStatus(device: device, state: state, volume: volume)))
+        fields = Locked(Fields(status: OutputStatus(device: device, state: state, volume: volume)), order: .outputRecord)
     }
 
     var snapshot: OutputStatus {

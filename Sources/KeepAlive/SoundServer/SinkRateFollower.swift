@@ -1,5 +1,4 @@
 import CKeepAlivePulse
-import Synchronization
 
 /// Lets a user's stream have its own rate on a PipeWire sink that keepalived's stream keeps
 /// running: follows the sink's other streams in the process's one listing of the server
@@ -150,7 +149,7 @@ final class SinkRateFollower: SoundServerUser {
 /// loop.
 private final class ClockQuestion: Sendable {
     /// nil until answered; then the settings, or nil inside when PipeWire could not say.
-    private let box = Mutex<PipeWireClock??>(nil)
+    private let box = Locked<PipeWireClock??>(nil)
 
     func answer(_ clock: PipeWireClock?) { box.withLock { $0 = .some(clock) } }
 

@@ -35,6 +35,10 @@ import Synchronization
 /// callback of the connection's own (a user's): users hear it with the lock held, on the loop's
 /// thread or on the thread whose call made the change. Lock order: the process-wide registry's
 /// lock, then the loop's; nothing on the loop's thread takes the registry's.
+///
+/// Concurrency: what the loop owns is touched only with its lock held or on its thread
+/// (``preconditionLocked(_:file:line:)``, checked in every build); the registry is behind
+/// ``Locked``: so `@unchecked Sendable`.
 package final class SoundServerConnection: @unchecked Sendable {
     /// The threaded main loop: lock, wait, timers.
     package let loop: OpaquePointer
@@ -85,7 +89,7 @@ package final class SoundServerConnection: @unchecked Sendable {
         var holders = 0
     }
 
-    private static let registry = Locked(Registry())
+    private static let registry = Locked(Registry(), order: .soundServerRegistry)
 
     /// The process's connection, made now (libpulse loaded, the loop's thread started, no
     /// attempt to connect yet) if nothing holds it. Each call is ended by one ``release()``.
@@ -173,11 +177,12 @@ package final class SoundServerConnection: @unchecked Sendable {
         holder.store(UInt(pthread_self()), ordering: .relaxed)
     }
 
-    /// Stops a debug or test build when the caller neither holds the lock nor runs on the loop's
-    /// thread, as swift-nio's `preconditionInEventLoop` does: what the loop owns (the context,
-    /// the streams, every user's state) is touched only so. Release builds check nothing.
+    /// Stops the process, in every build, when the caller neither holds the lock nor runs on the
+    /// loop's thread, as swift-nio's `preconditionInEventLoop` does: what the loop owns (the
+    /// context, the streams, every user's state) is touched only so. It costs a compare and an
+    /// atomic load, beside a call into libpulse.
     package func preconditionLocked(_ what: @autoclosure () -> String = "", file: StaticString = #fileID, line: UInt = #line) {
-        assert(cpulse_mainloop_in_thread(loop) != 0 || holder.load(ordering: .relaxed) == UInt(pthread_self()),
+        precondition(cpulse_mainloop_in_thread(loop) != 0 || holder.load(ordering: .relaxed) == UInt(pthread_self()),
                "\(what()) called without the sound server connection's lock, off its loop's thread", file: file, line: line)
     }
 

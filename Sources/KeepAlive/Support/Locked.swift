@@ -11,15 +11,19 @@ import Glibc
 /// atomic operations. Created once per owner; taking it never allocates.
 ///
 /// ```swift
-/// let counter = Locked(0)
+/// let counter = Locked(0)                                  // a leaf: nothing taken inside
 /// counter.withLock { $0 += 1 }
+/// let loans = Locked([String](), order: .playerLoans)      // nests outside later locks
 /// ```
-package final class Locked<Value> {
+package final class Locked<Value: ~Copyable> {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
+    /// Where it nests among the process's locks (``LockOrder``, checked in debug builds).
+    package let order: LockOrder
 
-    package init(_ value: Value) {
+    package init(_ value: consuming Value, order: LockOrder = .leaf) {
         self.value = value
+        self.order = order
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
     }
@@ -29,8 +33,15 @@ package final class Locked<Value> {
         mutex.deallocate()
     }
 
-    /// Runs `body` with the value, holding the lock; never call back into the same lock.
-    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    /// Runs `body` with the value, holding the lock; never call back into the same lock, take
+    /// only locks that come later in ``LockOrder`` in it, and do no I/O there.
+    package func withLock<Result: ~Copyable, Failure: Error>(
+        file: StaticString = #fileID, line: UInt = #line, _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        #if DEBUG
+        order.entering(file: file, line: line)
+        defer { order.leaving() }
+        #endif
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
@@ -39,4 +50,4 @@ package final class Locked<Value> {
 
 /// Shared between threads only when what it guards may be: the lock orders the accesses, it
 /// does not make a non-`Sendable` value safe to hand from one thread to another.
-extension Locked: @unchecked Sendable where Value: Sendable {}
+extension Locked: @unchecked Sendable where Value: Sendable & ~Copyable {}

@@ -1,6 +1,5 @@
 import KeepAlive
 import Logging
-import Synchronization
 
 /// Tells ``OutputActivity`` which sound-server outputs have real audio on their sink: another
 /// stream that plays there (not corked, not keepalived's own, not another keepalived's), from
@@ -19,9 +18,9 @@ final class ActivityWatcher: ServerListingWatcher, Sendable {
     let logger: Logger
     /// The outputs followed: each with its sink's name, nil for the default sink. Written by the
     /// main loop, read on the listing's thread.
-    private let followed = Mutex<[String: String?]>([:])
+    private let followed = Locked<[String: String?]>([:])
     /// The listing while joined (joins and leaves come from the main loop).
-    private let listing = Mutex<ServerWatchers?>(nil)
+    private let listing = Locked<ServerWatchers?>(nil)
 
     init(activity: OutputActivity, logger: Logger) {
         self.activity = activity

@@ -124,7 +124,7 @@ final class OutputActivity: Sendable {
         self.logger = logger
         timer = try IntervalTimer()
         events = try EventLines()
-        state = Locked(State(settings: settings))
+        state = Locked(State(settings: settings), order: .outputActivity)
         tracker = OutputActivityTracker(idleAfter: settings.idleAfter, idleAfterByOutput: settings.outputs.compactMapValues(\.idleAfter))
         self.boxChanged = boxChanged
     }
@@ -199,8 +199,9 @@ final class OutputActivity: Sendable {
         }
     }
 
-    /// The idle timer fired (the main loop's thread).
-    func timerFired() {
+    /// The idle timer fired: on the main loop, whose `poll` watches the timer.
+    func timerFired(on mainLoop: ThreadOwner) {
+        mainLoop.preconditionOwned("OutputActivity.timerFired")
         _ = timer.acknowledge()
         state.withLock { state in
             carryOut(tracker.advance(), &state)

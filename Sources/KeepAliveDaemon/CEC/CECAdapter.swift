@@ -65,7 +65,7 @@ final class CECAdapter {
 
     /// A reload's settings: another node replaces the open one.
     private func follow(_ settings: CECFollower.Settings) {
-        owner.check("CECAdapter.follow")
+        owner.preconditionOwned("CECAdapter.follow")
         if settings.machine != machine.settings { carryOut(machine.apply(settings.machine)) }
         guard settings.device != device else { return }
         if descriptor >= 0 {
@@ -82,7 +82,7 @@ final class CECAdapter {
     }
 
     private func open() {
-        owner.check("CECAdapter.open")
+        owner.preconditionOwned("CECAdapter.open")
         guard let device else { return }
         // Watching first: a node created between a failed open and the watch is not missed.
         if watcher == nil { watcher = CECNodeWatcher(device: device) }
@@ -164,7 +164,7 @@ final class CECAdapter {
 
     /// Sleeps until the adapter or the doorbell has something (or the next try at the node).
     private func wait() {
-        owner.check("CECAdapter.wait")
+        owner.preconditionOwned("CECAdapter.wait")
         let node = descriptor < 0 ? watcher?.descriptor ?? -1 : -1
         var fds = [pollfd(fd: follower.doorbell.descriptor, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: descriptor, events: Int16(POLLIN | POLLPRI), revents: 0),
@@ -235,7 +235,7 @@ final class CECAdapter {
     }
 
     private func lost(_ code: Int32) {
-        owner.check("CECAdapter.lost")
+        owner.preconditionOwned("CECAdapter.lost")
         guard descriptor >= 0 else { return }
         close(descriptor)
         descriptor = -1
@@ -269,7 +269,7 @@ final class CECAdapter {
     }
 
     private func carryOut(_ action: CECStateMachine.Action) {
-        owner.check("CECAdapter.carryOut")
+        owner.preconditionOwned("CECAdapter.carryOut")
         switch action {
         case .none:
             break

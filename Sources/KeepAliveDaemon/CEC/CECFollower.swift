@@ -40,15 +40,15 @@ final class CECFollower: Sendable {
 
     let logger: Logger
     let doorbell = Doorbell()
-    private let inbox: Mutex<Inbox>
-    private let published = Mutex<CECReport?>(nil)
-    private let thread = Mutex<JoinableThread?>(nil)
+    private let inbox: Locked<Inbox>
+    private let published = Locked<CECReport?>(nil)
+    private let thread = Locked<JoinableThread?>(nil)
     /// Whether a thread was ever asked for: it is started at most once.
     private let started = Atomic<Bool>(false)
 
     init(settings: Settings, logger: Logger) {
         self.logger = logger
-        inbox = Mutex(Inbox(settings: settings))
+        inbox = Locked(Inbox(settings: settings))
     }
 
     /// Starts the adapter's thread when `--cec` names an adapter; a failure to start is logged

@@ -2,7 +2,6 @@ import _KeepalivedControlProtocol
 import CKeepAliveLinux
 import KeepAlive
 import Logging
-import Synchronization
 import Glibc
 
 /// The daemon's control socket: one Unix stream socket, only its owner (or root) may talk to it,
@@ -20,6 +19,10 @@ import Glibc
 /// told "busy" and closed), and a connection idle for ``clientTimeout`` is closed, but one that
 /// asked for `events`: it stays open and gets each ``ActivityEvent`` as a line, until it hangs up
 /// or stops reading (a subscriber whose socket is full is closed, never waited for).
+///
+/// Concurrency: its clients and listener belong to its own thread (claimed and checked:
+/// ``ThreadOwner``); `thread` is written by `start()` and read by `stop()`, both on the thread that
+/// made it: so `@unchecked Sendable`.
 final class ControlServer: @unchecked Sendable {
     static let maximumRequestBytes = 64 * 1024
     static let maximumClients = 32
@@ -400,7 +403,7 @@ final class ControlServer: @unchecked Sendable {
     /// The reply to `command`; nil when it waits (``Client/pending``): a reload for the main
     /// loop, a release for the power (after its interim line, sent here).
     private func answer(_ command: ControlCommand, from client: inout Client, arrived: ContinuousClock.Instant) -> ControlReply? {
-        serverThread.check("ControlServer.answer")
+        serverThread.preconditionOwned("ControlServer.answer")
         if client.playerOnly, command.name != "release" {
             return .failure("permission denied: members of group \(playerGroup?.name ?? "?") may only ask for a release")
         }

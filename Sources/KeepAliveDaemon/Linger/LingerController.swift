@@ -1,6 +1,5 @@
 import KeepAlive
 import Logging
-import Synchronization
 
 /// `--linger` in the running daemon: the plan and the ``LingerWatcher`` carrying it out, replaced
 /// as a whole when a reload changes the duration or the outputs it applies to (outputs the old
@@ -18,7 +17,7 @@ import Synchronization
 final class LingerController: Sendable {
     let manager: KeepAliveManager
     let logger: Logger
-    private let current: Mutex<Current>
+    private let current: Locked<Current>
 
     private struct Current: ~Copyable {
         var plan: LingerPlan?
@@ -30,7 +29,7 @@ final class LingerController: Sendable {
         self.manager = manager
         self.logger = logger
         let watcher = plan.flatMap { Self.watcher(for: $0, manager: manager, logger: logger) }
-        current = Mutex(Current(plan: plan, watcher: watcher))
+        current = Locked(Current(plan: plan, watcher: watcher), order: .lingerController)
     }
 
     /// What `status` shows: the plan and its watcher, from one moment.

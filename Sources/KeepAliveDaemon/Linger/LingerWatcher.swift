@@ -1,7 +1,6 @@
 import CKeepAlivePulse
 import KeepAlive
 import Logging
-import Synchronization
 import Glibc
 
 /// `--linger DURATION`: watches the sound server's streams with libpulse (loaded now unless a
@@ -26,6 +25,10 @@ import Glibc
 /// // …
 /// watcher.stop()
 /// ```
+///
+/// Concurrency: its timers and machines are touched only on the sound server connection's thread or
+/// with its loop locked (``SoundServerConnection/preconditionLocked(_:file:line:)``); what other
+/// threads read is behind ``Locked``: so `@unchecked Sendable`.
 final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
     let duration: Duration
     let manager: KeepAliveManager
@@ -47,7 +50,7 @@ final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
     private var streams: [LingerView.Stream] = []
 
     /// The outputs followed and what `status` shows of each, updated after every decision.
-    private let published: Mutex<(outputs: [String], status: [String: LingerStatus])>
+    private let published: Locked<(outputs: [String], status: [String: LingerStatus])>
     /// The manager's pauses and resumes, in the order decided, off the main loop's thread.
     private let managerCalls: SerialCalls
 
@@ -61,7 +64,7 @@ final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
             logger.error("--linger: \(error); pausing and resuming outputs waits for the next decision")
         }
         for output in outputs { machines[output] = LingerStateMachine(duration: duration) }
-        published = Mutex((outputs, Dictionary(uniqueKeysWithValues: outputs.map { ($0, LingerStatus(seconds: duration.seconds)) })))
+        published = Locked((outputs, Dictionary(uniqueKeysWithValues: outputs.map { ($0, LingerStatus(seconds: duration.seconds)) })))
     }
 
     /// Starts the window (the outputs play for DURATION from now) and joins the listing of the

@@ -38,6 +38,8 @@ final class PlayerLoans: Sendable {
     /// The inotify descriptor, -1 without inotify.
     let descriptor: Int32
 
+    /// `@unchecked Sendable`: its ``LoanWatcher`` (an inotify descriptor and pidfds, not
+    /// thread-safe) is used only inside ``state``'s lock.
     private struct State: @unchecked Sendable {
         var machine = LoanStateMachine()
         /// Confined to this lock: its maps change with each release and each look.
@@ -58,11 +60,27 @@ final class PlayerLoans: Sendable {
         timer = try IntervalTimer()
         let watcher = LoanWatcher()
         descriptor = watcher.descriptor
-        state = Locked(State(watcher: watcher))
+        state = Locked(State(watcher: watcher), order: .playerLoans)
     }
 
     /// The loans now, for `status` (any thread).
     var reports: [LoanReport] { state.withLock { $0.reports } }
+
+    /// Answers a player's release on the control socket's thread: at once, or, with
+    /// `--power-on-wait`, once the amplifier of an idle output is on (``OutputActivity``'s
+    /// ``PowerOnGate``; keepalived still plays there meanwhile), then releases.
+    func answer(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ControlServer.ReleaseAnswer {
+        let device = HardwareDevice(card: request.card, device: request.device)
+        let player = OutputActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
+        let outputs = scanner.outputs(on: device)
+        guard let activity, let gate = activity.holdForPower(outputs, player: player) else {
+            return .reply(release(request, pid: pid, arrived: arrived, hungUp: hungUp))
+        }
+        return .afterPowerOn(gate) { hungUp in
+            defer { activity.playerArrived(outputs) }
+            return self.release(request, pid: pid, arrived: .now, hungUp: hungUp)
+        }
+    }
 
     /// Closes keepalived's outputs on the card device `request` names for process `pid`, and
     /// answers as soon as they are closed, before the bookkeeping (the control socket's thread).
@@ -102,44 +120,57 @@ final class PlayerLoans: Sendable {
     /// Looks at every lent device after its events or the timer, and takes back the free ones
     /// (on `mainLoop`, the thread that applies configurations: a take-back rescans).
     func process(on mainLoop: ThreadOwner) {
-        mainLoop.check("PlayerLoans.process")
+        mainLoop.preconditionOwned("PlayerLoans.process")
         timer.acknowledge()
         let now = ContinuousClock.now
-        let returned = state.withLock { state -> [(HardwareDevice, [String], PlayerFormat?, LoanStateMachine.TakeBackReason)] in
-            let closeSeen = state.watcher.take()
-            var returned: [(HardwareDevice, [String], PlayerFormat?, LoanStateMachine.TakeBackReason)] = []
-            for device in state.machine.devices {
-                let substream = SubstreamState.read(device, proc: proc)
+        // The close events first, then the kernel's view: a close seen is in what /proc shows.
+        let (closeSeen, lent) = state.withLock { state in (state.watcher.take(), state.machine.devices) }
+        // /proc is read outside the lock, which a player's release waits for.
+        let substreams = lent.map { (device: $0, substream: SubstreamState.read($0, proc: proc)) }
+        var looks: [Logger.Metadata] = []
+        let returned = state.withLock { state -> [TakeBack] in
+            var returned: [TakeBack] = []
+            // A device taken back meanwhile is looked at no more; one lent meanwhile, next time.
+            for (device, substream) in substreams where state.machine.isLent(device) {
                 let alive = state.watcher.holderAlive(device)
                 let action = state.machine.observed(device, substream, holderAlive: alive, at: now)
                 if closeSeen || action != .none {
-                    logger.debug("looked at a lent card device", metadata: [
+                    looks.append([
                         "device": "\(device)", "open-by": "\(substream.openBy.map(String.init) ?? "nobody")",
                         "player": "\(alive ? "running" : "gone")", "close-seen": "\(closeSeen)", "action": "\(action)"])
                 }
                 if case .takeBack(let outputs, let format, let reason) = action {
                     state.watcher.forget(device)
-                    returned.append((device, outputs, format, reason))
+                    returned.append(TakeBack(device: device, outputs: outputs, format: format, reason: reason))
                 }
             }
             schedule(&state, closeSeen: closeSeen, now: now)
             publish(&state)
             return returned
         }
+        for look in looks { logger.debug("looked at a lent card device", metadata: look) }
         holdLateOpeners()
         guard !returned.isEmpty else { return }
         var formatsChanged = false
-        for (device, _, format, _) in returned {
-            if let format, scanner.askFor(format.deviceFormat, on: device) { formatsChanged = true }
+        for back in returned {
+            if let format = back.format, scanner.askFor(format.deviceFormat, on: back.device) { formatsChanged = true }
         }
         // A new format reaches the held outputs' settings before they open again.
         if formatsChanged { scanner.applyPlayerFormats() }
-        for (device, outputs, format, reason) in returned {
-            for output in outputs { manager.resume(.lent, output: output) }
+        for back in returned {
+            for output in back.outputs { manager.resume(.lent, output: output) }
             logger.info("took a card device back from its player", metadata: [
-                "device": "\(device)", "because": "\(reason)", "format": "\(format.map { "\($0)" } ?? "keepalived's own")",
+                "device": "\(back.device)", "because": "\(back.reason)", "format": "\(back.format.map { "\($0)" } ?? "keepalived's own")",
                 "ms": "\((ContinuousClock.now - now).wholeMilliseconds)"])
         }
+    }
+
+    /// A card device the loans' machine gave back: its outputs resume, in the player's format.
+    private struct TakeBack {
+        let device: HardwareDevice
+        let outputs: [String]
+        let format: PlayerFormat?
+        let reason: LoanStateMachine.TakeBackReason
     }
 
     /// Holds outputs that opened on a lent device after its release: their name said nothing of

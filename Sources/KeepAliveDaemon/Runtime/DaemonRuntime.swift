@@ -21,6 +21,9 @@ import Glibc
 ///                             signals: signals, logger: logger)
 /// try runtime.run()   // returns after SIGTERM, SIGINT or a `stop` request
 /// ```
+///
+/// Concurrency: everything but ``requestStop()`` (a doorbell, thread-safe) runs on the main loop,
+/// which claims ``mainLoop`` and checks it in each handler: so `@unchecked Sendable`.
 final class DaemonRuntime: @unchecked Sendable {
     let manager: KeepAliveManager
     let control: ControlServer
@@ -135,7 +138,7 @@ final class DaemonRuntime: @unchecked Sendable {
         // Outputs a selection found before the first change: the scanner looked once at start.
         notifier?.update()
         // A server that asks for a card keepalived holds gets it closed before the answer.
-        scanner.reservations?.onReleaseRequest = { [weak scanner] _ in scanner?.rescan() }
+        scanner.reservations?.onReleaseRequest = { [weak scanner, mainLoop] _ in scanner?.rescan(on: mainLoop) }
         if !scanner.choice.isEmpty, hints.descriptor < 0 {
             // No inotify: fall back to looking every second.
             rescan.arm(after: Self.rescanFollowUp, every: Self.rescanFollowUp)
@@ -193,7 +196,7 @@ final class DaemonRuntime: @unchecked Sendable {
 
     /// Handles one ready source; false once the daemon is to stop.
     private func handle(_ source: Wakeup, _ loop: inout Loop) -> Bool {
-        mainLoop.check("DaemonRuntime.handle(\(source))")
+        mainLoop.preconditionOwned("DaemonRuntime.handle(\(source))")
         switch source {
         case .signals:
             while let signal = signals.next() {
@@ -209,15 +212,11 @@ final class DaemonRuntime: @unchecked Sendable {
             doorbell.drain()
             notifier?.update()
         case .reloads:
-            for request in reloads.take() {
-                switch request.work {
-                case .reload: request.fulfil(reloader.reload(trigger: request.trigger))
-                }
-            }
+            for request in reloads.take() { request.fulfil(reloader.reload(trigger: request.trigger, on: mainLoop)) }
         case .loanNodes, .loanTimer:
             loans.process(on: mainLoop)
         case .activityTimer:
-            activity.timerFired()
+            activity.timerFired(on: mainLoop)
         case .watchdog:
             loop.watchdog.acknowledge()
             notifier?.pingWatchdog()
@@ -235,7 +234,7 @@ final class DaemonRuntime: @unchecked Sendable {
             loop.rescan.acknowledge()
             // Without inotify nothing says what changed: the timer's rescan reads it all.
             if loop.hints.descriptor < 0 { scanner.cardsOrConfigurationChanged() }
-            if scanner.rescan() { loop.rescan.arm(after: Self.rescanFollowUp) }
+            if scanner.rescan(on: mainLoop) { loop.rescan.arm(after: Self.rescanFollowUp) }
             notifier?.update()
         case .idleTimer, .logind, .reservations:
             // Processed every turn, ready or not (handleReady).

@@ -1,6 +1,5 @@
 import KeepAlive
 import Logging
-import Synchronization
 
 /// Pauses the manager for the system's sleep and, when asked, for a locked or idle session:
 /// ``LogindWatcher`` reads logind, ``PauseStateMachine`` decides, this performs. Lives on the
@@ -22,7 +21,7 @@ final class LogindFollower: @unchecked Sendable {
     let idleTimer: IntervalTimer
     private var machine: PauseStateMachine
     /// A reload's new policy, handed over from whichever thread reloaded.
-    private let pendingPolicy = Mutex<PauseStateMachine.Policy?>(nil)
+    private let pendingPolicy = Locked<PauseStateMachine.Policy?>(nil)
     private var warnedNoSession = false
     /// After a lost bus: when to try it again.
     private var backoff: ReconnectBackoff

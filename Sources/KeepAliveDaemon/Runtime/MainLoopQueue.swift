@@ -14,7 +14,7 @@ import Glibc
 /// // The control socket's thread:
 /// let reply = queue.reload(trigger: "control socket")
 /// // The main loop, once `queue.descriptor` polled readable:
-/// for request in queue.take() where request.work == .reload { request.fulfil(reloader.reload(trigger: request.trigger)) }
+/// for request in queue.take() { request.fulfil(reloader.reload(trigger: request.trigger)) }
 /// ```
 final class MainLoopQueue: Sendable {
     /// How long the control socket waits for its reload: a reload may wait for the sound
@@ -22,8 +22,7 @@ final class MainLoopQueue: Sendable {
     static let replyTimeout: Duration = .seconds(10)
 
     let descriptor: Int32
-    /// Taken in turn by the socket's thread and the main loop: a pthread mutex (``Locked``), whose
-    /// locking ThreadSanitizer sees, unlike `Synchronization.Mutex`'s contended path.
+    /// Taken in turn by the socket's thread and the main loop.
     private let state = Locked(State())
 
     private struct State: Sendable {
@@ -80,7 +79,7 @@ final class MainLoopQueue: Sendable {
     /// `reload`): the reply the main loop's reload gave, or a failure saying why there is none.
     func reload(trigger: String, timeout: Duration = MainLoopQueue.replyTimeout) -> ControlReply {
         let request: MainLoopRequest
-        do { request = try MainLoopRequest.awaited(.reload, trigger: trigger) } catch {
+        do { request = try MainLoopRequest.awaited(trigger: trigger) } catch {
             return .failure("reload not queued: \(error)")
         }
         submit(request)
@@ -93,7 +92,7 @@ final class MainLoopQueue: Sendable {
     /// serves its other clients meanwhile); a failure when it cannot be queued.
     func queueReload(trigger: String) -> Result<MainLoopRequest, QueueFailure> {
         let request: MainLoopRequest
-        do { request = try MainLoopRequest.awaited(.reload, trigger: trigger) } catch {
+        do { request = try MainLoopRequest.awaited(trigger: trigger) } catch {
             return .failure(QueueFailure(reply: .failure("reload not queued: \(error)")))
         }
         submit(request)

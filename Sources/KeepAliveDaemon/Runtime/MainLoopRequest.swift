@@ -3,28 +3,20 @@ import CKeepAliveLinux
 import KeepAlive
 import Glibc
 
-/// One change asked of the main loop (a reload), and the hand-over of its outcome to whoever
+/// A reload asked of the main loop (the one change it is asked for), and the hand-over of its outcome to whoever
 /// asked: the main loop applies it and calls ``fulfil(_:)``; the asker polls ``readyDescriptor``
 /// (the control socket's thread, which goes on serving other clients meanwhile) or blocks in
 /// ``wait(timeout:)``. A SIGHUP's request has nobody waiting for it.
 ///
 /// ```swift
-/// let request = try MainLoopRequest.awaited(.reload, trigger: "control socket")
+/// let request = try MainLoopRequest.awaited(trigger: "control socket")
 /// queue.submit(request)
 /// let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
 /// ```
 final class MainLoopRequest: Sendable {
-    /// What the main loop is asked to do.
-    enum Work: Sendable, Equatable {
-        /// Read the options file again and apply it.
-        case reload
-    }
-
-    let work: Work
     /// What asked for it, for the log: `SIGHUP`, `control socket`.
     let trigger: String
-    /// Taken in turn by the main loop and the asker: a pthread mutex (``Locked``), whose locking
-    /// ThreadSanitizer sees, unlike `Synchronization.Mutex`'s contended path.
+    /// Taken in turn by the main loop and the asker.
     private let outcome = Locked<ControlReply?>(nil)
     /// An eventfd, readable once the outcome is in, so the asker can wait with a bound; -1 when
     /// nobody waits.
@@ -32,20 +24,19 @@ final class MainLoopRequest: Sendable {
 
     /// A reload nobody waits for (SIGHUP's).
     convenience init(trigger: String) {
-        self.init(.reload, trigger: trigger, ready: -1)
+        self.init(trigger: trigger, ready: -1)
     }
 
     /// A request whose asker waits for it in ``wait(timeout:)``.
     /// - Throws: `Errno` when there is no eventfd to wait on (the process is out of
     ///   descriptors); nothing was queued then.
-    static func awaited(_ work: Work, trigger: String) throws(Errno) -> MainLoopRequest {
+    static func awaited(trigger: String) throws(Errno) -> MainLoopRequest {
         let ready = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         guard ready >= 0 else { throw Errno(errno) }
-        return MainLoopRequest(work, trigger: trigger, ready: ready)
+        return MainLoopRequest(trigger: trigger, ready: ready)
     }
 
-    private init(_ work: Work, trigger: String, ready: Int32) {
-        self.work = work
+    private init(trigger: String, ready: Int32) {
         self.trigger = trigger
         self.ready = ready
     }

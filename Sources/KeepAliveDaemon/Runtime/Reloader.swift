@@ -19,7 +19,10 @@ struct Reloader: Sendable {
     /// configuration.
     let prepare: @Sendable (PlaybackOptions, KeepAliveConfiguration) throws -> @Sendable () -> Void
 
-    func reload(trigger: String) -> ControlReply {
+    /// Reads the options again and applies them: on the main loop, one at a time and in order
+    /// with the rescans (``MainLoopQueue``).
+    func reload(trigger: String, on mainLoop: ThreadOwner) -> ControlReply {
+        mainLoop.preconditionOwned("Reloader.reload")
         let configuration: KeepAliveConfiguration
         let apply: @Sendable () -> Void
         let previous = (base: scanner.base, choice: scanner.choice)
@@ -47,5 +50,26 @@ struct Reloader: Sendable {
             logger.error("reload refused; keeping the running configuration", metadata: ["trigger": "\(trigger)", "error": "\(error)"])
             return .failure("reload refused: \(error)")
         }
+    }
+}
+
+extension Reloader {
+    /// The daemon's reloader: besides the outputs, a reload applies the session policy
+    /// (`--pause-when`), `--linger`, the hooks and power settings, and `--cec`, each checked
+    /// before anything changes.
+    init(manager: KeepAliveManager, scanner: OutputScanner, logger: Logger, load: @escaping @Sendable () throws -> PlaybackOptions,
+         applying parts: (logind: LogindFollower, linger: LingerController, activity: OutputActivity, cec: CECFollower)) {
+        self.init(manager: manager, scanner: scanner, logger: logger, load: load, prepare: { next, configuration in
+            let policy = (try? next.session.policy) ?? PauseStateMachine.Policy()
+            let plan = try next.lingerPlan(for: configuration)
+            let power = try next.activitySettings
+            let cecSettings = try next.cec.settings
+            return {
+                parts.logind.policyChanged(policy)
+                parts.linger.apply(plan)
+                parts.activity.apply(power)
+                parts.cec.apply(cecSettings)
+            }
+        })
     }
 }

@@ -1,5 +1,4 @@
 import KeepAlive
-import Synchronization
 
 /// What dmix can do on each card device the hints list, probed once per card device
 /// (``CardDeviceMixing/probe(card:device:configurationFile:)``): the one piece of I/O behind the
@@ -18,7 +17,7 @@ import Synchronization
 /// // ["vc4hdmi0,0": .iec958Only, "Headphones,0": .mixable]
 /// ```
 final class MixingProbes: Sendable {
-    private let cache = Mutex<[String: CardDeviceMixing]>([:])
+    private let cache = Locked<[String: CardDeviceMixing]>([:])
     private let probe: @Sendable (String, Int) -> CardDeviceMixing?
     private let framed: @Sendable (String) -> Bool
 

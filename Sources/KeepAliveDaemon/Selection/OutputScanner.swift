@@ -1,7 +1,6 @@
 import CALSA
 import KeepAlive
 import Logging
-import Synchronization
 import Glibc
 
 /// Keeps the running outputs equal to what the options ask for: the named outputs, plus what the
@@ -26,11 +25,11 @@ import Glibc
 /// between a rescan's plan and its `reconfigure` would be overwritten).
 final class OutputScanner: Sendable {
     let logger: Logger
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Set once the manager exists (it is made from the first plan).
-    private let manager = Mutex<KeepAliveManager?>(nil)
+    private let manager = Locked<KeepAliveManager?>(nil)
 
-    private struct State: @unchecked Sendable {
+    private struct State: Sendable {
         var base = KeepAliveConfiguration(devices: [])
         var choice = OutputChoice()
         var watcher: SinkWatcher?
@@ -68,7 +67,7 @@ final class OutputScanner: Sendable {
     init(logger: Logger, reservations: DeviceReservations? = nil) {
         self.logger = logger
         self.reservations = reservations
-        state = Mutex(State())
+        state = Locked(State())
     }
 
     func attach(_ manager: KeepAliveManager) { self.manager.withLock { $0 = manager } }
@@ -121,27 +120,32 @@ final class OutputScanner: Sendable {
     /// starts following the sound server when the choice first needs it, and waits for its
     /// first answer (at most ``firstAnswer``).
     func use(_ base: KeepAliveConfiguration, choice: OutputChoice) {
-        let started: SinkWatcher? = state.withLock { state in
+        let follows = state.withLock { state in
             // A reload may follow an edited configuration: read it all again.
             state.changes += 1
             state.base = base
             state.choice = choice
             // A selection follows the server; so does a named output that plays to it, which
             // then gets a stream of keepalived's own instead of ALSA's plug-in.
-            guard !choice.isEmpty || base.devices.contains(where: Self.playsToServer), state.watcher == nil else { return nil }
+            guard !choice.isEmpty || base.devices.contains(where: Self.playsToServer), state.watcher == nil else { return false }
             guard SinkWatcher.mayReachServer() else {
                 state.unwatched = "no sound server for this user (no XDG_RUNTIME_DIR or PULSE_SERVER)"
-                return nil
+                return false
             }
-            do {
-                state.watcher = try SinkWatcher(logger: logger)
-            } catch {
-                state.unwatched = "\(error)"
-                logger.debug("not following a sound server", metadata: ["error": "\(error)"])
-            }
-            return state.watcher
+            return true
         }
-        guard let started else { return }
+        guard follows else { return }
+        // Made outside the lock: it loads libpulse and joins the process's connection. Only the
+        // main loop calls `use`, so no other watcher can be made meanwhile.
+        let started: SinkWatcher
+        do {
+            started = try SinkWatcher(logger: logger)
+        } catch {
+            state.withLock { $0.unwatched = "\(error)" }
+            logger.debug("not following a sound server", metadata: ["error": "\(error)"])
+            return
+        }
+        state.withLock { $0.watcher = started }
         started.start()
         _ = started.waitForAnswer(timeout: Self.firstAnswer)
     }
@@ -354,9 +358,11 @@ final class OutputScanner: Sendable {
         return opened
     }
 
-    /// Rescans and applies what changed; true when the outputs changed.
+    /// Rescans and applies what changed, on the main loop (a reload between this plan and its
+    /// `reconfigure` would be overwritten); true when the outputs changed.
     @discardableResult
-    func rescan() -> Bool {
+    func rescan(on mainLoop: ThreadOwner) -> Bool {
+        mainLoop.preconditionOwned("OutputScanner.rescan")
         guard let manager = manager.withLock({ $0 }) else { return false }
         let next = planned()
         let current = manager.configuration

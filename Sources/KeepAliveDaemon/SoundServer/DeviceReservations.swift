@@ -1,6 +1,6 @@
 import CKeepAliveSDBus
+import KeepAlive
 import Logging
-import Synchronization
 import Glibc
 
 /// The session bus's device reservations (`org.freedesktop.ReserveDevice1.Audio<N>`), the
@@ -27,6 +27,9 @@ import Glibc
 ///     if reservations.process() { rescan() }   // after poll says the bus is readable
 /// }
 /// ```
+///
+/// Concurrency: its bus and the names it holds are the main loop's; what the status reads from
+/// other threads (`others`) is behind ``Locked``: so `@unchecked Sendable`.
 final class DeviceReservations: @unchecked Sendable {
     /// Below every other program's: PulseAudio asks with 0, WirePlumber with -20, JACK with more.
     static let priority = Int32.min
@@ -53,7 +56,7 @@ final class DeviceReservations: @unchecked Sendable {
     /// Cards whose reservation another program took since the last ``process()``.
     private var taken: [Int] = []
     /// Cards another program holds (its application's name), and cards given up on request.
-    private let others = Mutex<Others>(Others())
+    private let others = Locked<Others>(Others())
 
     private struct Others {
         var owners: [Int: String] = [:]

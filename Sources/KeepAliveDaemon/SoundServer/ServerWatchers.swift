@@ -1,7 +1,6 @@
 import CKeepAlivePulse
 import KeepAlive
 import Logging
-import Synchronization
 
 /// The daemon's watchers of the sound server (``SinkWatcher``, ``LingerWatcher``, ``ActivityWatcher``), as one user of
 /// the process's connection (``SoundServerConnection``, shared with the sinks' streams and their
@@ -29,6 +28,9 @@ import Synchronization
 /// // …
 /// listing.leave(printer)
 /// ```
+///
+/// Concurrency: `connection` and `watchers` change only under ``membership`` with the loop locked,
+/// and are read on the loop's thread or with it locked: so `@unchecked Sendable`.
 final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     let facilities = UInt32(CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER | CPULSE_WATCH_SINK_INPUTS)
     let firstRetry: Duration = .milliseconds(250)
@@ -39,14 +41,14 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     /// read by the callbacks.
     private var connection: SoundServerConnection?
     /// Joins and leaves, one at a time; taken before the loop's lock, never on the loop's thread.
-    private let membership = Mutex<Void>(())
+    private let membership = Locked<Void>((), order: .serverWatchers)
 
     // With the loop's lock held or on its thread (in a callback).
     private var watchers: [any ServerListingWatcher] = []
     /// Listings heard since the first watcher joined: the debug line's count.
     private var listings = 0
 
-    private static let process = Mutex<ServerWatchers?>(nil)
+    private static let process = Locked<ServerWatchers?>(nil)
 
     /// The process's watchers; made (and libpulse loaded) by the first call. Throws the loader's
     /// message when libpulse cannot be loaded. `logger` is the first caller's.

@@ -1,7 +1,6 @@
 import CKeepAlivePulse
 import KeepAlive
 import Logging
-import Synchronization
 import Glibc
 
 /// Follows the sound server's sinks and cards with libpulse (PulseAudio, or PipeWire through
@@ -23,6 +22,10 @@ import Glibc
 /// // poll watcher.doorbell.descriptor; on POLLIN: watcher.doorbell.drain(), read watcher.reachability
 /// watcher.stop()
 /// ```
+///
+/// Concurrency: its mutable state is touched on the sound server connection's thread or with its
+/// loop locked; what other threads read (`reachability`, `formerServerCards`, the sinks kept) is
+/// behind ``Locked``: so `@unchecked Sendable`.
 final class SinkWatcher: ServerListingWatcher, @unchecked Sendable {
     let logger: Logger
     /// Rung when the server's view changed in a way a selection sees, or it came or went.
@@ -33,10 +36,10 @@ final class SinkWatcher: ServerListingWatcher, @unchecked Sendable {
     private var warnedUnreachable = false
     private var homes = StreamHomes()
     /// The sinks that sink outputs keep awake now (``keep(_:)``).
-    private let kept = Mutex<Set<String>>([])
+    private let kept = Locked<Set<String>>([])
 
-    private let published = Mutex<SoundServerReachability>(.unknown)
-    private let everOwned = Mutex<Set<Int>>([])
+    private let published = Locked<SoundServerReachability>(.unknown)
+    private let everOwned = Locked<Set<Int>>([])
     /// Rung on every publication, also one that changes nothing a selection sees.
     private let answered = Doorbell()
 

@@ -23,7 +23,7 @@ struct OutputActivityTests {
         #expect(seen.withLock { $0 } == [true])
         activity.loansChanged([:])
         sleep(for: .milliseconds(120))
-        activity.timerFired()
+        activity.timerFired(on: .claimed("the test's thread"))
         #expect(seen.withLock { $0 } == [true, false])
         // A stream on a sink counts as a loan does.
         activity.streamsChanged(["pulse": .init(program: "firefox", sink: "tv")])
@@ -37,7 +37,7 @@ struct OutputActivityTests {
                                           boxChanged: { active in seen.withLock { $0.append(active) } })
         activity.loansChanged(["hw:0,0": .init(program: "mpd")])
         activity.loansChanged([:])
-        activity.timerFired()
+        activity.timerFired(on: .claimed("the test's thread"))
         activity.loansChanged(["hw:0,0": .init(program: "mpd")])
         #expect(seen.withLock { $0 } == [true])
     }

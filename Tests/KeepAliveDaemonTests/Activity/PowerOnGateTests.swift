@@ -57,7 +57,7 @@ struct PowerOnGateTests {
         func idleNow() {
             activity.loansChanged([:])
             usleep(5000)
-            activity.timerFired()
+            activity.timerFired(on: .claimed("the test's thread"))
         }
         // The first active runs (0.4 s); twenty flaps meanwhile, ending active.
         activity.loansChanged(["hw:0,0": Self.mpd])

@@ -114,7 +114,7 @@ struct MainLoopQueueTests {
 
     @Test("a request's first outcome stands")
     func firstOutcome() throws {
-        let request = try MainLoopRequest.awaited(.reload, trigger: "control socket")
+        let request = try MainLoopRequest.awaited(trigger: "control socket")
         #expect(request.reply == nil)
         request.fulfil(ControlReply(ok: true, changed: true))
         request.fulfil(MainLoopQueue.stopping)

@@ -48,7 +48,7 @@ struct ReloaderTests {
     func taken() throws {
         let rig = try Rig(["-d", "null", "--volume", "0.01"])
         let reply = rig.reloader(load: { try PlaybackOptions.parse(["-d", "null", "-d", "other", "--volume", "0.02"]) })
-            .reload(trigger: "test")
+            .reload(trigger: "test", on: .claimed("the test's thread"))
         #expect(reply.ok && reply.changed == true)
         #expect(rig.manager.configuration.devices == ["null", "other"])
         #expect(rig.manager.configuration.defaults.volume == (try Level(parsing: "0.02")))
@@ -56,7 +56,7 @@ struct ReloaderTests {
         #expect(rig.appliedCount == 1)
 
         let again = rig.reloader(load: { try PlaybackOptions.parse(["-d", "null", "-d", "other", "--volume", "0.02"]) })
-            .reload(trigger: "test")
+            .reload(trigger: "test", on: .claimed("the test's thread"))
         #expect(again.ok && again.changed == false)
     }
 
@@ -65,7 +65,7 @@ struct ReloaderTests {
         let rig = try Rig(["-d", "null", "--volume", "0.01"])
         let before = rig.manager.configuration
         let reply = rig.reloader(load: { throw CleanExit.failure("/etc/keepalived: no such file", code: SysExit.noInput) })
-            .reload(trigger: "test")
+            .reload(trigger: "test", on: .claimed("the test's thread"))
         #expect(!reply.ok)
         #expect(reply.error == "reload refused: /etc/keepalived: no such file")
         #expect(rig.manager.configuration == before)
@@ -81,7 +81,7 @@ struct ReloaderTests {
         let reply = rig.reloader(load: { try PlaybackOptions.parse(["-d", "other", "--volume", "0.02"]) }, prepare: { _, configuration in
             seen.withLock { $0 = configuration.devices }
             throw Refused()
-        }).reload(trigger: "test")
+        }).reload(trigger: "test", on: .claimed("the test's thread"))
         let prepared = seen.withLock { $0 }
         #expect(prepared == ["other"], "prepare sees the configuration the reload would apply")
         #expect(!reply.ok)

@@ -21,7 +21,7 @@ struct OutputScannerTests {
         #expect(scanner.choice.isEmpty)
         #expect(scanner.withheld().isEmpty)
         #expect(scanner.serverDescriptor == -1)
-        #expect(!scanner.rescan())
+        #expect(!scanner.rescan(on: .claimed("the test's thread")))
     }
 
     @Test("a rescan that finds what already plays changes nothing; one after the options changed applies them")
@@ -30,11 +30,11 @@ struct OutputScannerTests {
         scanner.use(KeepAliveConfiguration(devices: ["null"]), choice: OutputChoice())
         let manager = try KeepAliveManager(configuration: scanner.planned(), logger: Self.logger)
         scanner.attach(manager)
-        #expect(!scanner.rescan())
+        #expect(!scanner.rescan(on: .claimed("the test's thread")))
         scanner.use(KeepAliveConfiguration(devices: ["null", "other"]), choice: OutputChoice())
-        #expect(scanner.rescan())
+        #expect(scanner.rescan(on: .claimed("the test's thread")))
         #expect(manager.configuration.devices == ["null", "other"])
-        #expect(!scanner.rescan())
+        #expect(!scanner.rescan(on: .claimed("the test's thread")))
     }
 
     @Test("a card id is looked up once; later its /proc id is read instead, and a card replugged at another index or gone is looked up anew")
