@@ -7,7 +7,7 @@ import Glibc
 ///
 /// Most locks are ``leaf``s (the default): nothing else is taken while one is held. The
 /// nestings the design needs:
-/// - a player's loan (``playerLoans``) tells the box's activity (``outputActivity``), which
+/// - a player's loan (``playerLoans``) tells the box's activity (``boxActivity``), which
 ///   feeds its tracker (``activityTracker``);
 /// - `--linger`'s controller (``lingerController``) swaps its watcher, which joins or leaves the
 ///   sound server and resumes outputs through the manager;
@@ -24,7 +24,7 @@ import Glibc
 ///
 /// ```swift
 /// let loans = Locked(Loans(), order: .playerLoans)
-/// let activity = Locked(Activity(), order: .outputActivity)
+/// let activity = Locked(Activity(), order: .boxActivity)
 /// loans.withLock { _ in activity.withLock { _ in } }   // in order
 /// // activity.withLock { _ in loans.withLock { _ in } } would stop a debug build
 /// ```
@@ -39,7 +39,7 @@ package struct LockOrder: Sendable, Comparable, CustomStringConvertible {
     }
 
     package static let playerLoans = LockOrder(10, "the player loans")
-    package static let outputActivity = LockOrder(20, "the box's activity")
+    package static let boxActivity = LockOrder(20, "the box's activity")
     package static let activityTracker = LockOrder(30, "the activity tracker")
     /// `--linger`'s controller: held while it swaps, starts or stops its watcher, which joins or
     /// leaves the sound server (``serverWatchers``) and resumes outputs (``managerLifecycle``).
@@ -61,7 +61,7 @@ package struct LockOrder: Sendable, Comparable, CustomStringConvertible {
     package static let leaf = LockOrder(1000, "a leaf lock")
 
     static let all: [LockOrder] = [
-        .playerLoans, .outputActivity, .activityTracker, .lingerController, .managerLifecycle, .manager, .outputRecord, .eventSubscribers,
+        .playerLoans, .boxActivity, .activityTracker, .lingerController, .managerLifecycle, .manager, .outputRecord, .eventSubscribers,
         .serverWatchers, .soundServerRegistry, .leaf,
     ]
 

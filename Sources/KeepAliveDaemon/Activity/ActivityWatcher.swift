@@ -1,7 +1,7 @@
 import KeepAlive
 import Logging
 
-/// Tells ``OutputActivity`` which sound-server outputs have real audio on their sink: another
+/// Tells ``BoxActivity`` which sound-server outputs have real audio on their sink: another
 /// stream that plays there (not corked, not keepalived's own, not another keepalived's), from
 /// the daemon's one listing of the server (``ServerWatchers``). A sink output watches its sink
 /// (`pulse:DEVICE=…`), an output that follows the default sink (`default`, `pulse`) the default
@@ -14,7 +14,7 @@ import Logging
 /// watcher.stop()
 /// ```
 final class ActivityWatcher: ServerListingWatcher, Sendable {
-    let activity: OutputActivity
+    let activity: BoxActivity
     let logger: Logger
     /// The outputs followed: each with its sink's name, nil for the default sink. Written by the
     /// main loop, read on the listing's thread.
@@ -22,7 +22,7 @@ final class ActivityWatcher: ServerListingWatcher, Sendable {
     /// The listing while joined (joins and leaves come from the main loop).
     private let listing = Locked<ServerWatchers?>(nil)
 
-    init(activity: OutputActivity, logger: Logger) {
+    init(activity: BoxActivity, logger: Logger) {
         self.activity = activity
         self.logger = logger
     }
@@ -63,12 +63,12 @@ final class ActivityWatcher: ServerListingWatcher, Sendable {
 
     func serverListed(_ view: SoundServerView) {
         let outputs = followed.withLock { $0 }
-        var players: [String: OutputActivity.Player] = [:]
+        var players: [String: BoxActivity.Player] = [:]
         for (output, named) in outputs {
             guard let sinkName = named ?? view.defaultSink, let sink = view.sinks.first(where: { $0.name == sinkName }) else { continue }
             let others = view.streams.filter { $0.sink == sink.index && !$0.isOwn && !$0.isAnotherKeepalived && !$0.isCorked }
             guard let first = others.first else { continue }
-            players[output] = OutputActivity.Player(program: first.application.isEmpty ? "?" : first.application, sink: sink.name)
+            players[output] = BoxActivity.Player(program: first.application.isEmpty ? "?" : first.application, sink: sink.name)
         }
         activity.streamsChanged(players)
     }

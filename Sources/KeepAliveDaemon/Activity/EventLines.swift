@@ -3,7 +3,7 @@ import CKeepAliveLinux
 import KeepAlive
 import Glibc
 
-/// The `keepalived events` lines waiting for the control socket's thread: ``OutputActivity``
+/// The `keepalived events` lines waiting for the control socket's thread: ``BoxActivity``
 /// publishes each change here from whichever thread saw it, and the control socket's thread,
 /// woken through ``descriptor``, takes them and sends each to every subscriber. Bounded: a
 /// control thread that fell behind loses the oldest lines (``capacity``), never the daemon.

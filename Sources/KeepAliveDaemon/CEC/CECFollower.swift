@@ -1,10 +1,9 @@
 import _KeepalivedControlProtocol
 import KeepAlive
 import Logging
-import Synchronization
 
 /// `--cec`: keepalived on the HDMI-CEC bus, following the box's real audio. The rest of the
-/// daemon talks to it from any thread and never waits: ``OutputActivity`` reports the box
+/// daemon talks to it from any thread and never waits: ``BoxActivity`` reports the box
 /// becoming active or idle (``boxChanged(active:)``), a reload hands it new settings
 /// (``apply(_:)``), the control socket's thread reads ``report``. Each is queued and the
 /// adapter's own thread (`keepalive-cec`, a ``CECAdapter``) is woken to act on it: that thread
@@ -15,7 +14,7 @@ import Synchronization
 ///
 /// ```swift
 /// let follower = CECFollower(settings: try options.cec.settings, logger: logger)
-/// follower.boxChanged(active: true)    // from OutputActivity, under its lock: queued
+/// follower.boxChanged(active: true)    // from BoxActivity, under its lock: queued
 /// follower.report?.lastMessage         // "4→5 System Audio Mode Request (2.0.0.0)"
 /// follower.stop()
 /// ```
@@ -34,8 +33,17 @@ final class CECFollower: Sendable {
         var box: [Bool] = []
         /// The box now, for a thread that starts on a reload while audio plays.
         var active = false
-        var running = false
+        /// The adapter's thread: the one record of whether it was started and runs.
+        var thread = AdapterThread.notStarted
         var stopping = false
+        /// Whether changes are queued for the thread.
+        var running: Bool { thread == .running }
+    }
+
+    /// The adapter's thread, started at most once (a failed start is not tried again until the
+    /// daemon's next start).
+    enum AdapterThread: Sendable, Equatable {
+        case notStarted, running, failedToStart
     }
 
     let logger: Logger
@@ -43,8 +51,6 @@ final class CECFollower: Sendable {
     private let inbox: Locked<Inbox>
     private let published = Locked<CECReport?>(nil)
     private let thread = Locked<JoinableThread?>(nil)
-    /// Whether a thread was ever asked for: it is started at most once.
-    private let started = Atomic<Bool>(false)
 
     init(settings: Settings, logger: Logger) {
         self.logger = logger
@@ -54,20 +60,21 @@ final class CECFollower: Sendable {
     /// Starts the adapter's thread when `--cec` names an adapter; a failure to start is logged
     /// and `--cec` does nothing (the daemon plays on without it).
     func start() {
-        guard inbox.withLock({ $0.settings.device != nil }) else { return }
-        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        // From now on every change is queued, after the box as it is.
-        inbox.withLock { inbox in
-            inbox.running = true
+        let starts = inbox.withLock { inbox in
+            guard inbox.settings.device != nil, inbox.thread == .notStarted else { return false }
+            // From now on every change is queued, after the box as it is.
+            inbox.thread = .running
             inbox.box = inbox.active ? [true] : []
+            return true
         }
+        guard starts else { return }
         do {
             var handle: JoinableThread? = try startThread(named: "keepalive-cec") { [self] in
                 CECAdapter(follower: self).run()
             }
             thread.withLock { $0 = handle.take() }
         } catch {
-            inbox.withLock { $0.running = false }
+            inbox.withLock { $0.thread = .failedToStart }
             logger.error("--cec: \(error); HDMI-CEC is off until the next start", metadata: ["device": "\(inbox.withLock { $0.settings.device ?? "" })"])
         }
     }
@@ -84,7 +91,7 @@ final class CECFollower: Sendable {
     }
 
     /// The box became active (the first output with real audio) or idle (the last output went
-    /// idle). Called under ``OutputActivity``'s lock, which keeps the changes in order.
+    /// idle). Called under ``BoxActivity``'s lock, which keeps the changes in order.
     func boxChanged(active: Bool) {
         let running = inbox.withLock { inbox in
             inbox.active = active

@@ -5,7 +5,7 @@
 /// ``Action`` each returns; its timers are the ``deadline`` the adapter's `poll` waits for.
 ///
 /// The box is **active** from the first output with real audio to the last one going idle
-/// (``OutputActivity``): an **active period**. Becoming active it first asks who is on (Give
+/// (``BoxActivity``): an **active period**. Becoming active it first asks who is on (Give
 /// Device Power Status to the audio system, and to the TV with ``Settings/wakeTV``), as libcec
 /// does, then wakes: System Audio Mode Request to the audio system, then Image View On and
 /// Active Source with ``Settings/wakeTV``. A device that said it was on is not counted as woken

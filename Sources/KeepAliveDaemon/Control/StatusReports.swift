@@ -58,7 +58,7 @@ extension DaemonStatus {
     /// each output's activity and CEC.
     init(manager: KeepAliveManager, started: ContinuousClock.Instant, paths: RuntimePaths, logFile: String?,
          scanner: OutputScanner? = nil, linger: (plan: LingerPlan?, watcher: LingerWatcher?) = (nil, nil),
-         loans: PlayerLoans? = nil, activity: OutputActivity? = nil, cec cecFollower: CECFollower? = nil) {
+         loans: PlayerLoans? = nil, activity: BoxActivity? = nil, cec cecFollower: CECFollower? = nil) {
         // One snapshot: the state is the outputs' own, the ceiling the configuration's they play.
         let snapshot = manager.snapshot
         let state = snapshot.state

@@ -32,7 +32,7 @@ final class PlayerLoans: Sendable {
     private let manager: KeepAliveManager
     private let scanner: OutputScanner
     /// Told of every change of what is lent: a loan is real audio on its outputs.
-    private let activity: OutputActivity?
+    private let activity: BoxActivity?
     let timer: IntervalTimer
     private let proc: String
     /// The inotify descriptor, -1 without inotify.
@@ -51,7 +51,7 @@ final class PlayerLoans: Sendable {
     private let state: Locked<State>
 
     /// - Throws: `Errno` when the system refuses a timer.
-    init(manager: KeepAliveManager, scanner: OutputScanner, activity: OutputActivity? = nil, logger: Logger, proc: String = "/proc") throws(Errno) {
+    init(manager: KeepAliveManager, scanner: OutputScanner, activity: BoxActivity? = nil, logger: Logger, proc: String = "/proc") throws(Errno) {
         self.manager = manager
         self.scanner = scanner
         self.activity = activity
@@ -67,11 +67,11 @@ final class PlayerLoans: Sendable {
     var reports: [LoanReport] { state.withLock { $0.reports } }
 
     /// Answers a player's release on the control socket's thread: at once, or, with
-    /// `--power-on-wait`, once the amplifier of an idle output is on (``OutputActivity``'s
+    /// `--power-on-wait`, once the amplifier of an idle output is on (``BoxActivity``'s
     /// ``PowerOnGate``; keepalived still plays there meanwhile), then releases.
     func answer(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ControlServer.ReleaseAnswer {
         let device = HardwareDevice(card: request.card, device: request.device)
-        let player = OutputActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
+        let player = BoxActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
         let outputs = scanner.outputs(on: device)
         guard let activity, let gate = activity.holdForPower(outputs, player: player) else {
             return .reply(release(request, pid: pid, arrived: arrived, hungUp: hungUp))
@@ -214,10 +214,10 @@ final class PlayerLoans: Sendable {
         guard let activity else { return }
         // From the release on: the player opens the device next, and what comes back after its
         // close waits the loan's grace (a track of another format reopens within it).
-        var players: [String: OutputActivity.Player] = [:]
+        var players: [String: BoxActivity.Player] = [:]
         for (device, loan, _) in loans {
             for output in loan.outputs {
-                players[output] = OutputActivity.Player(program: loan.holder.program ?? "pid \(loan.holder.pid)", card: device.card, device: device.device)
+                players[output] = BoxActivity.Player(program: loan.holder.program ?? "pid \(loan.holder.pid)", card: device.card, device: device.device)
             }
         }
         activity.loansChanged(players)

@@ -23,8 +23,8 @@ struct OutputOptions: ParsableArguments {
 
     /// This output's own hooks and idle time; what it leaves out follows the global options.
     /// - Throws: `ValidationError` or `CleanExit` (64) naming the option and what was wrong.
-    func activity(hookTimeout: Duration) throws -> OutputActivity.OutputHooks {
-        var hooks = OutputActivity.OutputHooks()
+    func activity(hookTimeout: Duration) throws -> BoxActivity.OutputHooks {
+        var hooks = BoxActivity.OutputHooks()
         hooks.onActive = try onActive.map { try Hook(option: "--on-active", command: $0) }
         hooks.onIdle = try onIdle.map { try Hook(option: "--on-idle", command: $0) }
         hooks.onActive?.timeout = hookTimeout

@@ -100,7 +100,7 @@ struct PlaybackOptions: ParsableArguments {
 
     /// What follows the outputs' activity: the hooks, and whether `--cec` wakes a receiver a
     /// player's open may wait for (`--power-on-wait`).
-    var activitySettings: OutputActivity.Settings {
+    var activitySettings: BoxActivity.Settings {
         get throws {
             var settings = try power.settings
             settings.cecWakes = cec.device != nil
@@ -109,7 +109,7 @@ struct PlaybackOptions: ParsableArguments {
                 let (name, options) = try Self.outputOptions(spec)
                 do {
                     let hooks = try options.activity(hookTimeout: timeout)
-                    if hooks != OutputActivity.OutputHooks() { settings.outputs[name] = hooks }
+                    if hooks != BoxActivity.OutputHooks() { settings.outputs[name] = hooks }
                 } catch let exit as CleanExit {
                     throw CleanExit.failure("--output '\(name)': \(exit.description)", code: SysExit.usage)
                 } catch {

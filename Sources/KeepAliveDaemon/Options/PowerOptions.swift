@@ -52,9 +52,9 @@ struct PowerOptions: ParsableArguments {
 
     /// The checked settings.
     /// - Throws: `ValidationError` naming the option and what was wrong.
-    var settings: OutputActivity.Settings {
+    var settings: BoxActivity.Settings {
         get throws {
-            var settings = OutputActivity.Settings()
+            var settings = BoxActivity.Settings()
             if let onIdleAfter {
                 settings.idleAfter = try DurationArgument.parse(onIdleAfter, option: "--on-idle-after", atLeast: .seconds(1), written: "1s")
             }

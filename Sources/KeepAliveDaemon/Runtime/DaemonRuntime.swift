@@ -41,7 +41,7 @@ final class DaemonRuntime: @unchecked Sendable {
     let linger: LingerController?
     /// Whether real audio plays on each output (its idle timer is on this loop), and the
     /// watcher that tells it what plays on the sound server's sinks.
-    let activity: OutputActivity
+    let activity: BoxActivity
     let activityWatcher: ActivityWatcher
     let logger: Logger
     private let signals: SignalDescriptor
@@ -68,7 +68,7 @@ final class DaemonRuntime: @unchecked Sendable {
     }
 
     init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, reloads: MainLoopQueue, loans: PlayerLoans, notifier: SystemdNotifier?,
-         scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, activity: OutputActivity, signals: SignalDescriptor, logger: Logger) {
+         scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, activity: BoxActivity, signals: SignalDescriptor, logger: Logger) {
         self.manager = manager
         self.control = control
         self.reloader = reloader

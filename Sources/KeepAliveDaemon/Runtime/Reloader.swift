@@ -58,7 +58,7 @@ extension Reloader {
     /// (`--pause-when`), `--linger`, the hooks and power settings, and `--cec`, each checked
     /// before anything changes.
     init(manager: KeepAliveManager, scanner: OutputScanner, logger: Logger, load: @escaping @Sendable () throws -> PlaybackOptions,
-         applying parts: (logind: LogindFollower, linger: LingerController, activity: OutputActivity, cec: CECFollower)) {
+         applying parts: (logind: LogindFollower, linger: LingerController, activity: BoxActivity, cec: CECFollower)) {
         self.init(manager: manager, scanner: scanner, logger: logger, load: load, prepare: { next, configuration in
             let policy = (try? next.session.policy) ?? PauseStateMachine.Policy()
             let plan = try next.lingerPlan(for: configuration)

@@ -12,7 +12,7 @@ enum Wakeup: Int, CaseIterable, Sendable {
     case loanNodes
     /// The next look at the lent card devices (``PlayerLoans``' timer).
     case loanTimer
-    /// The first output whose real audio stopped goes idle (``OutputActivity``'s timer).
+    /// The first output whose real audio stopped goes idle (``BoxActivity``'s timer).
     case activityTimer
     /// systemd's watchdog timer, when systemd asked for one.
     case watchdog

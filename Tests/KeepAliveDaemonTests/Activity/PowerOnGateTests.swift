@@ -49,11 +49,11 @@ struct PowerOnGateTests {
         fclose(file)
         chmod(script, 0o755)
         defer { unlink(script) }
-        var settings = OutputActivity.Settings()
+        var settings = BoxActivity.Settings()
         settings.idleAfter = .milliseconds(1)
         settings.onActive = try Hook(option: "--on-active", command: script)
         settings.onIdle = try Hook(option: "--on-idle", command: script)
-        let activity = try OutputActivity(settings: settings, logger: Self.logger)
+        let activity = try BoxActivity(settings: settings, logger: Self.logger)
         func idleNow() {
             activity.loansChanged([:])
             usleep(5000)
@@ -68,7 +68,7 @@ struct PowerOnGateTests {
         }
         for round in 0..<20 {
             idleNow()
-            activity.loansChanged(["hw:0,0": OutputActivity.Player(program: "player\(round)", card: 0, device: 0)])
+            activity.loansChanged(["hw:0,0": BoxActivity.Player(program: "player\(round)", card: 0, device: 0)])
         }
         activity.finishHooks()
         let log = (try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? ""
@@ -77,7 +77,7 @@ struct PowerOnGateTests {
         // was taken), and the idle it ends on is not run again.
         for round in 0..<5 {
             idleNow()
-            activity.loansChanged(["hw:0,0": OutputActivity.Player(program: "late\(round)", card: 0, device: 0)])
+            activity.loansChanged(["hw:0,0": BoxActivity.Player(program: "late\(round)", card: 0, device: 0)])
         }
         idleNow()
         activity.finishHooks()
@@ -108,14 +108,14 @@ struct PowerOnGateTests {
         #expect(late.opensAt == start + .seconds(1))
     }
 
-    static func activity(wait: Duration?, hook: String = "true") throws -> OutputActivity {
-        var settings = OutputActivity.Settings()
+    static func activity(wait: Duration?, hook: String = "true") throws -> BoxActivity {
+        var settings = BoxActivity.Settings()
         settings.onActive = try Hook(option: "--on-active", command: hook)
         settings.powerOnWait = wait
-        return try OutputActivity(settings: settings, logger: logger)
+        return try BoxActivity(settings: settings, logger: logger)
     }
 
-    static let mpd = OutputActivity.Player(program: "mpd", card: 0, device: 0)
+    static let mpd = BoxActivity.Player(program: "mpd", card: 0, device: 0)
 
     @Test("a player at idle outputs is held with one gate for all of them while on-active runs; active until its loan takes over")
     func heldOnce() throws {
@@ -149,12 +149,12 @@ struct PowerOnGateTests {
 
     @Test("--cec without a hook: the first output of an idle box holds the player for --power-on-settle while the receiver wakes; a box already active does not")
     func heldForCEC() throws {
-        var settings = OutputActivity.Settings()
+        var settings = BoxActivity.Settings()
         settings.powerOnWait = .seconds(5)
         settings.powerOnSettle = .milliseconds(300)
         settings.cecWakes = true
         let woken = Locked<[Bool]>([])
-        let activity = try OutputActivity(settings: settings, logger: Self.logger, boxChanged: { active in woken.withLock { $0.append(active) } })
+        let activity = try BoxActivity(settings: settings, logger: Self.logger, boxChanged: { active in woken.withLock { $0.append(active) } })
         let before = ContinuousClock.now
         let gate = try #require(activity.holdForPower(["hw:0,0"], player: Self.mpd))
         let opensAt = try #require(gate.opensAt, "no hook runs: the settle is the wait")
@@ -163,7 +163,7 @@ struct PowerOnGateTests {
         activity.loansChanged(["hw:0,0": Self.mpd])
         activity.playerArrived(["hw:0,0"])
         // Another card's player while the box is active: the receiver is on already.
-        #expect(activity.holdForPower(["hw:1,0"], player: OutputActivity.Player(program: "squeezelite", card: 1, device: 0)) == nil)
+        #expect(activity.holdForPower(["hw:1,0"], player: BoxActivity.Player(program: "squeezelite", card: 1, device: 0)) == nil)
         activity.finishHooks()
     }
 
@@ -173,7 +173,7 @@ struct PowerOnGateTests {
         #expect(plain.holdForPower(["hw:0,0"], player: Self.mpd) == nil)
         let held = try Self.activity(wait: .seconds(5))
         #expect(held.holdForPower([], player: Self.mpd) == nil)
-        held.streamsChanged(["pulse": OutputActivity.Player(program: "paplay", sink: "tv")])
+        held.streamsChanged(["pulse": BoxActivity.Player(program: "paplay", sink: "tv")])
         #expect(held.holdForPower(["pulse"], player: Self.mpd) == nil, "the sink's stream made it active")
         held.finishHooks()
         plain.finishHooks()
@@ -181,15 +181,15 @@ struct PowerOnGateTests {
 
     @Test("an output's own --on-active (--output 'NAME --on-active …'): its player is held for it, another output's is not, and its own --on-idle-after times its silence")
     func outputsOwnHook() throws {
-        var settings = OutputActivity.Settings()
+        var settings = BoxActivity.Settings()
         settings.powerOnWait = .seconds(5)
         settings.idleAfter = .seconds(300)
-        settings.outputs["hw:1,0"] = OutputActivity.OutputHooks(onActive: try Hook(option: "--on-active", command: "true"), idleAfter: .seconds(2))
+        settings.outputs["hw:1,0"] = BoxActivity.OutputHooks(onActive: try Hook(option: "--on-active", command: "true"), idleAfter: .seconds(2))
         #expect(settings.onActive(for: "hw:0,0") == nil && settings.onActive(for: "hw:1,0")?.arguments == ["true"])
         #expect(settings.idleAfter(for: "hw:0,0") == .seconds(300) && settings.idleAfter(for: "hw:1,0") == .seconds(2))
-        let activity = try OutputActivity(settings: settings, logger: Self.logger)
+        let activity = try BoxActivity(settings: settings, logger: Self.logger)
         #expect(activity.holdForPower(["hw:0,0"], player: Self.mpd) == nil, "no hook for this output, no --cec: nothing to wait for")
-        let dac = OutputActivity.Player(program: "squeezelite", card: 1, device: 0)
+        let dac = BoxActivity.Player(program: "squeezelite", card: 1, device: 0)
         let gate = try #require(activity.holdForPower(["hw:1,0"], player: dac))
         activity.finishHooks()
         #expect(gate.isOpen(at: .now))

@@ -7,7 +7,7 @@ struct LockOrderTests {
     func orderWritten() {
         #expect(LockOrder.all == LockOrder.all.sorted(), "LockOrder.all lists the locks outermost first")
         #expect(Set(LockOrder.all.map(\.rank)).count == LockOrder.all.count, "two locks of one rank")
-        #expect(LockOrder.playerLoans < .outputActivity && LockOrder.outputActivity < .activityTracker)
+        #expect(LockOrder.playerLoans < .boxActivity && LockOrder.boxActivity < .activityTracker)
         #expect(LockOrder.lingerController < .managerLifecycle && LockOrder.lingerController < .serverWatchers)
         #expect(LockOrder.managerLifecycle < .manager && LockOrder.manager < .outputRecord && LockOrder.outputRecord < .eventSubscribers)
         #expect(LockOrder.serverWatchers < .soundServerRegistry)
@@ -17,7 +17,7 @@ struct LockOrderTests {
     @Test("locks taken in the order pass, and a thread's ownership may be checked under any of them")
     func inOrder() {
         let loans = Locked(0, order: .playerLoans)
-        let activity = Locked(0, order: .outputActivity)
+        let activity = Locked(0, order: .boxActivity)
         let leaf = Locked(0)
         let owner = ThreadOwner.claimed("the test's thread")
         let taken = loans.withLock { loans in
@@ -40,7 +40,7 @@ struct LockOrderTests {
     func outOfOrderStops() async {
         await #expect(processExitsWith: .failure) {
             let loans = Locked(0, order: .playerLoans)
-            let activity = Locked(0, order: .outputActivity)
+            let activity = Locked(0, order: .boxActivity)
             activity.withLock { _ in loans.withLock { _ in } }
         }
     }

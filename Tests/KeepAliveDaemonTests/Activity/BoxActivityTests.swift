@@ -4,19 +4,19 @@ import Testing
 
 @testable import KeepAliveDaemon
 
-/// The seam `--cec` follows: ``OutputActivity`` tells the box becoming active with its first
+/// The seam `--cec` follows: ``BoxActivity`` tells the box becoming active with its first
 /// active output and idle with its last, once each, whatever the outputs do in between.
-@Suite("OutputActivity: the box's activity")
-struct OutputActivityTests {
+@Suite("BoxActivity: the box's activity")
+struct BoxActivityTests {
     static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
 
     @Test("active with the first output, idle once the last went idle, once each")
     func firstAndLast() throws {
         let seen = Mutex<[Bool]>([])
-        let activity = try OutputActivity(settings: .init(idleAfter: .milliseconds(50)), logger: Self.logger,
+        let activity = try BoxActivity(settings: .init(idleAfter: .milliseconds(50)), logger: Self.logger,
                                           boxChanged: { active in seen.withLock { $0.append(active) } })
-        let mpd = OutputActivity.Player(program: "mpd", card: 0, device: 0)
-        let aplay = OutputActivity.Player(program: "aplay", card: 1, device: 0)
+        let mpd = BoxActivity.Player(program: "mpd", card: 0, device: 0)
+        let aplay = BoxActivity.Player(program: "aplay", card: 1, device: 0)
         activity.loansChanged(["hw:0,0": mpd])
         activity.loansChanged(["hw:0,0": mpd, "hw:1,0": aplay])
         activity.loansChanged(["hw:1,0": aplay])
@@ -33,7 +33,7 @@ struct OutputActivityTests {
     @Test("a silence shorter than --on-idle-after keeps the box active")
     func shortSilence() throws {
         let seen = Mutex<[Bool]>([])
-        let activity = try OutputActivity(settings: .init(idleAfter: .seconds(60)), logger: Self.logger,
+        let activity = try BoxActivity(settings: .init(idleAfter: .seconds(60)), logger: Self.logger,
                                           boxChanged: { active in seen.withLock { $0.append(active) } })
         activity.loansChanged(["hw:0,0": .init(program: "mpd")])
         activity.loansChanged([:])

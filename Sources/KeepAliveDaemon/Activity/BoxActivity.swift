@@ -29,11 +29,11 @@ import Glibc
 /// plays as it comes: nobody's open can be held there.
 ///
 /// ```swift
-/// let activity = try OutputActivity(settings: settings, logger: logger)
+/// let activity = try BoxActivity(settings: settings, logger: logger)
 /// activity.loansChanged(["hw:CARD=0,DEV=0": .init(program: "mpd", card: 0, device: 0)])
 /// activity.timerFired()   // on the main loop, when `timer.descriptor` is readable
 /// ```
-final class OutputActivity: Sendable {
+final class BoxActivity: Sendable {
     /// What the options ask for.
     struct Settings: Equatable, Sendable {
         var idleAfter: Duration = .seconds(300)
@@ -124,7 +124,7 @@ final class OutputActivity: Sendable {
         self.logger = logger
         timer = try IntervalTimer()
         events = try EventLines()
-        state = Locked(State(settings: settings), order: .outputActivity)
+        state = Locked(State(settings: settings), order: .boxActivity)
         tracker = OutputActivityTracker(idleAfter: settings.idleAfter, idleAfterByOutput: settings.outputs.compactMapValues(\.idleAfter))
         self.boxChanged = boxChanged
     }
@@ -201,7 +201,7 @@ final class OutputActivity: Sendable {
 
     /// The idle timer fired: on the main loop, whose `poll` watches the timer.
     func timerFired(on mainLoop: ThreadOwner) {
-        mainLoop.preconditionOwned("OutputActivity.timerFired")
+        mainLoop.preconditionOwned("BoxActivity.timerFired")
         _ = timer.acknowledge()
         state.withLock { state in
             carryOut(tracker.advance(), &state)
