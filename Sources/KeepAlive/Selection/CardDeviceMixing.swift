@@ -28,7 +28,7 @@ package enum CardDeviceMixing: String, Sendable, Equatable {
 
     /// The verdict from what a device's hardware takes (`takes(format)`): pure, so every rule is
     /// tested without a card.
-    package static func judge(takes: (snd_pcm_format_t) -> Bool) -> CardDeviceMixing {
+    static func judge(takes: (snd_pcm_format_t) -> Bool) -> CardDeviceMixing {
         if mixedFormats.contains(where: takes) { return .mixable }
         if takes(SND_PCM_FORMAT_IEC958_SUBFRAME_LE) || takes(SND_PCM_FORMAT_IEC958_SUBFRAME_BE) { return .iec958Only }
         return .unmixable

@@ -30,12 +30,12 @@ package struct CardDevice: Sendable, Equatable {
     /// The card's index (`hw:0`), its id (`CARD=Intel`) and its name ("HDA Intel").
     package var card: Int
     package var cardID: String
-    package var cardName: String
+    var cardName: String
     /// The kernel driver ("HDA-Intel", "USB-Audio").
     package var driver: String
     /// The device's index on its card (`DEV=0`) and its name ("Generic Analog", "HDMI 0").
     package var device: Int
-    package var deviceName: String
+    var deviceName: String
     package var kind: OutputKind
 
     /// "HDA Intel — Generic Analog": how a person knows it.

@@ -12,11 +12,11 @@ import CKeepAlivePipeWire
 /// ```
 package struct PipeWireClock: Equatable, Sendable {
     /// `clock.rate`: the graph's rate when no stream asks for one it allows.
-    package var defaultRate: UInt32
+    var defaultRate: UInt32
     /// `clock.allowed-rates`: the rates the graph may switch to (`[ defaultRate ]` unless set).
-    package var allowedRates: [UInt32]
+    var allowedRates: [UInt32]
     /// `clock.force-rate`: a rate the user forces on every graph (0: none).
-    package var forcedRate: UInt32
+    var forcedRate: UInt32
 
     package init(defaultRate: UInt32, allowedRates: [UInt32], forcedRate: UInt32 = 0) {
         self.defaultRate = defaultRate
@@ -35,7 +35,7 @@ package struct PipeWireClock: Equatable, Sendable {
 
     /// Whether an idle graph takes its streams' rates: more than one rate is allowed and none
     /// is forced. Otherwise the graph's rate never follows a stream, with keepalived or without.
-    package var followsStreams: Bool { forcedRate == 0 && allowedRates.count > 1 }
+    var followsStreams: Bool { forcedRate == 0 && allowedRates.count > 1 }
 
     /// The rate PipeWire starts an idle graph at for streams at `rates`: of the allowed rates,
     /// the one nearest the largest stream's, the default rate on a tie (PipeWire's

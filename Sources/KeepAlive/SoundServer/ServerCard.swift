@@ -8,7 +8,7 @@
 package struct ServerCard: Sendable, Equatable {
     package var index: UInt32 = 0
     package var name: String
-    package var activeProfile: String?
+    var activeProfile: String?
     package var properties: [String: String] = [:]
 
     package init(name: String, activeProfile: String? = nil, properties: [String: String] = [:]) {

@@ -16,10 +16,10 @@ package struct ServerSink: Sendable, Equatable {
     package var driver: String = ""
     package var state: State = .suspended
     /// PulseAudio's PA_SINK_HARDWARE flag.
-    package var isHardware = false
-    package var activePort: String?
+    var isHardware = false
+    var activePort: String?
     /// libpulse's port type (14 and later); 0 when unknown.
-    package var activePortType: Int = 0
+    var activePortType: Int = 0
     /// The rate the sink mixes at; nil when the server gave none.
     package var sampleRate: Int?
     /// The properties keepalived reads (``Property``), as the server gives them.
@@ -37,10 +37,10 @@ package struct ServerSink: Sendable, Equatable {
 
     /// The property keys read from a sink or a card.
     package enum Property {
-        package static let deviceClass = "device.class"
-        package static let api = "device.api"
+        static let deviceClass = "device.class"
+        static let api = "device.api"
         package static let bus = "device.bus"
-        package static let formFactor = "device.form_factor"
+        static let formFactor = "device.form_factor"
         package static let profile = "device.profile.name"
         package static let alsaCard = "alsa.card"
         package static let all = [deviceClass, api, bus, formFactor, profile, alsaCard]
@@ -48,7 +48,7 @@ package struct ServerSink: Sendable, Equatable {
 
     /// The port types libpulse names (pa_device_port_type_t).
     package enum PortType {
-        package static let spdif = 9
+        static let spdif = 9
         package static let hdmi = 10
     }
 

@@ -52,7 +52,7 @@ package struct SinkRateStateMachine: Sendable {
     package init() {}
 
     /// Whether a rate request is under way (read, asked or not answered yet).
-    package var isChoosing: Bool {
+    var isChoosing: Bool {
         switch state {
         case .reading, .forcing: true
         case .alone, .accompanied: false

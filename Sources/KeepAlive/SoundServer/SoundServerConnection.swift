@@ -49,9 +49,9 @@ package final class SoundServerConnection: @unchecked Sendable {
     /// The name of the loop's thread in /proc/PID/task/*/comm (Linux keeps 15 bytes).
     package static let threadName = "keepalive-pulse"
     /// The client's name on the server: its streams' `application.name`.
-    package static let clientName = "keepalived"
+    static let clientName = "keepalived"
     /// The longest wait between two attempts while the server does not answer.
-    package static let longestRetry: Duration = .seconds(10)
+    static let longestRetry: Duration = .seconds(10)
 
     private var users: [any SoundServerUser] = []
     private var reconnectTimer: OpaquePointer?
@@ -196,7 +196,7 @@ package final class SoundServerConnection: @unchecked Sendable {
     }
 
     /// Whether an attempt is under way: ``wait()`` for its end.
-    package var isConnecting: Bool { state == Int(CPULSE_CONNECTING) }
+    var isConnecting: Bool { state == Int(CPULSE_CONNECTING) }
 
     /// The state of the current attempt; failed once it was lost (or when there is none).
     private var state: Int {
@@ -206,7 +206,7 @@ package final class SoundServerConnection: @unchecked Sendable {
 
     /// Starts an attempt now unless the connection is ready or being made: a stream about to be
     /// made does not wait for the users' backoff.
-    package func connectIfNeeded() {
+    func connectIfNeeded() {
         preconditionLocked("SoundServerConnection.connectIfNeeded")
         if let context, context != lostContext { return }
         connect()

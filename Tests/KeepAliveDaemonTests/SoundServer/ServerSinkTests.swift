@@ -1,5 +1,5 @@
 import Glibc
-import KeepAlive
+@testable import KeepAlive
 import Testing
 
 @testable import KeepAliveDaemon
