@@ -84,7 +84,7 @@ extension Integration {
                 try writeCards(tv: round % 2 == 1)
                 usleep(useconds_t.random(in: 0...30_000))
                 try writeOptions(last)
-                let reply = try UnixClient(connectingTo: socket).request("reload")
+                let reply = try UnixClient(connectingTo: socket).request("reload", timeout: Self.replyDeadline)
                 #expect(reply["ok"] as? Bool == true, "round \(round): \(reply)")
                 // At once, and again once what was on its way landed: the last options hold.
                 for look in 0..<3 {
@@ -105,10 +105,17 @@ extension Integration {
         }
 
         /// `count` reloads on the control socket, one connection each; a refusal is a failure.
+        /// How long a client waits for its reload's reply: beyond the daemon's own bound (it
+        /// answers within 10 s, `MainLoopQueue.replyTimeout`, a failure if the reload has not run
+        /// by then), so that a reply that never comes is told from a slow one. In a burst a reload
+        /// waits for the ones queued before it (each may join playback threads): 2 s was a
+        /// scheduler's bound (`scripts/test --stress` round 2: "timed out after 2.0 seconds").
+        static let replyDeadline: Duration = .seconds(15)
+
         @Sendable func socketReloads(_ socket: String, count: Int, failures: Failures) {
             for _ in 0..<count {
                 do {
-                    let reply = try UnixClient(connectingTo: socket).request("reload")
+                    let reply = try UnixClient(connectingTo: socket).request("reload", timeout: Self.replyDeadline)
                     if reply["ok"] as? Bool != true { failures.add("reload: \(reply)") }
                 } catch {
                     failures.add("reload: \(error)")

@@ -46,10 +46,11 @@ final class UnixClient {
         return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
     }
 
-    /// Sends a request line and decodes the JSON reply.
-    func request(_ name: String) throws -> [String: Any] {
+    /// Sends a request line and decodes the JSON reply, waiting at most `timeout` for it
+    /// (stretched under a sanitizer).
+    func request(_ name: String, timeout: Duration = .seconds(2)) throws -> [String: Any] {
         send(#"{"request":"\#(name)"}"# + "\n")
-        guard let line = readLine() else { throw DeadlineExceeded(what: "a reply to \(name)", timeout: .seconds(2)) }
+        guard let line = readLine(timeout: timeout) else { throw DeadlineExceeded(what: "a reply to \(name)", timeout: timeout.underSanitizer) }
         return try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
     }
 
