@@ -22,6 +22,21 @@ struct LibraryHygieneTests {
         #expect(before != nil)
     }
 
+    @Test("reasons and errors are structs (a code to match, a description to print): the library grows them without breaking a program's switch")
+    func growableReasonsAndErrors() {
+        let values: [any Sendable] = [
+            InterruptionReason.underrun, PauseReason.sleep, ClipError.emptyData, LevelError.notANumber(text: "x"),
+            KeepAliveConfigurationError.noDevices, KeepAliveSignalError.unknownSignal("x"), PlayScheduleError.playOutOfRange(.zero),
+            OutputExclusionError.empty,
+        ]
+        for value in values {
+            #expect(Mirror(reflecting: value).displayStyle == .struct, "\(type(of: value)) is an enumeration again")
+        }
+        #expect(ClipError.emptyData.code == .emptyData && ClipError.emptyData.code != .zeroChannels)
+        #expect(KeepAliveConfigurationError.duplicateDevice("a").code.description == "duplicateDevice")
+        #expect(InterruptionReason.serverGone.description == "server-gone")
+    }
+
     /// alsa-lib's `snd_lib_error`, the handler in force, read through its symbol (Swift does not
     /// let a test read a C global that other threads may write).
     static func alsaErrorHandler() -> UnsafeRawPointer? {

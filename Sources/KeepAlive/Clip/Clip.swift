@@ -130,7 +130,7 @@ public struct Clip: Sendable, Equatable {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw unreadable(path, errno) }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw .unreadableFile(path: path, reason: "not a regular file", errno: EINVAL)
+            throw .unreadableFile(path: path, reason: "not a regular file")
         }
         let size = Int(info.st_size)
         guard size <= maximumFileSize else { throw .fileTooLarge(path: path, bytes: size, limit: maximumFileSize) }
@@ -149,6 +149,6 @@ public struct Clip: Sendable, Equatable {
     }
 
     private static func unreadable(_ path: String, _ code: Int32) -> ClipError {
-        .unreadableFile(path: path, reason: String(cString: strerror(code)), errno: code)
+        .unreadableFile(path: path, reason: String(cString: strerror(code)))
     }
 }

@@ -66,18 +66,34 @@ public struct Level: Sendable, Hashable, Comparable, CustomStringConvertible {
 }
 
 /// Why a level could not be used.
-public enum LevelError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The text is not a number, with or without a `dB` unit.
-    case notANumber(text: String)
-    /// The value is outside (0, 1], or above 0 dB.
-    case outOfRange(text: String)
+///
+/// A struct with a ``code``, not an enumeration, so that a new rule breaks no program's `switch`.
+public struct LevelError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Which rule the text breaks; match it with `==` or in a `switch` with a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as `notANumber`.
+        public let description: String
+        private init(_ name: String) { description = name }
 
+        /// The text is not a number, with or without a `dB` unit.
+        public static let notANumber = Code("notANumber")
+        /// The value is outside (0, 1], or above 0 dB.
+        public static let outOfRange = Code("outOfRange")
+    }
+
+    /// Which rule the text breaks.
+    public let code: Code
     /// What is wrong and what a level looks like, for a command line.
-    public var description: String {
-        switch self {
-        case .notANumber(let text): "'\(text)' is not a level: use a fraction of full scale like 0.01 or decibels like -40dB"
-        case .outOfRange(let text): "level '\(text)' is out of range: it must be above 0 and at most 1 (0 dB)"
-        }
+    public let description: String
+
+    /// The text is not a number, with or without a `dB` unit.
+    public static func notANumber(text: String) -> LevelError {
+        LevelError(code: .notANumber, description: "'\(text)' is not a level: use a fraction of full scale like 0.01 or decibels like -40dB")
+    }
+
+    /// The value is outside (0, 1], or above 0 dB.
+    public static func outOfRange(text: String) -> LevelError {
+        LevelError(code: .outOfRange, description: "level '\(text)' is out of range: it must be above 0 and at most 1 (0 dB)")
     }
 }
 

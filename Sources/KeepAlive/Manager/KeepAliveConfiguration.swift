@@ -75,47 +75,112 @@ public struct KeepAliveConfiguration: Sendable, Equatable {
 }
 
 /// A rule that a ``KeepAliveConfiguration`` breaks.
-public enum KeepAliveConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// A ``KeepAliveService`` was given no output device.
-    case noDevices
-    /// A device name is empty.
-    case emptyDeviceName
-    /// The same device is named twice.
-    case duplicateDevice(String)
-    /// The volume is above the ceiling; it is refused rather than clipped silently.
-    case volumeAboveCeiling(volume: Level, ceiling: Level)
-    /// The buffer is shorter than 20 ms or longer than 10 s.
-    case bufferOutOfRange(Duration)
-    /// The buffer is split in fewer than 2 or more than 64 periods.
-    case periodsOutOfRange(Int)
-    /// The retry delays are not positive and ordered, or the jitter is outside 0…1.
-    case invalidRetryPolicy
-    /// The signal's parameters are out of range.
-    case signal(KeepAliveSignalError)
-    /// The play/pause schedule is out of range.
-    case schedule(PlayScheduleError)
-    /// An output's own ceiling is above the configuration's: the global ceiling stays a ceiling.
-    case outputCeilingAboveCeiling(device: String, ceiling: Level, limit: Level)
-    /// An output's volume is above its ceiling.
-    case outputVolumeAboveCeiling(device: String, volume: Level, ceiling: Level)
+///
+/// A struct with a ``code``, not an enumeration, so that a new rule breaks no program's `switch`.
+/// A level rule also says which output (``device``) and which levels (``level`` and ``limit``):
+///
+/// ```swift
+/// do {
+///     try configuration.validate()
+/// } catch where error.code == .volumeAboveCeiling {
+///     print("turn it down to \(error.limit?.linear ?? 0) or below")
+/// } catch {
+///     print(error)  // the broken rule, in words
+/// }
+/// ```
+public struct KeepAliveConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Which rule the configuration breaks; match it with `==` or in a `switch` with a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as `noDevices`.
+        public let description: String
+        private init(_ name: String) { description = name }
 
+        /// A ``KeepAliveService`` was given no output device.
+        public static let noDevices = Code("noDevices")
+        /// A device name is empty.
+        public static let emptyDeviceName = Code("emptyDeviceName")
+        /// The same device is named twice.
+        public static let duplicateDevice = Code("duplicateDevice")
+        /// The volume is above the ceiling; it is refused rather than clipped silently.
+        public static let volumeAboveCeiling = Code("volumeAboveCeiling")
+        /// The buffer is shorter than 20 ms or longer than 10 s.
+        public static let bufferOutOfRange = Code("bufferOutOfRange")
+        /// The buffer is split in fewer than 2 or more than 64 periods.
+        public static let periodsOutOfRange = Code("periodsOutOfRange")
+        /// The retry delays are not positive and ordered, or the jitter is outside 0…1.
+        public static let invalidRetryPolicy = Code("invalidRetryPolicy")
+        /// The signal's parameters are out of range (a ``KeepAliveSignalError``).
+        public static let signal = Code("signal")
+        /// The play/pause schedule is out of range (a ``PlayScheduleError``).
+        public static let schedule = Code("schedule")
+        /// An output's own ceiling is above the configuration's: the global ceiling stays a ceiling.
+        public static let outputCeilingAboveCeiling = Code("outputCeilingAboveCeiling")
+        /// An output's volume is above its ceiling.
+        public static let outputVolumeAboveCeiling = Code("outputVolumeAboveCeiling")
+    }
+
+    /// Which rule the configuration breaks.
+    public let code: Code
+    /// The output the rule concerns: nil for the configuration's defaults or its device list
+    /// (``Code/duplicateDevice`` names its device here too).
+    public let device: String?
+    /// For a level rule, the level given (a volume, or an output's ceiling); nil otherwise.
+    public let level: Level?
+    /// For a level rule, the level that ``level`` may not exceed; nil otherwise.
+    public let limit: Level?
     /// The broken rule, in words a command-line tool can print as is.
-    public var description: String {
-        switch self {
-        case .noDevices: "no output device given"
-        case .emptyDeviceName: "an output device name is empty"
-        case .duplicateDevice(let name): "output device '\(name)' is given twice"
-        case .volumeAboveCeiling(let volume, let ceiling):
-            "volume \(volume.linear) is above the ceiling \(ceiling.linear)"
-        case .bufferOutOfRange(let duration): "buffer of \(duration) is outside 20 ms to 10 s"
-        case .periodsOutOfRange(let count): "\(count) periods per buffer is outside 2 to 64"
-        case .invalidRetryPolicy: "retry delays must be positive with the maximum not below the first, and jitter within 0 to 1"
-        case .signal(let error): "\(error)"
-        case .schedule(let error): "\(error)"
-        case .outputCeilingAboveCeiling(let device, let ceiling, let limit):
-            "output '\(device)': its ceiling \(ceiling.linear) is above the configuration's ceiling \(limit.linear); an output may only lower it"
-        case .outputVolumeAboveCeiling(let device, let volume, let ceiling):
-            "output '\(device)': volume \(volume.linear) is above its ceiling \(ceiling.linear)"
-        }
+    public let description: String
+
+    private init(_ code: Code, _ description: String, device: String? = nil, level: Level? = nil, limit: Level? = nil) {
+        self.code = code
+        self.description = description
+        self.device = device
+        self.level = level
+        self.limit = limit
+    }
+
+    /// A ``KeepAliveService`` was given no output device.
+    public static let noDevices = KeepAliveConfigurationError(.noDevices, "no output device given")
+    /// A device name is empty.
+    public static let emptyDeviceName = KeepAliveConfigurationError(.emptyDeviceName, "an output device name is empty")
+    /// The same device is named twice.
+    public static func duplicateDevice(_ name: String) -> KeepAliveConfigurationError {
+        KeepAliveConfigurationError(.duplicateDevice, "output device '\(name)' is given twice", device: name)
+    }
+    /// The volume is above the ceiling; it is refused rather than clipped silently.
+    public static func volumeAboveCeiling(volume: Level, ceiling: Level) -> KeepAliveConfigurationError {
+        KeepAliveConfigurationError(.volumeAboveCeiling, "volume \(volume.linear) is above the ceiling \(ceiling.linear)", level: volume, limit: ceiling)
+    }
+    /// The buffer is shorter than 20 ms or longer than 10 s.
+    public static func bufferOutOfRange(_ duration: Duration) -> KeepAliveConfigurationError {
+        KeepAliveConfigurationError(.bufferOutOfRange, "buffer of \(duration) is outside 20 ms to 10 s")
+    }
+    /// The buffer is split in fewer than 2 or more than 64 periods.
+    public static func periodsOutOfRange(_ count: Int) -> KeepAliveConfigurationError {
+        KeepAliveConfigurationError(.periodsOutOfRange, "\(count) periods per buffer is outside 2 to 64")
+    }
+    /// The retry delays are not positive and ordered, or the jitter is outside 0…1.
+    public static let invalidRetryPolicy = KeepAliveConfigurationError(
+        .invalidRetryPolicy, "retry delays must be positive with the maximum not below the first, and jitter within 0 to 1")
+    /// The signal's parameters are out of range.
+    public static func signal(_ error: KeepAliveSignalError) -> KeepAliveConfigurationError {
+        KeepAliveConfigurationError(.signal, error.description)
+    }
+    /// The play/pause schedule is out of range.
+    public static func schedule(_ error: PlayScheduleError) -> KeepAliveConfigurationError {
+        KeepAliveConfigurationError(.schedule, error.description)
+    }
+    /// An output's own ceiling is above the configuration's: the global ceiling stays a ceiling.
+    public static func outputCeilingAboveCeiling(device: String, ceiling: Level, limit: Level) -> KeepAliveConfigurationError {
+        KeepAliveConfigurationError(
+            .outputCeilingAboveCeiling,
+            "output '\(device)': its ceiling \(ceiling.linear) is above the configuration's ceiling \(limit.linear); an output may only lower it",
+            device: device, level: ceiling, limit: limit)
+    }
+    /// An output's volume is above its ceiling.
+    public static func outputVolumeAboveCeiling(device: String, volume: Level, ceiling: Level) -> KeepAliveConfigurationError {
+        KeepAliveConfigurationError(
+            .outputVolumeAboveCeiling, "output '\(device)': volume \(volume.linear) is above its ceiling \(ceiling.linear)",
+            device: device, level: volume, limit: ceiling)
     }
 }

@@ -190,8 +190,8 @@ public final class KeepAliveManager: Sendable {
     /// reconfiguration that drops and re-adds the output.
     ///
     /// ```swift
-    /// manager.pause(.linger, output: "pulse")   // nothing else played there: let the sink sleep
-    /// manager.resume(.linger, output: "pulse")  // another stream plays: keep it awake again
+    /// manager.pause(.call, output: "hdmi:CARD=PCH,DEV=0")   // a call on the headset: the TV sleeps
+    /// manager.resume(.call, output: "hdmi:CARD=PCH,DEV=0")  // it ended: keep the TV awake again
     /// ```
     public func pause(_ reason: PauseReason, output device: String) {
         setPause(reason, on: device, holding: true)
@@ -200,7 +200,7 @@ public final class KeepAliveManager: Sendable {
     /// Ends a ``pause(_:output:)`` for `reason` on `device`. Idempotent.
     ///
     /// ```swift
-    /// manager.resume(.linger, output: "pulse")
+    /// manager.resume(.call, output: "hdmi:CARD=PCH,DEV=0")   // `.call`: see ``PauseReason``
     /// ```
     public func resume(_ reason: PauseReason, output device: String) {
         setPause(reason, on: device, holding: false)

@@ -1,32 +1,55 @@
 /// Why outputs are held closed on purpose: the caller asked for a pause, nothing failed.
 ///
 /// Several reasons can hold at once (a locked session that then sleeps); an output plays again
-/// only when every reason that holds it has been resumed. Declared from the strongest to the
-/// weakest: a state shows the strongest reason that holds.
+/// only when every reason that holds it has been resumed. A state shows the strongest reason that
+/// holds: reasons sort from the strongest (``strength``, highest first) to the weakest.
 ///
 /// ```swift
 /// manager.pause(.locked)            // the session locked: let the speakers sleep
 /// manager.state                     // .paused(.locked)
 /// manager.resume(.locked)           // unlocked: every output opens again at once
 /// ```
-public enum PauseReason: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
+///
+/// A struct, not an enumeration, so that a program can hold outputs for reasons of its own and
+/// the library can add reasons without breaking anyone's `switch`. Declare yours once, with a
+/// name for logs and a strength that places it among the library's (``sleep`` 300, ``locked``
+/// 200, ``idle`` 100):
+///
+/// ```swift
+/// extension PauseReason {
+///     /// A call is on: the speakers stay quiet until it ends.
+///     static let call = PauseReason(name: "call", strength: 250)
+/// }
+///
+/// manager.pause(.call, output: "pulse")
+/// manager.resume(.call, output: "pulse")
+/// ```
+public struct PauseReason: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The name used in logs, events and a daemon's status: `sleep`, `locked`, `idle`, or a
+    /// program's own. One name names one reason.
+    public let name: String
+
+    /// How strong the reason is: a state shows the strongest reason that holds an output.
+    public let strength: Int
+
+    /// A reason of the program's own, with the name logs show and the strength that ranks it.
+    public init(name: String, strength: Int) {
+        self.name = name
+        self.strength = strength
+    }
+
     /// The system is about to sleep: a device must not be written while it suspends.
-    case sleep
-    /// A player on the same machine has the output's card device: the keepalived daemon lends
-    /// it through its `keepalived:` ALSA PCM, and takes it back once the player closes it.
-    case lent
+    public static let sleep = PauseReason(name: "sleep", strength: 300)
     /// The user's session is locked.
-    case locked
+    public static let locked = PauseReason(name: "locked", strength: 200)
     /// The user's session has been idle for a while.
-    case idle
-    /// Nothing else has played on the output's sink for a while: keeping it awake no longer helps.
-    case linger
+    public static let idle = PauseReason(name: "idle", strength: 100)
 
-    /// The name used in logs and the CLI: `sleep`, `lent`, `locked`, `idle`, `linger`.
-    public var description: String { rawValue }
+    /// The reason's ``name``.
+    public var description: String { name }
 
-    /// Stronger reasons sort first.
+    /// Stronger reasons sort first; reasons of one strength by name.
     public static func < (lhs: PauseReason, rhs: PauseReason) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        lhs.strength != rhs.strength ? lhs.strength > rhs.strength : lhs.name < rhs.name
     }
 }

@@ -9,30 +9,44 @@ import Glibc
 ///     }
 /// }
 /// ```
-public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+///
+/// A struct, not an enumeration: ALSA and the sound servers will show new ways to fail, and a new
+/// reason must not break a program's `switch` (match the reasons you handle, then `default`).
+public struct InterruptionReason: Sendable, Hashable, CustomStringConvertible {
+    private enum Kind: String, Sendable, Hashable {
+        case underrun, suspended, unplugged, busy, stalled, unknown
+        case serverGone = "server-gone"
+        case noDevice = "no-device"
+        case permissionDenied = "permission-denied"
+    }
+
+    private let kind: Kind
+
+    private init(_ kind: Kind) { self.kind = kind }
+
     /// The device ran dry (`-EPIPE`), e.g. after the process was stopped or starved.
-    case underrun
+    public static let underrun = InterruptionReason(.underrun)
     /// The system slept (`-ESTRPIPE`).
-    case suspended
+    public static let suspended = InterruptionReason(.suspended)
     /// The sound server under a plug-in device went away (`-EIO`, `-ENOTCONN`, `-EBADFD`, hang-up).
-    case serverGone = "server-gone"
+    public static let serverGone = InterruptionReason(.serverGone)
     /// The device was unplugged (`-ENODEV`).
-    case unplugged
+    public static let unplugged = InterruptionReason(.unplugged)
     /// Another program holds the device exclusively (`-EBUSY`).
-    case busy
+    public static let busy = InterruptionReason(.busy)
     /// The device does not exist (yet), or cannot play yet (an HDMI output with no display).
-    case noDevice = "no-device"
+    public static let noDevice = InterruptionReason(.noDevice)
     /// The device stopped consuming audio without reporting an error.
-    case stalled
-    /// Anything else; the error text is in the event and the status.
+    public static let stalled = InterruptionReason(.stalled)
     /// The device's nodes exist but this process may not open them (`-EACCES`, or a card that
     /// alsa-lib cannot see for want of permission): the user is not in the `audio` group, the
     /// unit lacks `SupplementaryGroups=audio`, or udev's sound rules are missing.
-    case permissionDenied = "permission-denied"
-    case unknown
+    public static let permissionDenied = InterruptionReason(.permissionDenied)
+    /// Anything else; the error text is in the event and the status.
+    public static let unknown = InterruptionReason(.unknown)
 
     /// The name used in logs and the CLI: `underrun`, `server-gone`, `no-device`, ….
-    public var description: String { rawValue }
+    public var description: String { kind.rawValue }
 
     /// How much the reason says about the cause. A fault seen on the stream (an underrun, a
     /// suspend, a stall) says less than what reopening then learns (the server is gone, the
@@ -40,7 +54,7 @@ public enum InterruptionReason: String, Sendable, Hashable, CaseIterable, Custom
     /// reported under its most telling reason: a stall whose reopen is refused because PipeWire
     /// is down is `server-gone`.
     var specificity: Int {
-        switch self {
+        switch kind {
         case .unknown: 0
         case .underrun, .suspended, .stalled: 1
         case .serverGone, .unplugged, .busy, .noDevice, .permissionDenied: 2

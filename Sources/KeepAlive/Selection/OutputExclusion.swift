@@ -54,16 +54,31 @@ public struct OutputExclusion: Sendable, Hashable, CustomStringConvertible {
 /// ```swift
 /// do { _ = try OutputExclusion("") } catch { print(error) }  // an empty pattern would exclude nothing
 /// ```
-public enum OutputExclusionError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The pattern is empty or only white space.
-    case empty
-    /// The pattern holds a NUL byte, which no name can.
-    case nulByte(String)
+///
+/// A struct with a ``code``, not an enumeration, so that a new rule breaks no program's `switch`.
+public struct OutputExclusionError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Which rule the pattern breaks; match it with `==` or in a `switch` with a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as `empty`.
+        public let description: String
+        private init(_ name: String) { description = name }
 
-    public var description: String {
-        switch self {
-        case .empty: "an empty pattern would exclude nothing"
-        case .nulByte: "a pattern cannot hold a NUL byte"
-        }
+        /// The pattern is empty or only white space.
+        public static let empty = Code("empty")
+        /// The pattern holds a NUL byte, which no name can.
+        public static let nulByte = Code("nulByte")
+    }
+
+    /// Which rule the pattern breaks.
+    public let code: Code
+    /// What is wrong, in words a command-line tool can print as is.
+    public let description: String
+
+    /// The pattern is empty or only white space.
+    public static let empty = OutputExclusionError(code: .empty, description: "an empty pattern would exclude nothing")
+
+    /// The pattern (given) holds a NUL byte, which no name can.
+    public static func nulByte(_ pattern: String) -> OutputExclusionError {
+        OutputExclusionError(code: .nulByte, description: "a pattern cannot hold a NUL byte")
     }
 }

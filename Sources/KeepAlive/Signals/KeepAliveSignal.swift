@@ -237,40 +237,73 @@ public enum KeepAliveSignal: Sendable, Hashable, CustomStringConvertible {
 /// do { _ = try KeepAliveSignal(parsing: "hum") } catch { print(error) }
 /// // unknown signal 'hum': use one of clip, zero, fluctuate[:PER_SECOND], sine[:HZ], white, pink, brown, open-only
 /// ```
-public enum KeepAliveSignalError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The word names no signal.
-    case unknownSignal(String)
-    /// The text after `:` is not a number (with an optional `Hz`).
-    case notAFrequency(String)
-    /// A frequency was given to a signal that takes none (`white:3`).
-    case frequencyNotAccepted(signal: String, text: String)
-    /// The frequency or pulse rate is not finite, not positive, or above 192 kHz.
-    case frequencyOutOfRange(signal: String, frequency: Double)
-    /// A sine at or above half the device's rate would alias.
-    case frequencyNotBelowNyquist(frequency: Double, sampleRate: Int)
-    /// More pulses per second than the device has frames.
-    case pulsesAboveSampleRate(perSecond: Double, sampleRate: Int)
+///
+/// A struct with a ``code``, not an enumeration, so that a new signal's rules break no program's
+/// `switch`.
+public struct KeepAliveSignalError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Which rule the signal breaks; match it with `==` or in a `switch` with a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as `unknownSignal`.
+        public let description: String
+        private init(_ name: String) { description = name }
 
+        /// The word names no signal.
+        public static let unknownSignal = Code("unknownSignal")
+        /// The text after `:` is not a number (with an optional `Hz`).
+        public static let notAFrequency = Code("notAFrequency")
+        /// A frequency was given to a signal that takes none (`white:3`).
+        public static let frequencyNotAccepted = Code("frequencyNotAccepted")
+        /// The frequency or pulse rate is not finite, not positive, or above 192 kHz.
+        public static let frequencyOutOfRange = Code("frequencyOutOfRange")
+        /// A sine at or above half the device's rate would alias.
+        public static let frequencyNotBelowNyquist = Code("frequencyNotBelowNyquist")
+        /// More pulses per second than the device has frames.
+        public static let pulsesAboveSampleRate = Code("pulsesAboveSampleRate")
+    }
+
+    /// Which rule the signal breaks.
+    public let code: Code
     /// What is wrong, in words a command-line tool can print as is.
     ///
     /// ```swift
     /// print(KeepAliveSignalError.notAFrequency("loud"))  // 'loud' is not a frequency: use a number of Hz like 440 or 0.5
     /// ```
-    public var description: String {
-        switch self {
-        case .unknownSignal(let word):
-            "unknown signal '\(word)': use one of clip, zero, fluctuate[:PER_SECOND], sine[:HZ], white, pink, brown, open-only"
-        case .notAFrequency(let text):
-            "'\(text)' is not a frequency: use a number of Hz like 440 or 0.5"
-        case .frequencyNotAccepted(let signal, let text):
-            "signal '\(signal)' takes no frequency (got '\(text)'); only sine and fluctuate do"
-        case .frequencyOutOfRange(let signal, let frequency):
-            "\(signal) frequency \(KeepAliveSignal.format(frequency)) is out of range: it must be above 0 and at most 192000 Hz"
-        case .frequencyNotBelowNyquist(let frequency, let sampleRate):
-            "a sine of \(KeepAliveSignal.format(frequency)) Hz cannot be played at \(sampleRate) Hz: it must be below half the rate (\(KeepAliveSignal.format(Double(sampleRate) / 2)) Hz)"
-        case .pulsesAboveSampleRate(let perSecond, let sampleRate):
-            "\(KeepAliveSignal.format(perSecond)) pulses per second cannot be played at \(sampleRate) Hz: at most one per frame"
-        }
+    public let description: String
+
+    /// The word names no signal.
+    public static func unknownSignal(_ word: String) -> KeepAliveSignalError {
+        KeepAliveSignalError(code: .unknownSignal, description: "unknown signal '\(word)': use one of clip, zero, fluctuate[:PER_SECOND], sine[:HZ], white, pink, brown, open-only")
+    }
+
+    /// The text after `:` is not a number (with an optional `Hz`).
+    public static func notAFrequency(_ text: String) -> KeepAliveSignalError {
+        KeepAliveSignalError(code: .notAFrequency, description: "'\(text)' is not a frequency: use a number of Hz like 440 or 0.5")
+    }
+
+    /// A frequency was given to a signal that takes none (`white:3`).
+    public static func frequencyNotAccepted(signal: String, text: String) -> KeepAliveSignalError {
+        KeepAliveSignalError(code: .frequencyNotAccepted, description: "signal '\(signal)' takes no frequency (got '\(text)'); only sine and fluctuate do")
+    }
+
+    /// The frequency or pulse rate is not finite, not positive, or above 192 kHz.
+    public static func frequencyOutOfRange(signal: String, frequency: Double) -> KeepAliveSignalError {
+        KeepAliveSignalError(
+            code: .frequencyOutOfRange,
+            description: "\(signal) frequency \(KeepAliveSignal.format(frequency)) is out of range: it must be above 0 and at most 192000 Hz")
+    }
+
+    /// A sine at or above half the device's rate would alias.
+    public static func frequencyNotBelowNyquist(frequency: Double, sampleRate: Int) -> KeepAliveSignalError {
+        KeepAliveSignalError(
+            code: .frequencyNotBelowNyquist,
+            description: "a sine of \(KeepAliveSignal.format(frequency)) Hz cannot be played at \(sampleRate) Hz: it must be below half the rate (\(KeepAliveSignal.format(Double(sampleRate) / 2)) Hz)")
+    }
+
+    /// More pulses per second than the device has frames.
+    public static func pulsesAboveSampleRate(perSecond: Double, sampleRate: Int) -> KeepAliveSignalError {
+        KeepAliveSignalError(
+            code: .pulsesAboveSampleRate,
+            description: "\(KeepAliveSignal.format(perSecond)) pulses per second cannot be played at \(sampleRate) Hz: at most one per frame")
     }
 }
 

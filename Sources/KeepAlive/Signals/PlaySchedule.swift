@@ -96,25 +96,44 @@ public struct PlaySchedule: Sendable, Hashable, CustomStringConvertible {
 /// do { try PlaySchedule(playFor: .zero, pauseFor: .seconds(1)).validate() } catch { print(error) }
 /// // play duration 0.0 seconds is out of range: it must be above 0 and at most a day
 /// ```
-public enum PlayScheduleError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The sound span is not positive or longer than a day.
-    case playOutOfRange(Duration)
-    /// The silence span is not positive or longer than a day.
-    case pauseOutOfRange(Duration)
-    /// The fade is negative, or fade-in and fade-out together do not fit in the sound span.
-    case fadeTooLong(fade: Duration, playFor: Duration)
+///
+/// A struct with a ``code``, not an enumeration, so that a new rule breaks no program's `switch`.
+public struct PlayScheduleError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Which rule the schedule breaks; match it with `==` or in a `switch` with a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as `playOutOfRange`.
+        public let description: String
+        private init(_ name: String) { description = name }
 
+        /// The sound span is not positive or longer than a day.
+        public static let playOutOfRange = Code("playOutOfRange")
+        /// The silence span is not positive or longer than a day.
+        public static let pauseOutOfRange = Code("pauseOutOfRange")
+        /// The fade is negative, or fade-in and fade-out together do not fit in the sound span.
+        public static let fadeTooLong = Code("fadeTooLong")
+    }
+
+    /// Which rule the schedule breaks.
+    public let code: Code
     /// The broken rule, in words a command-line tool can print as is.
     ///
     /// ```swift
     /// print(PlayScheduleError.playOutOfRange(.zero))
     /// ```
-    public var description: String {
-        switch self {
-        case .playOutOfRange(let duration): "play duration \(duration) is out of range: it must be above 0 and at most a day"
-        case .pauseOutOfRange(let duration): "pause duration \(duration) is out of range: it must be above 0 and at most a day"
-        case .fadeTooLong(let fade, let playFor):
-            "fade of \(fade) does not fit twice (in and out) in the play duration of \(playFor), or is negative"
-        }
+    public let description: String
+
+    /// The sound span is not positive or longer than a day.
+    public static func playOutOfRange(_ duration: Duration) -> PlayScheduleError {
+        PlayScheduleError(code: .playOutOfRange, description: "play duration \(duration) is out of range: it must be above 0 and at most a day")
+    }
+
+    /// The silence span is not positive or longer than a day.
+    public static func pauseOutOfRange(_ duration: Duration) -> PlayScheduleError {
+        PlayScheduleError(code: .pauseOutOfRange, description: "pause duration \(duration) is out of range: it must be above 0 and at most a day")
+    }
+
+    /// The fade is negative, or fade-in and fade-out together do not fit in the sound span.
+    public static func fadeTooLong(fade: Duration, playFor: Duration) -> PlayScheduleError {
+        PlayScheduleError(code: .fadeTooLong, description: "fade of \(fade) does not fit twice (in and out) in the play duration of \(playFor), or is negative")
     }
 }

@@ -325,22 +325,28 @@ package final class SoundServerConnection: @unchecked Sendable {
     }
 }
 
-/// What follows the sound server on the process's ``SoundServerConnection`` (the daemon's sink
-/// and `--linger` watchers, each sink stream's rate follower): told when it is ready, what the
-/// server shows after each event (one ``ServerListing`` for all), and when it went away. Every
-/// call comes with the connection's lock held.
-package protocol SoundServerUser: AnyObject {
-    /// The facilities whose events it hears of (`CPULSE_WATCH_*` or'ed): what is listed.
-    var facilities: UInt32 { get }
-    /// How soon a lost or refused connection is tried again while this user is there: the first
-    /// step of a backoff that doubles to ``SoundServerConnection/longestRetry``.
-    var firstRetry: Duration { get }
-    /// The connection is ready (again, after a loss), subscribed to every user's facilities; a
-    /// listing follows.
+/// What hears the sound server: told when it is ready, what it shows after each event (one
+/// ``ServerListing`` for all), and when it went away. A ``SoundServerUser`` of the process's
+/// ``SoundServerConnection`` hears it from the connection; the daemon's watchers hear it from their
+/// one user, which passes every call on. Every call comes with the connection's lock held.
+package protocol SoundServerListener: AnyObject {
+    /// The connection is ready (again, after a loss, or already when the listener came), and
+    /// subscribed to every user's facilities; a listing follows.
     func connectionReady()
     /// The server as one listing found it, after each event of the users' facilities, after each
     /// ready connection, and after a ``SoundServerConnection/list()``.
     func serverListed(_ view: SoundServerView)
     /// An attempt failed or the connection was lost, in libpulse's words; once per loss.
     func connectionLost(_ error: String)
+}
+
+/// A user of the process's ``SoundServerConnection`` (the daemon's watchers, together; each sink
+/// stream's rate follower): a ``SoundServerListener`` that says which events it needs and how soon
+/// a lost connection is tried again for it.
+package protocol SoundServerUser: SoundServerListener {
+    /// The facilities whose events it hears of (`CPULSE_WATCH_*` or'ed): what is listed.
+    var facilities: UInt32 { get }
+    /// How soon a lost or refused connection is tried again while this user is there: the first
+    /// step of a backoff that doubles to ``SoundServerConnection/longestRetry``.
+    var firstRetry: Duration { get }
 }

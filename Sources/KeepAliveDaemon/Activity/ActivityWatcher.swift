@@ -13,7 +13,7 @@ import Logging
 /// watcher.follow(["pulse:DEVICE=tv": "tv", "default": nil])   // on the main loop, after each change
 /// watcher.stop()
 /// ```
-final class ActivityWatcher: ServerListingWatcher, Sendable {
+final class ActivityWatcher: SoundServerListener, Sendable {
     let activity: BoxActivity
     let logger: Logger
     /// The outputs followed: each with its sink's name, nil for the default sink. Written by the
@@ -59,7 +59,7 @@ final class ActivityWatcher: ServerListingWatcher, Sendable {
         activity.streamsChanged([:])
     }
 
-    func serverAnswered() {}
+    func connectionReady() {}
 
     func serverListed(_ view: SoundServerView) {
         let outputs = followed.withLock { $0 }
@@ -73,7 +73,7 @@ final class ActivityWatcher: ServerListingWatcher, Sendable {
         activity.streamsChanged(players)
     }
 
-    func serverLost(_ error: String) {
+    func connectionLost(_ error: String) {
         // What plays there cannot be seen now: nothing is known to play.
         activity.streamsChanged([:])
     }

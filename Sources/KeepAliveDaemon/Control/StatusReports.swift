@@ -12,7 +12,7 @@ extension OutputReport {
             format: output.format?.deviceFormatName, rate: output.format?.sampleRate,
             channels: output.format?.channels, bufferFrames: output.format?.bufferFrames,
             periodFrames: output.format?.periodFrames, volume: output.volume.linear, ceiling: ceiling.linear,
-            framesPlayed: output.framesPlayed, recoveriesByReason: Dictionary(uniqueKeysWithValues: output.recoveries.map { ($0.key.rawValue, $0.value) }),
+            framesPlayed: output.framesPlayed, recoveriesByReason: Dictionary(uniqueKeysWithValues: output.recoveries.map { ($0.key.description, $0.value) }),
             lastError: output.lastError, signal: signal)
         hardware = output.hardware?.pcm
     }
@@ -22,8 +22,8 @@ extension KeepAliveState {
     /// The reason the wire carries beside the state's name: an interruption's, or what holds a
     /// paused output (`sleeping` needs none).
     var wireReason: String? {
-        if let reason { return reason.rawValue }
-        if let pause = pauseReason, pause != .sleep { return pause.rawValue }
+        if let reason { return reason.description }
+        if let pause = pauseReason, pause != .sleep { return pause.name }
         return nil
     }
 }

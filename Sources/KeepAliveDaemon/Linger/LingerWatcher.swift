@@ -29,7 +29,7 @@ import Glibc
 /// Concurrency: its timers and machines are touched only on the sound server connection's thread or
 /// with its loop locked (``SoundServerConnection/preconditionLocked(_:file:line:)``); what other
 /// threads read is behind ``Locked``: so `@unchecked Sendable`.
-final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
+final class LingerWatcher: SoundServerListener, @unchecked Sendable {
     let duration: Duration
     let manager: KeepAliveManager
     let logger: Logger
@@ -133,14 +133,14 @@ final class LingerWatcher: ServerListingWatcher, @unchecked Sendable {
         Unmanaged<LingerWatcher>.fromOpaque(userdata!).takeUnretainedValue()
     }
 
-    // MARK: - ServerListingWatcher, on the listing's thread
+    // MARK: - SoundServerListener, on the listing's thread
 
-    func serverAnswered() {
+    func connectionReady() {
         if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
         warnedUnreachable = false
     }
 
-    func serverLost(_ error: String) {
+    func connectionLost(_ error: String) {
         if !warnedUnreachable {
             warnedUnreachable = true
             logger.warning("--linger: cannot watch the sound server (\(error)): keeping \(outputs.joined(separator: ", ")) awake; retrying")

@@ -180,16 +180,16 @@ extension PlaybackOptions {
     /// The library's rule, with the options that set the values it names: the library knows
     /// levels, not flags.
     static func describe(_ error: KeepAliveConfigurationError) -> String {
-        switch error {
-        case .volumeAboveCeiling(let volume, let ceiling):
+        switch (error.code, error.level, error.limit) {
+        case (.volumeAboveCeiling, let volume?, let ceiling?):
             "--volume \(volume.linear) is above the ceiling (--max-level) \(ceiling.linear); raise --max-level if you mean it"
-        case .outputCeilingAboveCeiling(let device, let ceiling, let limit):
-            "--output '\(device)': its max level \(ceiling.linear) is above the global max level \(limit.linear); an output may only lower it"
-        case .outputVolumeAboveCeiling(let device, let volume, let ceiling):
-            "--output '\(device)': volume \(volume.linear) is above its ceiling (max level) \(ceiling.linear)"
-        case .bufferOutOfRange, .periodsOutOfRange:
+        case (.outputCeilingAboveCeiling, let ceiling?, let limit?):
+            "--output '\(error.device ?? "")': its max level \(ceiling.linear) is above the global max level \(limit.linear); an output may only lower it"
+        case (.outputVolumeAboveCeiling, let volume?, let ceiling?):
+            "--output '\(error.device ?? "")': volume \(volume.linear) is above its ceiling (max level) \(ceiling.linear)"
+        case (.bufferOutOfRange, _, _), (.periodsOutOfRange, _, _):
             "--buffer: \(error)"
-        case .invalidRetryPolicy:
+        case (.invalidRetryPolicy, _, _):
             "--retry-max: \(error)"
         default:
             "\(error)"

@@ -97,7 +97,7 @@ struct SoundOptions: ParsableArguments {
             if let clipBase64 { return try Clip(base64: clipBase64) }
             return nil
         } catch {
-            switch error {
+            switch error.code {
             case .unreadableFile, .fileTooLarge:
                 throw CleanExit.failure("clip: \(error)", code: SysExit.noInput)
             default:

@@ -91,8 +91,8 @@ final class LogindFollower: @unchecked Sendable {
         case .update(let pause, let resume, let timer):
             // New holds before released ones: an output held for one reason or the other never
             // opens in between.
-            for reason in PauseReason.allCases where pause.contains(reason) { manager.pause(reason) }
-            for reason in PauseReason.allCases where resume.contains(reason) { manager.resume(reason) }
+            for reason in pause.sorted() { manager.pause(reason) }
+            for reason in resume.sorted() { manager.resume(reason) }
             switch timer {
             case .unchanged: break
             case .arm(let delay): idleTimer.arm(after: delay)

@@ -17,10 +17,10 @@ import Logging
 /// there, nor take a lock that code holding the loop's lock waits for.
 ///
 /// ```swift
-/// final class Printer: ServerListingWatcher {
-///     func serverAnswered() {}
+/// final class Printer: SoundServerListener {
+///     func connectionReady() {}
 ///     func serverListed(_ view: SoundServerView) { print(view.sinks.map(\.name)) }
-///     func serverLost(_ error: String) { print("lost: \(error)") }
+///     func connectionLost(_ error: String) { print("lost: \(error)") }
 /// }
 /// let printer = Printer()
 /// let listing = try ServerWatchers.shared(logger: Logger(label: "example"))
@@ -44,7 +44,7 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     private let membership = Locked<Void>((), order: .serverWatchers)
 
     // With the loop's lock held or on its thread (in a callback).
-    private var watchers: [any ServerListingWatcher] = []
+    private var watchers: [any SoundServerListener] = []
     /// Listings heard since the first watcher joined: the debug line's count.
     private var listings = 0
 
@@ -77,7 +77,7 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     /// Adds `watcher` (joining the process's connection, and starting its thread, if it is the
     /// first); false when the thread cannot start. `before` runs first on the locked loop (a
     /// timer of the watcher's). A server that answers already is said at once, then listed.
-    func join(_ watcher: any ServerListingWatcher, before: () -> Void = {}) -> Bool {
+    func join(_ watcher: any SoundServerListener, before: () -> Void = {}) -> Bool {
         membership.withLock { _ in
             if watchers(contain: watcher) { return true }
             let first = self.connection == nil
@@ -93,7 +93,7 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
             if first {
                 connection.add(self)
             } else if connection.isReady {
-                watcher.serverAnswered()
+                watcher.connectionReady()
                 connection.list()
             }
             return true
@@ -103,7 +103,7 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     /// Removes `watcher`: nothing reaches it afterwards. `after` runs on the locked loop once it
     /// is gone (to free its timers). The last to leave lets go of the connection (a listing under
     /// way is forgotten).
-    func leave(_ watcher: any ServerListingWatcher, after: () -> Void = {}) {
+    func leave(_ watcher: any SoundServerListener, after: () -> Void = {}) {
         membership.withLock { _ in
             guard let connection = self.connection, watchers(contain: watcher) else { return }
             connection.lock()
@@ -118,7 +118,7 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
         }
     }
 
-    private func watchers(contain watcher: any ServerListingWatcher) -> Bool {
+    private func watchers(contain watcher: any SoundServerListener) -> Bool {
         guard let connection = self.connection else { return false }
         connection.lock()
         defer { connection.unlock() }
@@ -172,10 +172,10 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     /// Whether the connection is ready now. On the loop's thread or with the loop locked.
     var isReady: Bool { connection?.isReady ?? false }
 
-    // MARK: - SoundServerUser, with the loop locked
+    // MARK: - SoundServerUser, with the loop locked: passed on to every watcher
 
     func connectionReady() {
-        for watcher in watchers { watcher.serverAnswered() }
+        for watcher in watchers { watcher.connectionReady() }
     }
 
     func serverListed(_ view: SoundServerView) {
@@ -186,26 +186,6 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     }
 
     func connectionLost(_ error: String) {
-        for watcher in watchers { watcher.serverLost(error) }
+        for watcher in watchers { watcher.connectionLost(error) }
     }
-}
-
-/// What a watcher of the ``ServerWatchers`` hears: on the connection's thread, its loop locked.
-///
-/// ```swift
-/// final class Counter: ServerListingWatcher {
-///     var sinks = 0
-///     func serverAnswered() {}
-///     func serverListed(_ view: SoundServerView) { sinks = view.sinks.count }
-///     func serverLost(_ error: String) { sinks = 0 }
-/// }
-/// ```
-protocol ServerListingWatcher: AnyObject {
-    /// The server answers (again, after a loss, or already when the watcher joined); a listing
-    /// follows.
-    func serverAnswered()
-    /// The server as one listing found it, after every event (and after each answer).
-    func serverListed(_ view: SoundServerView)
-    /// An attempt failed or the connection was lost, in libpulse's words; once per loss.
-    func serverLost(_ error: String)
 }

@@ -26,7 +26,7 @@ import Glibc
 /// Concurrency: its mutable state is touched on the sound server connection's thread or with its
 /// loop locked; what other threads read (`reachability`, `formerServerCards`, the sinks kept) is
 /// behind ``Locked``: so `@unchecked Sendable`.
-final class SinkWatcher: ServerListingWatcher, @unchecked Sendable {
+final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     let logger: Logger
     /// Rung when the server's view changed in a way a selection sees, or it came or went.
     let doorbell = Doorbell()
@@ -116,11 +116,11 @@ final class SinkWatcher: ServerListingWatcher, @unchecked Sendable {
         return .connected(view)
     }
 
-    // MARK: - ServerListingWatcher, on the listing's thread
+    // MARK: - SoundServerListener, on the listing's thread
 
-    func serverAnswered() {}
+    func connectionReady() {}
 
-    func serverLost(_ lost: String) {
+    func connectionLost(_ lost: String) {
         let pipewire = PipeWireWithoutPulse.socket()
         let error = PipeWireWithoutPulse.explain(lost, socket: pipewire)
         if case .connected(let view) = reachability {

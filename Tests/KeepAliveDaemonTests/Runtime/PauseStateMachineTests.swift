@@ -12,6 +12,12 @@ struct PauseStateMachineTests {
         .update(pause: pause, resume: resume, timer: timer)
     }
 
+    @Test("the daemon's reasons rank among the library's as status has always shown them")
+    func reasonOrder() {
+        #expect([PauseReason.linger, .idle, .lent, .locked, .sleep].sorted() == [.sleep, .lent, .locked, .idle, .linger])
+        #expect([PauseReason.lent, .linger].map(\.name) == ["lent", "linger"])
+    }
+
     @Test("sleep closes first and then releases the lock; resume takes a new lock before playing")
     func sleep() {
         var machine = Machine(policy: .init())

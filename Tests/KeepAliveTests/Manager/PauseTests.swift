@@ -94,9 +94,18 @@ struct PauseTests {
         manager.stop()
     }
 
-    @Test("reasons sort strongest first")
+    @Test("reasons sort strongest first, a program's own among the library's by strength")
     func order() {
-        #expect(PauseReason.allCases.sorted() == [.sleep, .lent, .locked, .idle, .linger])
+        #expect([PauseReason.idle, .linger, .sleep, .locked].sorted() == [.sleep, .locked, .idle, .linger])
         #expect(Set([PauseReason.idle, .locked]).min() == .locked)
+        #expect(PauseReason(name: "call", strength: 250) < .locked)
+        #expect(PauseReason(name: "a", strength: 7) < PauseReason(name: "b", strength: 7), "one strength: by name")
+        #expect(PauseReason.sleep.description == "sleep")
     }
+}
+
+extension PauseReason {
+    /// A reason of a program's own, declared as an embedder declares one (the daemon's
+    /// `--linger` has one of this name).
+    static let linger = PauseReason(name: "linger", strength: 50)
 }
