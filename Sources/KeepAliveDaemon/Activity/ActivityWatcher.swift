@@ -62,15 +62,21 @@ final class ActivityWatcher: SoundServerListener, Sendable {
     func connectionReady() {}
 
     func serverListed(_ view: SoundServerView) {
-        let outputs = followed.withLock { $0 }
+        activity.streamsChanged(Self.players(in: view, followed: followed.withLock { $0 }))
+    }
+
+    /// Who plays real audio on each followed output's sink (`followed`: output → its sink's name,
+    /// nil for the default sink): the first stream there that is not corked, not this process's
+    /// and not another keepalived's. Outputs with none, or whose sink is not listed, are left out.
+    static func players(in view: SoundServerView, followed: [String: String?]) -> [String: BoxActivity.Player] {
         var players: [String: BoxActivity.Player] = [:]
-        for (output, named) in outputs {
+        for (output, named) in followed {
             guard let sinkName = named ?? view.defaultSink, let sink = view.sinks.first(where: { $0.name == sinkName }) else { continue }
             let others = view.streams.filter { $0.sink == sink.index && !$0.isOwn && !$0.isAnotherKeepalived && !$0.isCorked }
             guard let first = others.first else { continue }
             players[output] = BoxActivity.Player(program: first.application.isEmpty ? "?" : first.application, sink: sink.name)
         }
-        activity.streamsChanged(players)
+        return players
     }
 
     func connectionLost(_ error: String) {
