@@ -148,10 +148,13 @@ final class DeviceReservations: @unchecked Sendable {
         bus = bus.flatMap { sd_bus_flush_close_unref($0) }
     }
 
-    /// The card a reservation's bus name is for (`…Audio1` → 1).
+    /// The card a reservation's bus name is for (`…Audio1` → 1): decimal digits only, as the
+    /// protocol names cards (`Int` alone would take `…Audio-1` and `…Audio+1`, both valid bus names).
     static func card(ofName name: String) -> Int? {
         guard name.hasPrefix(namePrefix) else { return nil }
-        return Int(name.dropFirst(namePrefix.count))
+        let number = name.utf8.dropFirst(namePrefix.utf8.count)
+        guard !number.isEmpty, number.count <= 9, number.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        return Int(String(decoding: number, as: UTF8.self))
     }
 
     // MARK: - The main loop
