@@ -1,0 +1,119 @@
+import Foundation
+import KeepAlive
+import Logging
+import Testing
+import _KeepalivedControlProtocol
+
+@testable import KeepAliveDaemon
+
+/// ``PlayerLoans`` with a real manager (its outputs open through the real alsa-lib) and the
+/// kernel's view of the card device written by the test into a `/proc` of its own: a player's
+/// release closes keepalived's output there, its play and its close are seen, and the device comes
+/// back once it is free. (The decisions themselves are LoanStateMachineTests'; a real player on a
+/// real card, through the `keepalived:` PCM, is PlayerReleaseTests' and the VM's.)
+@Suite("Player loans: a release, the player's use and the take-back", .serialized)
+struct PlayerLoansTests {
+    static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    static let card = HardwareDevice(card: 0, device: 0)
+
+    let proc = NSTemporaryDirectory() + "loans-proc-\(UUID().uuidString)"
+    let mainLoop = ThreadOwner.claimed("the test's thread")
+
+    /// A manager playing `null` and waiting for `hw:0,0` (no card here), its scanner, the loans.
+    func parts() throws -> (manager: KeepAliveManager, loans: PlayerLoans) {
+        let scanner = OutputScanner(logger: Self.logger)
+        var configuration = KeepAliveConfiguration(devices: ["hw:0,0", "null"])
+        configuration.defaults.retry = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
+        scanner.use(configuration, choice: OutputChoice())
+        let manager = try KeepAliveManager(configuration: scanner.planned(), logger: Self.logger)
+        scanner.attach(manager)
+        manager.start()
+        return (manager, try PlayerLoans(manager: manager, scanner: scanner, logger: Self.logger, proc: proc))
+    }
+
+    /// The kernel's status of the card device's substream: open by `pid` in `format`, or closed.
+    func substream(openBy pid: Int32?, format: String = "S24_3LE", rate: Int = 96000) throws {
+        let directory = proc + Self.card.procDirectory + "/sub0"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let status = pid.map { "state: RUNNING\nowner_pid   : \($0)\ntrigger_time: 1.0\n" } ?? "closed\n"
+        let hwParams = pid == nil ? "closed\n" : "access: RW_INTERLEAVED\nformat: \(format)\nsubformat: STD\nchannels: 2\nrate: \(rate) (\(rate)/1)\n"
+        try status.write(toFile: directory + "/status", atomically: true, encoding: .utf8)
+        try hwParams.write(toFile: directory + "/hw_params", atomically: true, encoding: .utf8)
+    }
+
+    func state(of output: String, in manager: KeepAliveManager) -> KeepAliveState? {
+        manager.outputs.first { $0.device == output }?.state
+    }
+
+    /// Looks at the lent devices (as the main loop does on the loans' timer) until `done`, within
+    /// a bounded deadline.
+    func process(_ loans: PlayerLoans, until done: () -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !done(), ContinuousClock.now < deadline {
+            loans.process(on: mainLoop)
+            usleep(5000)
+        }
+        return done()
+    }
+
+    @Test("a release closes the output on its card device only, the player's play is seen with its format, and its close gives the device back in that format")
+    func releasePlayClose() throws {
+        defer { try? FileManager.default.removeItem(atPath: proc) }
+        let (manager, loans) = try parts()
+        defer { manager.stop() }
+        try substream(openBy: nil)
+
+        let reply = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
+        #expect(reply.ok && reply.released == ["hw:0,0"], "\(reply)")
+        #expect(state(of: "hw:0,0", in: manager) == .paused(.lent))
+        #expect(state(of: "null", in: manager)?.pauseReason == nil, "the other output plays on")
+        #expect(loans.reports.map(\.state) == ["lent"])
+        #expect(loans.reports.first?.program == "mpd")
+
+        let again = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
+        #expect(again.ok && again.released == [], "lent already: nothing more to close")
+
+        try substream(openBy: getpid())
+        #expect(process(loans) { loans.reports.first?.state == "playing" }, "\(loans.reports)")
+        #expect(loans.reports.first?.format == "S24_3LE" && loans.reports.first?.rate == 96000)
+        #expect(state(of: "hw:0,0", in: manager) == .paused(.lent), "held while the player plays")
+
+        try substream(openBy: nil)
+        #expect(process(loans) { loans.reports.isEmpty }, "taken back after the player's close: \(loans.reports)")
+        #expect(state(of: "hw:0,0", in: manager)?.pauseReason == nil, "the output is no longer held")
+        let format = manager.configuration.outputSettings["hw:0,0"]?.deviceFormat
+        #expect(format == DeviceFormat(sampleFormat: nil, rate: 96000, channels: 2), "reopened in the player's rate and channels: \(String(describing: format))")
+    }
+
+    @Test("a player that is gone gives the device back at the next look")
+    func playerGone() throws {
+        defer { try? FileManager.default.removeItem(atPath: proc) }
+        let (manager, loans) = try parts()
+        defer { manager.stop() }
+        try substream(openBy: nil)
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/true")
+        try child.run()
+        child.waitUntilExit()
+
+        let reply = loans.release(ReleaseRequest(card: 0, device: 0, program: "gone"), pid: child.processIdentifier, arrived: .now) { false }
+        #expect(reply.released == ["hw:0,0"])
+        #expect(process(loans) { loans.reports.isEmpty }, "\(loans.reports)")
+        #expect(state(of: "hw:0,0", in: manager)?.pauseReason == nil)
+    }
+
+    @Test("a release the player stopped waiting for is not applied; one for a device keepalived does not play on closes nothing")
+    func notApplied() throws {
+        defer { try? FileManager.default.removeItem(atPath: proc) }
+        let (manager, loans) = try parts()
+        defer { manager.stop() }
+        let late = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { true }
+        #expect(!late.ok && late.error == "the player stopped waiting")
+        #expect(state(of: "hw:0,0", in: manager)?.pauseReason == nil)
+        #expect(loans.reports.isEmpty)
+
+        let elsewhere = loans.release(ReleaseRequest(card: 3, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
+        #expect(elsewhere.ok && elsewhere.released == [])
+        #expect(manager.outputs.allSatisfy { $0.state.pauseReason == nil })
+    }
+}
