@@ -151,7 +151,7 @@ public final class KeepAliveManager: Sendable {
     ///
     /// ```swift
     /// var louder = manager.configuration
-    /// louder.volume = try Level(parsing: "-34dB")
+    /// louder.defaults.volume = try Level(parsing: "-34dB")
     /// let outcome = try manager.reconfigure(louder)  // updated in place default
     /// ```
     /// - Throws: ``KeepAliveConfigurationError`` when the new configuration breaks a rule; the
