@@ -6,7 +6,7 @@ import Glibc
 /// the output will play (a streaming buffer, or a ring the signal tiles exactly).
 ///
 /// ```swift
-/// let negotiation = try HardwareNegotiation(pcm: pcm, format: .s16, rate: 48000, channels: 2)
+/// let negotiation = try HardwareNegotiation(pcm: handle, format: .s16, rate: 48000, channels: 2)
 /// let format = try negotiation.commitStreaming(bufferMicroseconds: 2_000_000, periods: 2)
 /// ```
 ///

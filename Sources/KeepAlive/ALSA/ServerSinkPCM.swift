@@ -20,7 +20,7 @@ import Glibc
 ///
 /// ```swift
 /// guard let pcm = try ServerSinkPCM.open(sink: "alsa_output.pci-0000_00_1f.3.hdmi-stereo") else {
-///     // no libpulse: open "pulse:DEVICE=…" through the plug-in instead
+///     return   // no libpulse: open "pulse:DEVICE=…" through the plug-in instead
 /// }
 /// ```
 ///

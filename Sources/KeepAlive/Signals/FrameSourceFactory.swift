@@ -21,8 +21,8 @@ import Glibc
 /// `ceiling` is refused by ``KeepAliveConfiguration/validate()`` before this point.
 ///
 /// ```swift
-/// let source = try makeFrameSource(signal: .pink, clip: configuration.clip, format: format,
-///                                  volume: configuration.volume, ceiling: configuration.ceiling,
+/// let source = try makeFrameSource(signal: .pink, clip: output.clip, format: format,
+///                                  volume: output.volume, ceiling: output.ceiling,
 ///                                  schedule: nil, seed: 1)
 /// ```
 /// - Throws: ``KeepAliveSignalError`` when the signal cannot be played at the device's rate (a

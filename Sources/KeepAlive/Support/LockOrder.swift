@@ -23,8 +23,8 @@ import Glibc
 /// through `SerialCalls`, off the loop's thread).
 ///
 /// ```swift
-/// let loans = Locked(Loans(), order: .playerLoans)
-/// let activity = Locked(Activity(), order: .boxActivity)
+/// let loans = Locked([HardwareDevice: Int](), order: .playerLoans)
+/// let activity = Locked([String: String](), order: .boxActivity)
 /// loans.withLock { _ in activity.withLock { _ in } }   // in order
 /// // activity.withLock { _ in loans.withLock { _ in } } would stop a debug build
 /// ```

@@ -22,8 +22,9 @@ package struct ThreadStartError: Error, Equatable, Sendable, CustomStringConvert
 /// joined at all.
 ///
 /// ```swift
-/// let thread = try startThread(named: "keepalive-play") { loop.run() }
-/// stopSignal.raise()
+/// let stopped = Doorbell()
+/// let thread = try startThread(named: "keepalive-play") { _ = stopped.wait(.seconds(60)) }   // a playback thread's wait
+/// stopped.ring()
 /// thread.join()
 /// ```
 package struct JoinableThread: ~Copyable, Sendable {
@@ -45,7 +46,7 @@ package struct JoinableThread: ~Copyable, Sendable {
 /// Linux keeps 15 bytes of `name`.
 ///
 /// ```swift
-/// let thread = try startThread(named: "keepalive-ctl") { server.serve() }
+/// let thread = try startThread(named: "keepalive-ctl") { serve() }
 /// // … once serve() was told to return:
 /// thread.join()
 /// ```

@@ -31,7 +31,7 @@ import Glibc
 /// ```swift
 /// let activity = try BoxActivity(settings: settings, logger: logger)
 /// activity.loansChanged(["hw:CARD=0,DEV=0": .init(program: "mpd", card: 0, device: 0)])
-/// activity.timerFired()   // on the main loop, when `timer.descriptor` is readable
+/// activity.timerFired(on: runtime.mainLoop)   // on the main loop, when `timer.descriptor` is readable
 /// ```
 final class BoxActivity: Sendable {
     /// What the options ask for.

@@ -13,7 +13,7 @@ import Logging
 /// with `--cec` taken away on a reload it closes the adapter and sleeps.
 ///
 /// ```swift
-/// let follower = CECFollower(settings: try options.cec.settings, logger: logger)
+/// let follower = CECFollower(settings: try options.playback.cec.settings, logger: logger)
 /// follower.boxChanged(active: true)    // from BoxActivity, under its lock: queued
 /// follower.report?.lastMessage         // "4→5 System Audio Mode Request (2.0.0.0)"
 /// follower.stop()

@@ -12,6 +12,7 @@
 /// ```swift
 /// var machine = LingerStateMachine(duration: .seconds(600))
 /// machine.start(at: .now)                    // .armTimer(now + 600 s)
+/// let view = LingerView(streams: [.init(sink: 0, isCorked: false, isOwn: false)], sinks: [0], defaultSink: 0)
 /// machine.serverChanged(view, at: .now)      // .cancelTimer while another stream plays
 /// machine.timerFired(at: .now)               // .pause once nothing else played for 600 s
 /// ```

@@ -7,7 +7,7 @@ import KeepAlive
 ///
 /// ```swift
 /// let dac = try SoundOptions.parse(["--signal", "sine", "--frequency", "30", "--volume", "-50dB"])
-/// let settings = try dac.settings(over: configuration)   // signal sine:30, volume -50 dB
+/// let settings = try dac.settings(over: configuration.defaults)   // signal sine:30, volume -50 dB
 /// ```
 struct SoundOptions: ParsableArguments {
     @Option(help: ArgumentHelp(

@@ -12,7 +12,7 @@ enum Bus: String {
     /// session bus).
     ///
     /// ```swift
-    /// guard let bus = Bus.system.open(toFollow: "logind", logger: logger) else { return nil }
+    /// guard let bus = Bus.system.open(toFollow: "logind", logger: logger) else { return }   // not followed
     /// ```
     func open(toFollow what: String, logger: Logger) -> OpaquePointer? {
         var bus: OpaquePointer?

@@ -6,7 +6,7 @@ import Logging
 /// daemon's main thread; its two descriptors (the bus and the idle timer) join the one `poll`.
 ///
 /// ```swift
-/// let follower = try LogindFollower(manager: manager, policy: try options.session.policy, logger: logger)
+/// let follower = try LogindFollower(manager: manager, policy: try options.playback.session.policy, logger: logger)
 /// // in the poll loop, after every wakeup:
 /// follower.process(idleTimerFired: fds[6].revents != 0)
 /// ```

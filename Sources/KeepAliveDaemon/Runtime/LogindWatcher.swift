@@ -14,7 +14,7 @@ import Glibc
 ///
 /// ```swift
 /// if let logind = LogindWatcher.open(logger: logger) {
-///     for event in logind.process() { … }
+///     for event in logind.process() { print(event) }
 /// }
 /// ```
 final class LogindWatcher {

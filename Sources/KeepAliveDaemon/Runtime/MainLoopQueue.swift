@@ -14,7 +14,7 @@ import Glibc
 /// // The control socket's thread:
 /// let reply = queue.reload(trigger: "control socket")
 /// // The main loop, once `queue.descriptor` polled readable:
-/// for request in queue.take() { request.fulfil(reloader.reload(trigger: request.trigger)) }
+/// for request in queue.take() { request.fulfil(reloader.reload(trigger: request.trigger, on: runtime.mainLoop)) }
 /// ```
 final class MainLoopQueue: Sendable {
     /// How long the control socket waits for its reload: a reload may wait for the sound

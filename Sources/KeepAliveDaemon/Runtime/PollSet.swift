@@ -6,7 +6,7 @@ import Glibc
 /// ```swift
 /// var set = PollSet()
 /// set.watch(.signals, signals.descriptor)
-/// if try set.wait(timeout: -1), set.isReady(.signals) { … }
+/// if try set.wait(timeout: -1), set.isReady(.signals) { /* read the signals */ }
 /// ```
 struct PollSet {
     private(set) var descriptors = [pollfd](repeating: pollfd(fd: -1, events: 0, revents: 0), count: Wakeup.allCases.count)

@@ -4,10 +4,12 @@
 /// CLOCK_MONOTONIC readings (``LogindWatcher/monotonicNow()``).
 ///
 /// ```swift
+/// let now = LogindWatcher.monotonicNow()
 /// var backoff = ReconnectBackoff(connectedAt: now)
 /// backoff.lost(at: now)                      // the bus went away
+/// let later = LogindWatcher.monotonicNow()
 /// if backoff.isDue(at: later) {
-///     if let bus = open() { backoff.connected(at: later) } else { backoff.failed(at: later) }
+///     if let bus = Bus.system.open(toFollow: "logind", logger: logger) { backoff.connected(at: later) } else { backoff.failed(at: later) }
 /// }
 /// ```
 struct ReconnectBackoff: Equatable {

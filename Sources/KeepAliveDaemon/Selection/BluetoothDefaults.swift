@@ -12,7 +12,7 @@ import KeepAlive
 /// and the link stays up between them, writing digital silence.
 ///
 /// ```swift
-/// let settings = BluetoothDefaults.settings(under: configuration.outputSettings[pcm], ceiling: configuration.defaults.ceiling)
+/// let settings = BluetoothDefaults.settings(under: configuration.outputSettings["bluealsa"], ceiling: configuration.defaults.ceiling)
 /// settings.signal   // .sine(frequency: 30), unless the user chose one
 /// ```
 enum BluetoothDefaults {

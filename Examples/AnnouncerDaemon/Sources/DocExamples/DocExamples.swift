@@ -30,6 +30,12 @@ struct Counter: Sendable { func increment(_ reason: InterruptionReason) {} }
 let recoveries = Counter()
 func notifyWatchdog() {}
 
+// Sources/KeepAlive/Manager/PauseReason.swift:18
+extension PauseReason {
+    /// A call is on: the speakers stay quiet until it ends.
+    static let call = PauseReason(name: "call", strength: 250)
+}
+
 // Sources/KeepAlive/ALSA/HardwareDevice.swift:5
 func example1() async throws {
     let device = HardwareDevice(card: 0, device: 3)
@@ -537,12 +543,6 @@ func example70() async throws {
     manager.pause(.locked)            // the session locked: let the speakers sleep
     manager.state                     // .paused(.locked)
     manager.resume(.locked)           // unlocked: every output opens again at once
-}
-
-// Sources/KeepAlive/Manager/PauseReason.swift:18
-extension PauseReason {
-    /// A call is on: the speakers stay quiet until it ends.
-    static let call = PauseReason(name: "call", strength: 250)
 }
 
 // Sources/KeepAlive/Manager/PauseReason.swift:18
