@@ -378,7 +378,7 @@ extension InternalDocExamples {
         logger.info("released", metadata: ["ms": "\(took.wholeMilliseconds)"])
     }
 
-    // Sources/KeepAlive/Support/LockOrder.swift:25
+    // Sources/KeepAlive/Support/LockOrder.swift:23
     static func example47() async throws {
         let loans = Locked([HardwareDevice: Int](), order: .playerLoans)
         let activity = Locked([String: String](), order: .boxActivity)
@@ -518,10 +518,10 @@ extension InternalDocExamples {
     // Sources/KeepAliveDaemon/Linger/LingerController.swift:9
     static func example66() async throws {
         let linger = LingerController(plan: plan, manager: manager, logger: logger)
-        linger.start()
-        linger.apply(newPlan)   // on reload; nil turns --linger off
-        linger.follow(manager.configuration.devices)   // after a rescan
-        linger.stop()
+        linger.start(on: runtime.mainLoop)
+        linger.apply(newPlan, on: runtime.mainLoop)   // on reload; nil turns --linger off
+        linger.follow(manager.configuration.devices, on: runtime.mainLoop)   // after a rescan
+        linger.stop(on: runtime.mainLoop)
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerPlan.swift:8

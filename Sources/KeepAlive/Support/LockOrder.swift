@@ -9,8 +9,6 @@ import Glibc
 /// nestings the design needs:
 /// - a player's loan (``playerLoans``) tells the box's activity (``boxActivity``), which
 ///   feeds its tracker (``activityTracker``);
-/// - `--linger`'s controller (``lingerController``) swaps its watcher, which joins or leaves the
-///   sound server and resumes outputs through the manager;
 /// - the manager's lifecycle (``managerLifecycle``) decides (``manager``) and updates an
 ///   output's record (``outputRecord``), and both publish events to their subscribers
 ///   (``eventSubscribers``);
@@ -41,9 +39,6 @@ package struct LockOrder: Sendable, Comparable, CustomStringConvertible {
     package static let playerLoans = LockOrder(10, "the player loans")
     package static let boxActivity = LockOrder(20, "the box's activity")
     package static let activityTracker = LockOrder(30, "the activity tracker")
-    /// `--linger`'s controller: held while it swaps, starts or stops its watcher, which joins or
-    /// leaves the sound server (``serverWatchers``) and resumes outputs (``managerLifecycle``).
-    package static let lingerController = LockOrder(33, "the --linger controller")
     /// The manager's lifecycle: held across a start, stop or reconfiguration (it starts and
     /// joins playback threads), so that those run one at a time.
     package static let managerLifecycle = LockOrder(35, "the manager's lifecycle")
@@ -61,7 +56,7 @@ package struct LockOrder: Sendable, Comparable, CustomStringConvertible {
     package static let leaf = LockOrder(1000, "a leaf lock")
 
     static let all: [LockOrder] = [
-        .playerLoans, .boxActivity, .activityTracker, .lingerController, .managerLifecycle, .manager, .outputRecord, .eventSubscribers,
+        .playerLoans, .boxActivity, .activityTracker, .managerLifecycle, .manager, .outputRecord, .eventSubscribers,
         .serverWatchers, .soundServerRegistry, .leaf,
     ]
 

@@ -134,7 +134,7 @@ final class DaemonRuntime: @unchecked Sendable {
         }
         if let interval = notifier?.watchdogInterval { watchdog.arm(after: interval, every: interval) }
         manager.start()
-        linger?.start()
+        linger?.start(on: mainLoop)
         // Outputs a selection found before the first change: the scanner looked once at start.
         notifier?.update()
         // A server that asks for a card keepalived holds gets it closed before the answer.
@@ -252,7 +252,7 @@ final class DaemonRuntime: @unchecked Sendable {
             loop.reservedFor = devices
         }
         if let linger, devices != loop.lingeredFor {
-            linger.follow(devices)
+            linger.follow(devices, on: mainLoop)
             loop.lingeredFor = devices
         }
         if devices != loop.activityFor {
@@ -278,7 +278,7 @@ final class DaemonRuntime: @unchecked Sendable {
         reloads.close(failing: MainLoopQueue.stopping)
         notifier?.stopping()
         activityWatcher.stop()
-        linger?.stop()
+        linger?.stop(on: mainLoop)
         manager.stop()
         control.stop()
         // Inside the units' TimeoutStopSec (15 s), with room for the rest of the stop.

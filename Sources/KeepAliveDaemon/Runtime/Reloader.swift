@@ -15,16 +15,16 @@ struct Reloader: Sendable {
     let logger: Logger
     let load: @Sendable () throws -> PlaybackOptions
     /// Checks the daemon's own settings (`--pause-when`, `--linger`, …) before anything changes,
-    /// throwing to refuse the reload, and returns how to apply them once the manager took the
-    /// configuration.
-    let prepare: @Sendable (PlaybackOptions, KeepAliveConfiguration) throws -> @Sendable () -> Void
+    /// throwing to refuse the reload, and returns how to apply them, on the main loop, once the
+    /// manager took the configuration.
+    let prepare: @Sendable (PlaybackOptions, KeepAliveConfiguration) throws -> @Sendable (_ mainLoop: ThreadOwner) -> Void
 
     /// Reads the options again and applies them: on the main loop, one at a time and in order
     /// with the rescans (``MainLoopQueue``).
     func reload(trigger: String, on mainLoop: ThreadOwner) -> ControlReply {
         mainLoop.preconditionOwned("Reloader.reload")
         let configuration: KeepAliveConfiguration
-        let apply: @Sendable () -> Void
+        let apply: @Sendable (ThreadOwner) -> Void
         let previous = (base: scanner.base, choice: scanner.choice)
         do {
             let options = try load()
@@ -42,7 +42,7 @@ struct Reloader: Sendable {
         }
         do {
             let outcome = try manager.reconfigure(configuration)
-            apply()
+            apply(mainLoop)
             logger.info("reloaded", metadata: ["trigger": "\(trigger)", "outcome": "\(outcome)"])
             return ControlReply(ok: true, changed: outcome != .unchanged)
         } catch {
@@ -64,9 +64,9 @@ extension Reloader {
             let plan = try next.lingerPlan(for: configuration)
             let power = try next.activitySettings
             let cecSettings = try next.cec.settings
-            return {
+            return { mainLoop in
                 parts.logind.policyChanged(policy)
-                parts.linger.apply(plan)
+                parts.linger.apply(plan, on: mainLoop)
                 parts.activity.apply(power)
                 parts.cec.apply(cecSettings)
             }

@@ -35,7 +35,7 @@ struct ReloaderTests {
                       prepare: (@Sendable (PlaybackOptions, KeepAliveConfiguration) throws -> Void)? = nil) -> Reloader {
             Reloader(manager: manager, scanner: scanner, logger: ReloaderTests.logger, load: load) { [self] options, configuration in
                 try prepare?(options, configuration)
-                return { self.applied.withLock { $0 += 1 } }
+                return { _ in self.applied.withLock { $0 += 1 } }
             }
         }
     }

@@ -8,7 +8,6 @@ struct LockOrderTests {
         #expect(LockOrder.all == LockOrder.all.sorted(), "LockOrder.all lists the locks outermost first")
         #expect(Set(LockOrder.all.map(\.rank)).count == LockOrder.all.count, "two locks of one rank")
         #expect(LockOrder.playerLoans < .boxActivity && LockOrder.boxActivity < .activityTracker)
-        #expect(LockOrder.lingerController < .managerLifecycle && LockOrder.lingerController < .serverWatchers)
         #expect(LockOrder.managerLifecycle < .manager && LockOrder.manager < .outputRecord && LockOrder.outputRecord < .eventSubscribers)
         #expect(LockOrder.serverWatchers < .soundServerRegistry)
         #expect(LockOrder.all.last == .leaf, "a leaf comes after every lock that nests")
