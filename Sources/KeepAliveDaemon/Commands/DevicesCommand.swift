@@ -166,39 +166,76 @@ package struct DevicesCommand: ParsableCommand {
 
     func makeListing() -> Listing {
         let hints = ALSADevice.playbackDevices()
-        let names = Set(hints.map(\.name))
         let status: DaemonStatus? = if case .success(let reply) = ControlClient.send("status", to: socket.paths, timeout: .milliseconds(500)) { reply.status } else { nil }
         // The patterns given here, then the running daemon's: what it leaves out is shown too.
         var exclusions = self.exclusions
         for pattern in status?.exclude ?? [] where !exclusions.contains(where: { $0.pattern == pattern }) {
             if let exclusion = try? OutputExclusion(pattern) { exclusions.append(exclusion) }
         }
-        let excluded = OutputSelection.excluded(hints, by: exclusions)
         let server = Self.askServer()
         var offer = OutputOffer(hints: hints, server: server, cardIndices: OutputScanner.cardIndices(hints))
         offer.mixing = MixingProbes().mixing(for: hints) { OutputPlanner.cardRefusal($0, in: offer) == nil }
+        let survey = Survey(hints: hints, offer: offer, exclusions: exclusions, exclusive: exclusive, status: status)
         let choice = OutputChoice(selection: .all, bluetooth: true, exclusions: exclusions, allowExclusive: exclusive)
-        let playing = { (output: OutputReport) in
-            "\(output.state)\(output.reason.map { " (\($0))" } ?? "")\(output.mode.map { ", \($0)" } ?? "")"
-        }
         let sinks = (server.view?.sinks ?? []).map { sink in
             let verdict = OutputPlanner.verdict(for: sink, choice: choice)
             return Block(
                 Sink(name: sink.name, description: sink.description, card: sink.alsaCard, kind: sink.kind.rawValue, virtual: sink.isVirtual,
                      state: sink.state.rawValue, isDefault: sink.name == server.view?.defaultSink, opens: sink.pcm),
                 Selections(pickedBy: verdict.pickedBy, notPickedBecause: verdict.notPickedBecause,
-                           playing: status?.outputs.first { $0.device == sink.pcm }.map(playing)))
+                           playing: status?.outputs.first { $0.device == sink.pcm }.map(Self.playing)))
         }
         let soundServer = switch server {
         case .connected(let view): view.server
         case .unreachable(let why): "none answers (\(why))"
         case .unknown: "none answered within 2 s"
         }
-        let picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: exclusive, excluding: exclusions, mixing: offer.mixing))) }
-        let exclusivePicks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: true, mixing: offer.mixing))) }
+        let outputs = CardDevice.playbackDevices().map(survey.block(for:))
+        var configured: [Configured] = []
+        var pcms: [PCM] = []
+        for hint in hints {
+            let role = Self.role(of: hint.name)
+            pcms.append(PCM(name: hint.name, description: hint.description, role: role))
+            guard role == "configured" else { continue }
+            configured.append(Configured(
+                name: hint.name, description: hint.description, digital: hint.isDigital,
+                pickedBy: survey.picks.filter { $0.1.contains(hint.name) }.map { "--\($0.0)" }, excludedBy: survey.excluded.names[hint.name]?.pattern))
+        }
+        return Listing(soundServer: soundServer, sinks: sinks, outputs: outputs, configured: configured, pcms: verbose ? pcms : nil)
+    }
 
-        var outputs: [Block<Output>] = []
-        for device in CardDevice.playbackDevices() {
+    /// What a running keepalived does on an output: `playing, stream`, `waiting (busy)`.
+    static func playing(_ output: OutputReport) -> String {
+        "\(output.state)\(output.reason.map { " (\($0))" } ?? "")\(output.mode.map { ", \($0)" } ?? "")"
+    }
+
+    /// What a listing's card devices are judged by, read once: ALSA's hints, what each selection
+    /// picks from them (with the options given, and with `--exclusive`), the exclusions, and the
+    /// running daemon's status.
+    struct Survey {
+        let hints: [ALSADevice]
+        let names: Set<String>
+        let offer: OutputOffer
+        let excluded: (cards: [String: OutputExclusion], names: [String: OutputExclusion])
+        let picks: [(OutputSelection, Set<String>)]
+        let exclusivePicks: [(OutputSelection, Set<String>)]
+        let exclusive: Bool
+        let status: DaemonStatus?
+
+        init(hints: [ALSADevice], offer: OutputOffer, exclusions: [OutputExclusion], exclusive: Bool, status: DaemonStatus?) {
+            self.hints = hints
+            names = Set(hints.map(\.name))
+            self.offer = offer
+            excluded = OutputSelection.excluded(hints, by: exclusions)
+            picks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: exclusive, excluding: exclusions, mixing: offer.mixing))) }
+            exclusivePicks = OutputSelection.allCases.map { ($0, Set($0.pick(from: hints, allowExclusive: true, mixing: offer.mixing))) }
+            self.exclusive = exclusive
+            self.status = status
+        }
+
+        /// One card device's block: what keepalived opens there, and which selections pick it
+        /// or why not.
+        func block(for device: CardDevice) -> Block<Output> {
             let key = "\(device.cardID),\(device.device)"
             let mixing = offer.mixing[key]
             let shared = device.pcm("dmix")
@@ -210,7 +247,7 @@ package struct DevicesCommand: ParsableCommand {
             let isDigital = device.kind.isDigital || mixing == .iec958Only
             var pickedBy: [String] = []
             var reasons: [String: String] = [:]
-            let exclusion = excluded.cards["\(device.cardID),\(device.device)"]
+            let exclusion = excluded.cards[key]
             let leftAlone = OutputPlanner.cardRefusal(device.pcm("hw"), in: offer)
             for (selection, picked) in picks {
                 if let leftAlone, opens != nil {
@@ -231,25 +268,13 @@ package struct DevicesCommand: ParsableCommand {
                     reasons["--\(selection)"] = "not in ALSA's device hints"
                 }
             }
-            let playingHere = status?.outputs.first { Self.names(device).contains($0.device) }.map { "\(playing($0)) as \($0.device)" }
-            outputs.append(Block(
+            let playingHere = status?.outputs.first { DevicesCommand.names(device).contains($0.device) }.map { "\(DevicesCommand.playing($0)) as \($0.device)" }
+            return Block(
                 Output(title: device.title, card: device.card, cardID: device.cardID, device: device.device, kind: device.kind.rawValue,
                        opens: opens, shared: hasShared, excludedBy: exclusion?.pattern, leftAlone: leftAlone,
                        forPlayers: device.pcm("keepalived"), hardware: mixing?.rawValue),
-                Selections(pickedBy: pickedBy, notPickedBecause: reasons, playing: playingHere)))
+                Selections(pickedBy: pickedBy, notPickedBecause: reasons, playing: playingHere))
         }
-
-        var configured: [Configured] = []
-        var pcms: [PCM] = []
-        for hint in hints {
-            let role = Self.role(of: hint.name)
-            pcms.append(PCM(name: hint.name, description: hint.description, role: role))
-            guard role == "configured" else { continue }
-            configured.append(Configured(
-                name: hint.name, description: hint.description, digital: hint.isDigital,
-                pickedBy: picks.filter { $0.1.contains(hint.name) }.map { "--\($0.0)" }, excludedBy: excluded.names[hint.name]?.pattern))
-        }
-        return Listing(soundServer: soundServer, sinks: sinks, outputs: outputs, configured: configured, pcms: verbose ? pcms : nil)
     }
 
     /// The sound server's sinks and cards, asked once (at most 2 s).
