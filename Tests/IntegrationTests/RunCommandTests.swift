@@ -45,8 +45,14 @@ extension Integration {
             #expect(samples.allSatisfy { $0 == -1 }, "found \(Set(samples).sorted().prefix(5))")
             let seconds = Double(samples.count) / 44100
             let run = runTime.secondsValue
-            #expect(seconds >= 0.75 * run, "captured \(seconds) s in a \(run) s run")
-            #expect(seconds <= run + Double(bufferFrames) / 44100, "captured \(seconds) s in a \(run) s run with a \(bufferFrames)-frame buffer")
+            let buffer = Double(bufferFrames) / 44100
+            // Paced to real time: never more than the run and one buffer ahead of it (an unpaced
+            // writer fills the file at disk speed). At least its first buffer, which a stream fills
+            // whole before it starts; how much more depends on how soon a busy machine started it,
+            // so no share of the run is bounded (stress, issue 50: 4.0 s in a 6.3 s run under
+            // ThreadSanitizer beside two busy loops, its start 2.3 s of that).
+            #expect(seconds >= buffer, "captured \(seconds) s, less than its \(buffer) s buffer, in a \(run) s run")
+            #expect(seconds <= run + buffer, "captured \(seconds) s in a \(run) s run with a \(bufferFrames)-frame buffer")
             #expect(cpu / steady < 0.05 * Sanitizer.timeScale, "used \(cpu) s of CPU in \(steady) s of playing")
         }
 
