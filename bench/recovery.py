@@ -20,6 +20,7 @@ import datetime
 import os
 import re
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -170,6 +171,68 @@ def measure(device, keepalived, fault, repeats, log_dir):
     return device_ms, reported_ms
 
 
+def measure_server_restart(keepalived, repeats, log_dir):
+    """A private PulseAudio restarted `repeats` times under `keepalived run -d pulse`: from the new
+    server's socket appearing to keepalived's stream on its sink again (listed by `pactl`, polled),
+    and keepalived's own `recovered` downtime (from the loss)."""
+    scratch = tempfile.mkdtemp(prefix="keepalived-recovery-pulse-")
+    env = bench.clean_env(XDG_RUNTIME_DIR=scratch, HOME=scratch, PULSE_SERVER=f"unix:{scratch}/pulse/native",
+                          PULSE_RUNTIME_PATH=f"{scratch}/pulse", KEEPALIVED_SOCKET=os.path.join(scratch, "k.sock"))
+    socket_path = os.path.join(scratch, "pulse", "native")
+    command = ["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--log-target=stderr",
+               "-L", "module-null-sink sink_name=keep", "-L", "module-native-protocol-unix"]
+    server_log = open(os.path.join(log_dir, "pulseaudio.log"), "w")
+
+    def start_server():
+        return subprocess.Popen(command, env=env, cwd=scratch, stdin=subprocess.DEVNULL, stdout=server_log, stderr=server_log,
+                                preexec_fn=bench._die_with_parent)
+
+    def inputs():
+        text = bench.output(["pactl", "list", "short", "sink-inputs"], env=env, timeout=2)
+        return [line for line in (text or "").splitlines() if line.strip()]
+
+    log_path = os.path.join(log_dir, "keepalived-server-gone.log")
+    server = start_server()
+    daemon = None
+    device_ms = []
+    try:
+        if not until(lambda: bench.output(["pactl", "info"], env=env, timeout=2), 15, 0.05):
+            raise RuntimeError(f"pulseaudio did not come up; log: {server_log.name}")
+        with open(log_path, "w") as log:
+            daemon = subprocess.Popen([keepalived, "run", "-d", "pulse"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      preexec_fn=bench._die_with_parent)
+        if not until(lambda: len(inputs()) == 1, 15, 0.05):
+            raise RuntimeError(f"keepalived's stream did not reach the sink; log: {log_path}")
+        for _ in range(repeats):
+            time.sleep(0.5)
+            server.terminate()
+            server.wait(timeout=10)
+            if os.path.exists(socket_path):
+                os.unlink(socket_path)
+            server = start_server()
+            if not until(lambda: os.path.exists(socket_path), 15, 0.001):
+                raise RuntimeError("the restarted pulseaudio made no socket")
+            appeared = time.monotonic()
+            if not until(lambda: len(inputs()) == 1, 15, 0.005):
+                raise RuntimeError(f"keepalived's stream did not come back; log: {log_path}")
+            device_ms.append((time.monotonic() - appeared) * 1000)
+            count = len(device_ms)
+            if not until(lambda: len(recovered_lines(log_path, "server-gone")) >= count, 10, 0.02):
+                raise RuntimeError(f"no recovered line with reason=server-gone; log: {log_path}")
+        return device_ms, recovered_lines(log_path, "server-gone")[:repeats]
+    finally:
+        for process in (daemon, server):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        server_log.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
@@ -193,7 +256,10 @@ def render(rows, info):
         "",
         "The device's downtime runs from the failing call (the stall; the device coming back, for an unplug) to the "
         "first write that went through after it. keepalived's starts at the failing call as it saw it, or at the first "
-        "refused open of a wait, which is why an unplug's is the whole time the device was gone.",
+        "refused open of a wait, which is why an unplug's is the whole time the device was gone. For the PulseAudio "
+        "restart the first column runs from the new server's socket to keepalived's stream listed on its sink (the "
+        "server's own start, and `pactl`'s, are not keepalived's); keepalived's own runs from when its playback thread "
+        "saw the stream fail, which can be up to a sleep (at most a period) after its connection saw the server go.",
         "",
     ]
     return "\n".join(lines)
@@ -204,7 +270,7 @@ def main():
     parser.add_argument("-r", "--repeats", type=int, default=20, help="faults of each kind (default 20)")
     parser.add_argument("--keepalived", metavar="PATH", default=os.environ.get("BENCH_KEEPALIVED"),
                         help="use this keepalived binary instead of building one (env BENCH_KEEPALIVED)")
-    parser.add_argument("--only", default=None, help="comma-separated reasons: " + ",".join(f[1] for f in FAULTS))
+    parser.add_argument("--only", default=None, help="comma-separated: " + ",".join(f[1] for f in FAULTS) + ",pulseaudio")
     parser.add_argument("--no-write", dest="write", action="store_false", help="print only")
     args = parser.parse_args()
     if args.repeats < 1:
@@ -212,9 +278,9 @@ def main():
     faults = FAULTS
     if args.only:
         wanted = args.only.split(",")
-        unknown = [w for w in wanted if w not in {f[1] for f in FAULTS}]
+        unknown = [w for w in wanted if w not in {f[1] for f in FAULTS} | {"pulseaudio"}]
         if unknown:
-            bench.die(f"--only: no fault named {', '.join(unknown)}; use " + ",".join(f[1] for f in FAULTS), 64)
+            bench.die(f"--only: no fault named {', '.join(unknown)}; use " + ",".join(f[1] for f in FAULTS) + ",pulseaudio", 64)
         faults = [f for f in FAULTS if f[1] in wanted]
     keepalived = os.path.abspath(args.keepalived) if args.keepalived else bench.build_keepalived()
     started = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
@@ -228,6 +294,11 @@ def main():
             device_ms, reported_ms = measure(device, keepalived, fault, args.repeats, log_dir)
             bench.log(f"{fault[1]}: device {[round(v, 1) for v in device_ms]}, keepalived {[round(v, 1) for v in reported_ms]}")
             rows.append((fault[0], device_ms, reported_ms))
+    if not args.only or "pulseaudio" in args.only.split(","):
+        device_ms, reported_ms = measure_server_restart(keepalived, args.repeats, log_dir)
+        bench.log(f"pulseaudio restarted: stream back {[round(v, 1) for v in device_ms]}, keepalived {[round(v, 1) for v in reported_ms]}")
+        rows.append(("PulseAudio restarted under `-d pulse`, from its socket's appearance to keepalived's stream on its sink (`pactl`, polled)",
+                     device_ms, reported_ms))
     info = {"started": started, "finished": datetime.datetime.now().astimezone().strftime("%H:%M:%S"),
             "load_start": load_start, "load_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
             "machine": bench.machine(), "repeats": args.repeats, "keepalived": bench.describe_binary(keepalived),
