@@ -204,7 +204,8 @@ final class BoxActivity: Sendable {
         mainLoop.preconditionOwned("BoxActivity.timerFired")
         _ = timer.acknowledge()
         state.withLock { state in
-            carryOut(tracker.advance(), &state)
+            let activeBefore = tracker.activeOutputs
+            carryOut(tracker.advance(), activeBefore: activeBefore, &state)
             armTimer()
         }
     }
@@ -241,7 +242,8 @@ final class BoxActivity: Sendable {
         change(&state)
         let players = Self.players(state)
         for (output, player) in players { state.last[output] = player }
-        carryOut(tracker.update(players.mapValues(\.program), at: now), &state, gate: gate)
+        let activeBefore = tracker.activeOutputs
+        carryOut(tracker.update(players.mapValues(\.program), at: now), activeBefore: activeBefore, &state, gate: gate)
         armTimer()
     }
 
@@ -254,11 +256,11 @@ final class BoxActivity: Sendable {
     /// The tracker's changes, in order: the log, `keepalived events`, the hooks; and the box as
     /// a whole (`--cec`) once its first output became active or its last one idle.
     /// `gate`: the held open that waits for the `on-active` hooks, if any.
-    private func carryOut(_ changes: [OutputActivityTracker.Change], _ state: inout State, gate: PowerOnGate? = nil) {
+    /// `activeBefore`: the tracker's active outputs before the call that made `changes` (read
+    /// under the same lock, so nothing changed them in between).
+    private func carryOut(_ changes: [OutputActivityTracker.Change], activeBefore: Set<String>, _ state: inout State, gate: PowerOnGate? = nil) {
         guard !changes.isEmpty else { return }
         let activeNow = tracker.activeOutputs
-        let activeBefore = activeNow.subtracting(changes.filter { $0.kind == .active }.map(\.output))
-            .union(changes.filter { $0.kind == .idle }.map(\.output))
         for change in changes {
             let output = change.output
             let player = state.last[output] ?? Player(program: change.program)
