@@ -8,9 +8,10 @@ import KeepAlive
 /// ``reopenGrace``, in which the player may open it again (MPD closes and reopens the card between
 /// two tracks of different formats); keepalived's again after that, at once when its player is
 /// gone, or when the player never opened it within ``openWindow`` (``observed(_:_:holderAlive:at:)``).
-/// The last format a player set on the device goes back with it, also after a loan that never
-/// set one (a probe's open, a player that died before `hw_params`), so that keepalived keeps the
-/// device running as the last real audio left it.
+/// The format the loan's player set goes back with it; after a loan that never set one (a probe's
+/// open, a player that died before `hw_params`) the outputs keep the format an earlier player set
+/// (``OutputScanner``'s record of it), so that keepalived keeps the device running as the last
+/// real audio left it.
 ///
 /// ```swift
 /// var loans = LoanStateMachine()
@@ -50,9 +51,9 @@ struct LoanStateMachine: Sendable {
         case closing(Loan, returnAt: ContinuousClock.Instant)
     }
 
+    // The format a player left on a device beyond its loan is the outputs' to keep, and one
+    // record holds it: OutputScanner's (`askFor`), which a take-back's format updates.
     private var states: [HardwareDevice: State] = [:]
-    /// The last format a player set on each device, kept across loans.
-    private var lastFormats: [HardwareDevice: PlayerFormat] = [:]
 
     init() {}
 
@@ -132,8 +133,8 @@ struct LoanStateMachine: Sendable {
     /// What to do after a look at a lent device.
     enum ObservationAction: Equatable, Sendable {
         case none
-        /// The device is keepalived's again: reopen its outputs, in the last format a player set
-        /// on it (nil: none ever did).
+        /// The device is keepalived's again: reopen its outputs, in the format this loan's player
+        /// set (nil: it set none; the outputs keep the one they had).
         case takeBack(outputs: [String], format: PlayerFormat?, because: TakeBackReason)
     }
 
@@ -164,17 +165,14 @@ struct LoanStateMachine: Sendable {
                 return .none
             }
         }
-        if let format = substream.format {
-            loan.format = format
-            lastFormats[device] = format
-        }
+        if let format = substream.format { loan.format = format }
         states[device] = .playing(loan)
         return .none
     }
 
     private mutating func takeBack(_ device: HardwareDevice, _ loan: Loan, because reason: TakeBackReason) -> ObservationAction {
         states[device] = nil
-        return .takeBack(outputs: loan.outputs, format: loan.format ?? lastFormats[device], because: reason)
+        return .takeBack(outputs: loan.outputs, format: loan.format, because: reason)
     }
 
     /// The devices lent now.

@@ -160,7 +160,8 @@ final class PlayerLoans: Sendable {
         for back in returned {
             for output in back.outputs { manager.resume(.lent, output: output) }
             logger.info("took a card device back from its player", metadata: [
-                "device": "\(back.device)", "because": "\(back.reason)", "format": "\(back.format.map { "\($0)" } ?? "keepalived's own")",
+                "device": "\(back.device)", "because": "\(back.reason)",
+                "format": "\(back.format.map { "\($0)" } ?? scanner.playerFormat(on: back.device).map { "\($0), a player's before" } ?? "keepalived's own")",
                 "ms": "\((ContinuousClock.now - now).wholeMilliseconds)"])
         }
     }

@@ -163,6 +163,11 @@ final class OutputScanner: Sendable {
         return hints
     }
 
+    /// The format the outputs on `device` ask for since a player left it there; nil for their own.
+    func playerFormat(on device: HardwareDevice) -> DeviceFormat? {
+        state.withLock { $0.playerFormats[device] }
+    }
+
     /// Asks for `format` on `device` from the next plan on: the last format a player set there
     /// (``PlayerLoans``), so the outputs on it keep the device running as the player left it.
     /// Returns whether it is new (the outputs' settings then need a rescan to carry it).

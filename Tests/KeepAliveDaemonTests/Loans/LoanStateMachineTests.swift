@@ -83,14 +83,14 @@ struct LoanStateMachineTests {
         #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(1)) == .takeBack(outputs: ["hw:0,0"], format: cd, because: .playerGone))
     }
 
-    @Test("a loan that never set a format (a probe's open) goes back in the last format a player set, not keepalived's own")
+    @Test("a loan that never set a format (a probe's open) goes back with none: its outputs keep the one a player set before (OutputScanner's record)")
     func probeKeepsFormat() {
         var machine = lent()
         _ = machine.observed(device, open(cd), holderAlive: true, at: start)
         _ = machine.observed(device, closed, holderAlive: false, at: start + .seconds(1))
         #expect(machine.releaseAsked(device, by: mpd, outputs: ["hw:0,0"], at: start + .seconds(2)) == .close(["hw:0,0"]))
         #expect(machine.observed(device, open(), holderAlive: true, at: start + .seconds(2)) == .none)
-        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(3)) == .takeBack(outputs: ["hw:0,0"], format: cd, because: .playerGone))
+        #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(3)) == .takeBack(outputs: ["hw:0,0"], format: nil, because: .playerGone))
     }
 
     @Test("an output that opens on a lent device later is held with the loan's, once")

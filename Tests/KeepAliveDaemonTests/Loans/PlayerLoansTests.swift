@@ -32,11 +32,12 @@ struct PlayerLoansTests {
     }
 
     /// The kernel's status of the card device's substream: open by `pid` in `format`, or closed.
-    func substream(openBy pid: Int32?, format: String = "S24_3LE", rate: Int = 96000) throws {
+    /// `format` nil: open, but no `hw_params` set yet (a probe's open).
+    func substream(openBy pid: Int32?, format: String? = "S24_3LE", rate: Int = 96000) throws {
         let directory = proc + Self.card.procDirectory + "/sub0"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let status = pid.map { "state: RUNNING\nowner_pid   : \($0)\ntrigger_time: 1.0\n" } ?? "closed\n"
-        let hwParams = pid == nil ? "closed\n" : "access: RW_INTERLEAVED\nformat: \(format)\nsubformat: STD\nchannels: 2\nrate: \(rate) (\(rate)/1)\n"
+        let hwParams = pid == nil || format == nil ? "closed\n" : "access: RW_INTERLEAVED\nformat: \(format!)\nsubformat: STD\nchannels: 2\nrate: \(rate) (\(rate)/1)\n"
         try status.write(toFile: directory + "/status", atomically: true, encoding: .utf8)
         try hwParams.write(toFile: directory + "/hw_params", atomically: true, encoding: .utf8)
     }
@@ -83,6 +84,23 @@ struct PlayerLoansTests {
         #expect(state(of: "hw:0,0", in: manager)?.pauseReason == nil, "the output is no longer held")
         let format = manager.configuration.outputSettings["hw:0,0"]?.deviceFormat
         #expect(format == DeviceFormat(sampleFormat: nil, rate: 96000, channels: 2), "reopened in the player's rate and channels: \(String(describing: format))")
+    }
+
+    @Test("a probe's loan (opened, no format set) gives the device back with the outputs still in the last player's format")
+    func probeKeepsFormat() throws {
+        defer { try? FileManager.default.removeItem(atPath: proc) }
+        let (manager, loans) = try parts()
+        defer { manager.stop() }
+        try substream(openBy: nil)
+        for format in ["S24_3LE", nil] as [String?] {
+            #expect(loans.release(ReleaseRequest(card: 0, device: 0, program: format == nil ? "probe" : "mpd"), pid: getpid(), arrived: .now) { false }.ok)
+            try substream(openBy: getpid(), format: format)
+            #expect(process(loans) { loans.reports.first?.state == "playing" }, "\(loans.reports)")
+            try substream(openBy: nil)
+            #expect(process(loans) { loans.reports.isEmpty }, "\(loans.reports)")
+            #expect(manager.configuration.outputSettings["hw:0,0"]?.deviceFormat == DeviceFormat(sampleFormat: nil, rate: 96000, channels: 2),
+                    "after \(format == nil ? "the probe" : "the player"): \(String(describing: manager.configuration.outputSettings["hw:0,0"]?.deviceFormat))")
+        }
     }
 
     @Test("a player that is gone gives the device back at the next look")
