@@ -25,8 +25,8 @@ struct ActivityStateMachine: Sendable {
         case armTimer(ContinuousClock.Instant)
         /// Audio plays again before idle: the timer is not needed.
         case cancelTimer
-        /// Nothing played for ``idleAfter``: run `on-idle`, say so.
-        case becameIdle
+        /// Nothing played for ``idleAfter``: run `on-idle`, say so; `program` played last.
+        case becameIdle(program: String)
     }
 
     enum State: Equatable, Sendable {
@@ -72,10 +72,10 @@ struct ActivityStateMachine: Sendable {
 
     /// The timer asked for fired (or any look at the clock): idle once the silence lasted.
     mutating func timerFired(at now: ContinuousClock.Instant) -> Action {
-        guard case .quieting(_, _, let idleAt) = state else { return .none }
+        guard case .quieting(_, let program, let idleAt) = state else { return .none }
         guard now >= idleAt else { return .armTimer(idleAt) }
         state = .idle(since: now)
-        return .becameIdle
+        return .becameIdle(program: program)
     }
 
     /// What status shows: active or idle, since when, and who plays (or played last).

@@ -85,10 +85,9 @@ public final class OutputActivityTracker: Service, Sendable {
         var idleAfter: Duration
         var idleAfterByOutput: [String: Duration]
         var machines: [String: ActivityStateMachine] = [:]
-        /// Who plays now, by output: the last ``update(_:at:)``.
+        /// Who plays now, by output: the last ``update(_:at:)``. (Who played last, which an idle
+        /// change names, is each output's machine's.)
         var playing: [String: String] = [:]
-        /// Who played last, by output: what an idle change names.
-        var last: [String: String] = [:]
         /// ``run()``'s wait for a new deadline, and whether one came while it was not waiting.
         var waiter: CheckedContinuation<Void, Never>?
         var rearmed = false
@@ -138,12 +137,11 @@ public final class OutputActivityTracker: Service, Sendable {
                 if state.machines[output] == nil { state.machines[output] = ActivityStateMachine(idleAfter: state.idleAfter(for: output)) }
                 let action: ActivityStateMachine.Action
                 if let program = playing[output] {
-                    state.last[output] = program
                     action = state.machines[output]!.audioStarted(by: program, at: now)
                 } else {
                     action = state.machines[output]!.audioStopped(at: now)
                 }
-                changes += Self.changes(action, output: output, last: state.last[output], at: now)
+                changes += Self.changes(action, output: output, at: now)
             }
             return finish(&state, changes, deadlineBefore: deadline)
         }
@@ -160,7 +158,7 @@ public final class OutputActivityTracker: Service, Sendable {
             let deadline = state.nextDeadline
             var changes: [Change] = []
             for output in state.machines.keys.sorted() {
-                changes += Self.changes(state.machines[output]!.timerFired(at: now), output: output, last: state.last[output], at: now)
+                changes += Self.changes(state.machines[output]!.timerFired(at: now), output: output, at: now)
             }
             return finish(&state, changes, deadlineBefore: deadline)
         }
@@ -248,12 +246,12 @@ public final class OutputActivityTracker: Service, Sendable {
 
     // MARK: - Private
 
-    /// The change an action reports; `last`: who played there last.
-    private static func changes(_ action: ActivityStateMachine.Action, output: String, last: String?, at now: ContinuousClock.Instant) -> [Change] {
+    /// The change an action reports.
+    private static func changes(_ action: ActivityStateMachine.Action, output: String, at now: ContinuousClock.Instant) -> [Change] {
         switch action {
         case .none, .armTimer, .cancelTimer: []
         case .becameActive(let program): [Change(output: output, kind: .active, program: program, at: now)]
-        case .becameIdle: [Change(output: output, kind: .idle, program: last ?? "?", at: now)]
+        case .becameIdle(let program): [Change(output: output, kind: .idle, program: program, at: now)]
         }
     }
 

@@ -78,7 +78,7 @@ struct ActivityStateMachineTableTests: TransitionTable {
             (.startedByAnother, .to(.cancelTimer, .active(since: at(0), program: "mpv"))),
             (.stopped, .to(.none, nil)),
             (.timerEarly, .to(.armTimer(at(301)), nil)),
-            (.timerLate, .to(.becameIdle, .idle(since: at(1000)))),
+            (.timerLate, .to(.becameIdle(program: "mpd"), .idle(since: at(1000)))),
         ]),
     ])
 
@@ -111,7 +111,7 @@ struct ActivityStateMachineTableTests: TransitionTable {
         actions.append(machine.timerFired(at: Self.at(600)))
         actions.append(machine.timerFired(at: Self.at(720)))
         #expect(actions.filter { if case .becameActive = $0 { true } else { false } }.count == 1)
-        #expect(actions.filter { $0 == .becameIdle }.count == 1)
-        #expect(actions.last == .becameIdle)
+        #expect(actions.filter { if case .becameIdle = $0 { true } else { false } }.count == 1)
+        #expect(actions.last == .becameIdle(program: "mpd"))
     }
 }
