@@ -30,38 +30,38 @@ struct Counter: Sendable { func increment(_ reason: InterruptionReason) {} }
 let recoveries = Counter()
 func notifyWatchdog() {}
 
-// Sources/KeepAlive/Manager/PauseReason.swift:18
+// Sources/KeepAlive/Manager/PauseReason.swift
 extension PauseReason {
     /// A call is on: the speakers stay quiet until it ends.
     static let call = PauseReason(name: "call", strength: 250)
 }
 
-// Sources/KeepAlive/ALSA/HardwareDevice.swift:5
+// Sources/KeepAlive/ALSA/HardwareDevice.swift
 func example1() async throws {
     let device = HardwareDevice(card: 0, device: 3)
     device.pcm    // hw:CARD=0,DEV=3
 }
 
-// Sources/KeepAlive/ALSA/HardwareDevice.swift:17
+// Sources/KeepAlive/ALSA/HardwareDevice.swift
 func example2() async throws {
     let hdmi = HardwareDevice(card: 0, device: 3)
 }
 
-// Sources/KeepAlive/ALSA/OutputFormat.swift:3
+// Sources/KeepAlive/ALSA/OutputFormat.swift
 func example3() async throws {
     if let format = manager.outputs.first?.format {
         print(format)  // S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 44100 frames
     }
 }
 
-// Sources/KeepAlive/ALSA/OutputFraming.swift:8
+// Sources/KeepAlive/ALSA/OutputFraming.swift
 func example4() async throws {
     if manager.outputs.first?.format?.framing == .iec958 {
         print("the device takes IEC958 subframes; keepalived frames its signal itself")
     }
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:18
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example5() async throws {
     let activity = OutputActivityTracker(idleAfter: .seconds(600))
     Task {
@@ -74,75 +74,75 @@ func example5() async throws {
     try await activity.run()                              // until cancelled or shut down
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:50
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example6() async throws {
     let change = OutputActivityTracker.Change(output: "hw:0,0", kind: .active, program: "mpd", at: .now)
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:62
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example7() async throws {
     print(change)   // idle output=hw:0,0 program=mpd
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:78
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example8() async throws {
     if activity.activity(of: "hw:0,0").isActive { print("listening") }
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:109
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example9() async throws {
     let activity = OutputActivityTracker(idleAfter: .seconds(300), idleAfterByOutput: ["hdmi:CARD=PCH,DEV=0": .seconds(60)])
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:119
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example10() async throws {
     for await change in activity.changes where change.kind == .idle { print("\(change.output) idle") }
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:127
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example11() async throws {
     activity.update(["hw:0,0": "mpd", "pulse:DEVICE=tv": "Firefox"])
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:154
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example12() async throws {
     if let deadline = activity.nextDeadline, deadline <= .now { activity.advance() }
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:172
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example13() async throws {
     activity.setIdleAfter(.seconds(60))
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:193
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example14() async throws {
     let wait = activity.nextDeadline.map { ContinuousClock.now.duration(to: $0) }
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:200
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example15() async throws {
     let amplifierOn = !activity.activeOutputs.isEmpty
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:209
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example16() async throws {
     if case .active(let since, let program, _) = activity.activity(of: "hw:0,0") { print("\(program) since \(since)") }
 }
 
-// Sources/KeepAlive/Activity/OutputActivityTracker.swift:225
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example17() async throws {
     let group = ServiceGroup(services: [activity, KeepAliveService(manager: manager)], logger: logger)
     try await group.run()
 }
 
-// Sources/KeepAlive/Clip/Clip.swift:8
+// Sources/KeepAlive/Clip/Clip.swift
 func example18() async throws {
     let clip = try Clip(base64: Clip.embeddedBase64)   // the seed's one-sample clip
     let fromDisk = try Clip(contentsOfFile: "/usr/share/sounds/blip.wav")
     print(clip.sampleRate, clip.channels, clip.frameCount)  // 44100 1 1
 }
 
-// Sources/KeepAlive/Clip/ClipError.swift:5
+// Sources/KeepAlive/Clip/ClipError.swift
 func example19() async throws {
     do {
         _ = try Clip(base64: "not base64!")
@@ -151,7 +151,7 @@ func example19() async throws {
     }
 }
 
-// Sources/KeepAlive/Clip/ClipError.swift:16
+// Sources/KeepAlive/Clip/ClipError.swift
 func example20() async throws {
     do {
         _ = try Clip(contentsOfFile: "/etc/keepalived/clip.wav")
@@ -162,7 +162,7 @@ func example20() async throws {
     }
 }
 
-// Sources/KeepAlive/Events/KeepAliveEvent.swift:20
+// Sources/KeepAlive/Events/KeepAliveEvent.swift
 func example21() async throws {
     for await event in manager.events {
         switch event {
@@ -173,18 +173,18 @@ func example21() async throws {
     }
 }
 
-// Sources/KeepAlive/Events/KeepAliveEvent.swift:54
+// Sources/KeepAlive/Events/KeepAliveEvent.swift
 func example22() async throws {
     let hdmiEvents = manager.events.filter { $0.device == "hdmi:CARD=PCH,DEV=0" }
 }
 
-// Sources/KeepAlive/Events/KeepAliveEvent.swift:67
+// Sources/KeepAlive/Events/KeepAliveEvent.swift
 func example23() async throws {
     print(KeepAliveEvent.recovered(device: "pulse", reason: .serverGone, downtime: .milliseconds(1500)))
     // recovered device=pulse reason=server-gone downtime=1.5 seconds
 }
 
-// Sources/KeepAlive/KeepAlive.docc/GettingStarted.md:53
+// Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
 func example24() async throws {
 
     let logger = Logger(label: "my-daemon")
@@ -193,7 +193,7 @@ func example24() async throws {
     try await group.run()
 }
 
-// Sources/KeepAlive/KeepAlive.docc/GettingStarted.md:70
+// Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
 func example25() async throws {
     do {
         var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"])
@@ -205,7 +205,7 @@ func example25() async throws {
     }
 }
 
-// Sources/KeepAlive/KeepAlive.docc/GettingStarted.md:90
+// Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
 func example26() async throws {
     struct Announcer: Service {
         let keepAlive: KeepAliveManager
@@ -221,7 +221,7 @@ func example26() async throws {
     }
 }
 
-// Sources/KeepAlive/KeepAlive.docc/GettingStarted.md:120
+// Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
 func example27() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"]), logger: logger)
     let events = manager.events      // subscribe first: a stream gets the events from then on
@@ -232,7 +232,7 @@ func example27() async throws {
     observer.cancel()                // streams do not end at stop()
 }
 
-// Sources/KeepAlive/KeepAlive.docc/Interruptions.md:62
+// Sources/KeepAlive/KeepAlive.docc/Interruptions.md
 func example28() async throws {
     for await event in manager.events {
         switch event {
@@ -246,35 +246,35 @@ func example28() async throws {
     }
 }
 
-// Sources/KeepAlive/KeepAlive.docc/KeepAlive.md:34
+// Sources/KeepAlive/KeepAlive.docc/KeepAlive.md
 func example29() async throws {
     let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
     let group = ServiceGroup(services: [keepAlive, myService], gracefulShutdownSignals: [.sigterm], logger: logger)
     try await group.run()
 }
 
-// Sources/KeepAlive/KeepAlive.docc/LevelRules.md:11
+// Sources/KeepAlive/KeepAlive.docc/LevelRules.md
 func example30() async throws {
     let volume = try Level(parsing: "0.01")     // 0.01, -40 dBFS
     let same = try Level(parsing: "-40dB")      // 0.01
     let ceiling = try Level(decibels: -26)      // about 0.05
 }
 
-// Sources/KeepAlive/KeepAlive.docc/LevelRules.md:30
+// Sources/KeepAlive/KeepAlive.docc/LevelRules.md
 func example31() async throws {
     var configuration = KeepAliveConfiguration()
     configuration.defaults.volume = try Level(linear: 0.5)
     try configuration.validate()   // throws .volumeAboveCeiling(volume: 0.5, ceiling: 0.05)
 }
 
-// Sources/KeepAlive/KeepAlive.docc/LevelRules.md:75
+// Sources/KeepAlive/KeepAlive.docc/LevelRules.md
 func example32() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["file:'/tmp/x.raw',raw"]), logger: logger)
     manager.start()
     // … /tmp/x.raw fills with 16-bit samples of value -1, paced to real time.
 }
 
-// Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md:11
+// Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md
 func example33() async throws {
     let forLogs = manager.events
     let forMetrics = manager.events
@@ -291,14 +291,14 @@ func example33() async throws {
     }
 }
 
-// Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md:60
+// Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md
 func example34() async throws {
     for await event in manager.events.cancelOnGracefulShutdown() {
         logger.info("\(event)")
     }
 }
 
-// Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md:77
+// Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md
 func example35() async throws {
     let activity = OutputActivityTracker(idleAfter: .seconds(600))
     let group = ServiceGroup(services: [activity, KeepAliveService(manager: manager)], logger: logger)
@@ -315,7 +315,7 @@ func example35() async throws {
     }
 }
 
-// Sources/KeepAlive/KeepAlive.docc/SoundServerSinks.md:22
+// Sources/KeepAlive/KeepAlive.docc/SoundServerSinks.md
 func example36() async throws {
     let sink = "alsa_output.pci-0000_00_1f.3.hdmi-stereo"
     let device = "pulse:DEVICE=\(sink)"
@@ -324,25 +324,25 @@ func example36() async throws {
     let keepAlive = try KeepAliveService(configuration: configuration, logger: logger)
 }
 
-// Sources/KeepAlive/KeepAlive.docc/SoundServerSinks.md:34
+// Sources/KeepAlive/KeepAlive.docc/SoundServerSinks.md
 func example37() async throws {
     configuration.outputSettings["pulse"] = OutputSettings(bufferDuration: .seconds(8), serverSink: "@DEFAULT_SINK@")
 }
 
-// Sources/KeepAlive/Level/Level.swift:7
+// Sources/KeepAlive/Level/Level.swift
 func example38() async throws {
     let quiet = try Level(parsing: "0.01")    // 0.01
     let same = try Level(parsing: "-40dB")    // 0.01
     let ceiling = Level.defaultCeiling        // 0.05
 }
 
-// Sources/KeepAlive/Level/SampleFormat.swift:5
+// Sources/KeepAlive/Level/SampleFormat.swift
 func example39() async throws {
     let format = SampleFormat.s16
     print(format, format.bytesPerSample)  // S16_LE 2
 }
 
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift:4
+// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
 func example40() async throws {
     var configuration = KeepAliveConfiguration()
     configuration.devices = ["hdmi:CARD=PCH,DEV=0"]
@@ -350,29 +350,29 @@ func example40() async throws {
     try configuration.validate()
 }
 
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift:17
+// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
 func example41() async throws {
     configuration.defaults.signal = .fluctuate(perSecond: 50)
 }
 
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift:24
+// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
 func example42() async throws {
     configuration.outputSettings["hdmi:CARD=PCH,DEV=0"] = OutputSettings(signal: .fluctuate(perSecond: 50))
 }
 
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift:32
+// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
 func example43() async throws {
     let dac = configuration.configuration(for: "plughw:CARD=DAC")
     print(dac.signal, dac.volume)
 }
 
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift:42
+// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
 func example44() async throws {
     let configuration = KeepAliveConfiguration(devices: ["default", "hdmi:CARD=PCH,DEV=0"],
                                                defaults: OutputConfiguration(volume: try Level(parsing: "-40dB")))
 }
 
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift:82
+// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
 func example45() async throws {
     do {
         try configuration.validate()
@@ -383,7 +383,7 @@ func example45() async throws {
     }
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:10
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example46() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
     let events = manager.events   // subscribe first: a stream has the events from then on
@@ -394,59 +394,59 @@ func example46() async throws {
     observer.cancel()             // the stream does not end at stop()
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:76
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example47() async throws {
     let snapshot = manager.snapshot
     print(snapshot.state, snapshot.outputs.map(\.device), snapshot.configuration.defaults.volume)
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:90
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example48() async throws {
     if manager.isResponsive(within: .seconds(3)) { notifyWatchdog() }
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:117
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example49() async throws {
     for await event in manager.events.cancelOnGracefulShutdown() {
         if case .recovered(let device, let reason, _) = event { logger.notice("\(device) back after \(reason)") }
     }
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:152
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example50() async throws {
     var louder = manager.configuration
     louder.defaults.volume = try Level(parsing: "-34dB")
     let outcome = try manager.reconfigure(louder)  // updated in place default
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:170
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example51() async throws {
     manager.pause(.sleep)     // before the system sleeps; returns once every output is closed
     manager.resume(.sleep)    // after resume: outputs open again, unless another reason holds
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:181
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example52() async throws {
     manager.resume(.locked)
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:192
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example53() async throws {
     manager.pause(.call, output: "hdmi:CARD=PCH,DEV=0")   // a call on the headset: the TV sleeps
     manager.resume(.call, output: "hdmi:CARD=PCH,DEV=0")  // it ended: keep the TV awake again
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:202
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example54() async throws {
     manager.resume(.call, output: "hdmi:CARD=PCH,DEV=0")   // `.call`: see ``PauseReason``
 }
 
-// Sources/KeepAlive/Manager/KeepAliveManager.swift:211
+// Sources/KeepAlive/Manager/KeepAliveManager.swift
 func example55() async throws {
     if manager.pauses.contains(.sleep) { print("sleeping") }
 }
 
-// Sources/KeepAlive/Manager/KeepAliveService.swift:15
+// Sources/KeepAlive/Manager/KeepAliveService.swift
 func example56() async throws {
     let logger = Logger(label: "announcer")
     let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
@@ -454,20 +454,20 @@ func example56() async throws {
     try await group.run()
 }
 
-// Sources/KeepAlive/Manager/KeepAliveService.swift:41
+// Sources/KeepAlive/Manager/KeepAliveService.swift
 func example57() async throws {
     var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"])
     configuration.defaults.volume = try Level(parsing: "-40dB")
     let keepAlive = try KeepAliveService(configuration: configuration, logger: logger)
 }
 
-// Sources/KeepAlive/Manager/KeepAliveService.swift:65
+// Sources/KeepAlive/Manager/KeepAliveService.swift
 func example58() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(), logger: logger)
     let keepAlive = KeepAliveService(manager: manager)
 }
 
-// Sources/KeepAlive/Manager/KeepAliveSnapshot.swift:6
+// Sources/KeepAlive/Manager/KeepAliveSnapshot.swift
 func example59() async throws {
     let snapshot = manager.snapshot
     if snapshot.outputs.isEmpty {
@@ -475,7 +475,7 @@ func example59() async throws {
     }
 }
 
-// Sources/KeepAlive/Manager/KeepAliveState.swift:8
+// Sources/KeepAlive/Manager/KeepAliveState.swift
 func example60() async throws {
     switch manager.state {
     case .playing: print("awake")
@@ -484,82 +484,82 @@ func example60() async throws {
     }
 }
 
-// Sources/KeepAlive/Manager/OutputConfiguration.swift:7
+// Sources/KeepAlive/Manager/OutputConfiguration.swift
 func example61() async throws {
     var output = OutputConfiguration(signal: .sine(frequency: 30), volume: try Level(parsing: "-50dB"))
     output.bufferDuration = .seconds(4)
     try output.validate()
 }
 
-// Sources/KeepAlive/Manager/OutputConfiguration.swift:36
+// Sources/KeepAlive/Manager/OutputConfiguration.swift
 func example62() async throws {
     output.allowsRingLoop = false   // keepalived --no-ring-loop
 }
 
-// Sources/KeepAlive/Manager/OutputConfiguration.swift:57
+// Sources/KeepAlive/Manager/OutputConfiguration.swift
 func example63() async throws {
     let quiet = OutputConfiguration(volume: try Level(parsing: "-60dB"))
 }
 
-// Sources/KeepAlive/Manager/OutputConfiguration.swift:76
+// Sources/KeepAlive/Manager/OutputConfiguration.swift
 func example64() async throws {
     try OutputConfiguration(bufferDuration: .seconds(4)).validate()
 }
 
-// Sources/KeepAlive/Manager/OutputConfiguration.swift:96
+// Sources/KeepAlive/Manager/OutputConfiguration.swift
 func example65() async throws {
     let dac = defaults.applying(OutputSettings(volume: try Level(parsing: "-50dB")))
 }
 
-// Sources/KeepAlive/Manager/OutputSettings.swift:6
+// Sources/KeepAlive/Manager/OutputSettings.swift
 func example66() async throws {
     var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0", "plughw:CARD=DAC"])
     configuration.outputSettings["plughw:CARD=DAC"] = OutputSettings(signal: .sine(frequency: 30), volume: try Level(parsing: "-50dB"))
     try configuration.validate()
 }
 
-// Sources/KeepAlive/Manager/OutputSettings.swift:43
+// Sources/KeepAlive/Manager/OutputSettings.swift
 func example67() async throws {
     let sink = "alsa_output.pci-0000_00_1f.3.hdmi-stereo"
     var configuration = KeepAliveConfiguration(devices: ["pulse:DEVICE=\(sink)"])
     configuration.outputSettings["pulse:DEVICE=\(sink)"] = OutputSettings(bufferDuration: .seconds(6), serverSink: sink)
 }
 
-// Sources/KeepAlive/Manager/OutputSettings.swift:53
+// Sources/KeepAlive/Manager/OutputSettings.swift
 func example68() async throws {
     let quiet = OutputSettings(volume: try Level(parsing: "-60dB"))
     let tv = OutputSettings(bufferDuration: .seconds(6), serverSink: "alsa_output.pci-0000_00_1f.3.hdmi-stereo")
 }
 
-// Sources/KeepAlive/Manager/OutputStatus.swift:3
+// Sources/KeepAlive/Manager/OutputStatus.swift
 func example69() async throws {
     for output in manager.outputs {
         print(output.device, output.state, output.framesPlayed, output.totalRecoveries)
     }
 }
 
-// Sources/KeepAlive/Manager/PauseReason.swift:7
+// Sources/KeepAlive/Manager/PauseReason.swift
 func example70() async throws {
     manager.pause(.locked)            // the session locked: let the speakers sleep
     manager.state                     // .paused(.locked)
     manager.resume(.locked)           // unlocked: every output opens again at once
 }
 
-// Sources/KeepAlive/Manager/PauseReason.swift:18
+// Sources/KeepAlive/Manager/PauseReason.swift
 func example71() async throws {
 
     manager.pause(.call, output: "pulse")
     manager.resume(.call, output: "pulse")
 }
 
-// Sources/KeepAlive/Manager/Reconfiguration.swift:3
+// Sources/KeepAlive/Manager/Reconfiguration.swift
 func example72() async throws {
     let outcome = try manager.reconfigure(newConfiguration)
     if outcome.isUnchanged { print("nothing to do") }
     print(outcome.added, outcome.removed, outcome.updatedInPlace)
 }
 
-// Sources/KeepAlive/Playback/InterruptionReason.swift:5
+// Sources/KeepAlive/Playback/InterruptionReason.swift
 func example73() async throws {
     for await event in manager.events {
         if case .recovered(let device, let reason, let downtime) = event {
@@ -568,187 +568,187 @@ func example73() async throws {
     }
 }
 
-// Sources/KeepAlive/Playback/PlaybackMode.swift:3
+// Sources/KeepAlive/Playback/PlaybackMode.swift
 func example74() async throws {
     for output in manager.outputs where output.mode == .ringLoop {
         print("\(output.device): the hardware loops the signal; the process sleeps")
     }
 }
 
-// Sources/KeepAlive/Playback/RetryPolicy.swift:8
+// Sources/KeepAlive/Playback/RetryPolicy.swift
 func example75() async throws {
     var configuration = KeepAliveConfiguration()
     configuration.defaults.retry = RetryPolicy(maximumDelay: .seconds(5))
 }
 
-// Sources/KeepAlive/Selection/ALSADevices.swift:8
+// Sources/KeepAlive/Selection/ALSADevices.swift
 func example76() async throws {
     for device in ALSADevice.playbackDevices() where device.isDigital {
         print(device.name, device.description)  // hdmi:CARD=PCH,DEV=0  HDA Intel PCH, HDMI 0
     }
 }
 
-// Sources/KeepAlive/Selection/OutputExclusion.swift:13
+// Sources/KeepAlive/Selection/OutputExclusion.swift
 func example77() async throws {
     let exclusions = try ["*bluez*", "USB*"].map { try OutputExclusion($0) }
     let outputs = OutputSelection.all.pick(from: ALSADevice.playbackDevices(), excluding: exclusions)
 }
 
-// Sources/KeepAlive/Selection/OutputExclusion.swift:23
+// Sources/KeepAlive/Selection/OutputExclusion.swift
 func example78() async throws {
     let bluetooth = try OutputExclusion("*bluez*")
 }
 
-// Sources/KeepAlive/Selection/OutputExclusion.swift:36
+// Sources/KeepAlive/Selection/OutputExclusion.swift
 func example79() async throws {
     try OutputExclusion("USB*").matches(ALSADevice(name: "mybt", description: "USB Audio"))  // true
 }
 
-// Sources/KeepAlive/Selection/OutputExclusion.swift:54
+// Sources/KeepAlive/Selection/OutputExclusion.swift
 func example80() async throws {
     do { _ = try OutputExclusion("") } catch { print(error) }  // an empty pattern would exclude nothing
 }
 
-// Sources/KeepAlive/Selection/OutputSelection.swift:3
+// Sources/KeepAlive/Selection/OutputSelection.swift
 func example81() async throws {
     let hints = ALSADevice.playbackDevices()
     let outputs = OutputSelection.digital.pick(from: hints)  // e.g. ["dmix:CARD=PCH,DEV=3"]
     let noBluetooth = OutputSelection.all.pick(from: hints, excluding: [try OutputExclusion("*bluez*")])
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:10
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example82() async throws {
     let signal = try KeepAliveSignal(parsing: "sine:20")      // .sine(frequency: 20)
     let pulses = try KeepAliveSignal(parsing: "fluctuate")    // .fluctuate(perSecond: 50)
     print(KeepAliveSignal.pink, signal)                       // pink sine:20
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:70
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example83() async throws {
     var signal = KeepAliveSignal.default   // .clip
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:76
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example84() async throws {
     let pulses = KeepAliveSignal.fluctuate(perSecond: KeepAliveSignal.defaultPulsesPerSecond)
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:82
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example85() async throws {
     let sine = KeepAliveSignal.sine(frequency: KeepAliveSignal.defaultSineFrequency)
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:89
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example86() async throws {
     print(KeepAliveSignal.maximumFrequency)  // 192000.0
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:96
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example87() async throws {
     print(KeepAliveSignal.names.joined(separator: ", "))  // clip, zero, fluctuate, sine, white, pink, brown, open-only
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:105
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example88() async throws {
     let sine = try KeepAliveSignal(parsing: "sine:440Hz")   // .sine(frequency: 440)
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:147
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example89() async throws {
     print(KeepAliveSignal.sine(frequency: 20).name)  // sine
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:166
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example90() async throws {
     print(KeepAliveSignal.fluctuate(perSecond: 25).frequency ?? 0)  // 25.0
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:179
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example91() async throws {
     if !signal.playsFrames { /* only hold the device open */ }
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:186
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example92() async throws {
     print(KeepAliveSignal.sine(frequency: 440))  // sine:440
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:197
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example93() async throws {
     try KeepAliveSignal.sine(frequency: 440).validate()
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:211
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example94() async throws {
     try KeepAliveSignal.sine(frequency: 30_000).validate(sampleRate: 48_000)  // throws
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:236
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example95() async throws {
     do { _ = try KeepAliveSignal(parsing: "hum") } catch { print(error) }
     // unknown signal 'hum': use one of clip, zero, fluctuate[:PER_SECOND], sine[:HZ], white, pink, brown, open-only
 }
 
-// Sources/KeepAlive/Signals/KeepAliveSignal.swift:268
+// Sources/KeepAlive/Signals/KeepAliveSignal.swift
 func example96() async throws {
     print(KeepAliveSignalError.notAFrequency("loud"))  // 'loud' is not a frequency: use a number of Hz like 440 or 0.5
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:8
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example97() async throws {
     let schedule = PlaySchedule(playFor: .seconds(5), pauseFor: .seconds(55))   // fade 0.1 s
     try schedule.validate()
     print(schedule)   // play 5 s, pause 55 s, fade 0.1 s
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:16
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example98() async throws {
     var schedule = PlaySchedule(playFor: .seconds(5), pauseFor: .seconds(55))
     schedule.playFor = .seconds(2)
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:24
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example99() async throws {
     schedule.pauseFor = .seconds(30)
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:30
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example100() async throws {
     schedule.fade = .zero   // hard switch
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:37
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example101() async throws {
     let schedule = PlaySchedule(playFor: .seconds(1), pauseFor: .seconds(9), fade: PlaySchedule.defaultFade)
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:43
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example102() async throws {
     print(PlaySchedule.maximumSpan)  // 86400.0 seconds
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:50
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example103() async throws {
     let schedule = PlaySchedule(playFor: .milliseconds(500), pauseFor: .seconds(30), fade: .milliseconds(50))
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:62
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example104() async throws {
     try PlaySchedule(playFor: .seconds(1), pauseFor: .seconds(1), fade: .seconds(1)).validate()  // throws
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:74
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example105() async throws {
     print(PlaySchedule(playFor: .seconds(5), pauseFor: .seconds(55)))  // play 5 s, pause 55 s, fade 0.1 s
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:95
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example106() async throws {
     do { try PlaySchedule(playFor: .zero, pauseFor: .seconds(1)).validate() } catch { print(error) }
     // play duration 0.0 seconds is out of range: it must be above 0 and at most a day
 }
 
-// Sources/KeepAlive/Signals/PlaySchedule.swift:120
+// Sources/KeepAlive/Signals/PlaySchedule.swift
 func example107() async throws {
     print(PlayScheduleError.playOutOfRange(.zero))
 }
