@@ -43,21 +43,22 @@ final class LingerController: Sendable {
 
     func start(on mainLoop: ThreadOwner) {
         mainLoop.preconditionOwned("LingerController.start")
-        let watcher = current.withLock { current in
-            current.running = true
-            return current.watcher
-        }
-        watcher?.start()
+        setRunning(true)?.start()
     }
 
     /// Lets go of the server; the outputs stay as they are (the manager stops them next).
     func stop(on mainLoop: ThreadOwner) {
         mainLoop.preconditionOwned("LingerController.stop")
-        let watcher = current.withLock { current in
-            current.running = false
+        setRunning(false)?.stop()
+    }
+
+    /// Whether a watcher made later starts at once; returns the watcher now, to start or stop
+    /// outside the lock.
+    private func setRunning(_ running: Bool) -> LingerWatcher? {
+        current.withLock { current in
+            current.running = running
             return current.watcher
         }
-        watcher?.stop()
     }
 
     /// A reload's plan (nil: no `--linger`); nothing happens when it is the running one.
