@@ -65,21 +65,7 @@ package struct TestCommand: ParsableCommand {
 
     package func run() throws {
         calsa_silence_library_errors()
-        let options: PlaybackOptions
-        let base: KeepAliveConfiguration
-        do {
-            options = try currentOptions()
-            // Before the configuration's own check, which would blame the clip's --volume.
-            if let ceiling = options.sound.maxLevel, let refusal = TestTone.ceilingRefusal(globalCeiling: ceiling) {
-                throw CleanExit.failure(refusal, code: SysExit.usage)
-            }
-            base = try options.makeConfiguration()
-            if let refusal = TestTone.ceilingRefusal(devices: base.devices, in: base) {
-                throw CleanExit.failure(refusal, code: SysExit.usage)
-            }
-        } catch let exit as CleanExit {
-            throw exit.exit()
-        }
+        let (options, base) = try checkedOptions()
         guard yes || isatty(0) == 1 else {
             throw CleanExit.failure("keepalived test plays an audible tone and asks first; without a terminal to ask on, give --yes", code: SysExit.usage).exit()
         }
@@ -122,11 +108,34 @@ package struct TestCommand: ParsableCommand {
                 throw ExitCode.failure
             }
         }
+        try Self.soundEach(of: planned, labels: labels, logger: logger)
+    }
 
+    /// The options and the configuration they make, refused (exit 64) when a ceiling is below
+    /// the tone: checked before the configuration's own check, which would blame the clip's
+    /// `--volume`.
+    private func checkedOptions() throws -> (PlaybackOptions, KeepAliveConfiguration) {
+        do {
+            let options = try currentOptions()
+            if let ceiling = options.sound.maxLevel, let refusal = TestTone.ceilingRefusal(globalCeiling: ceiling) {
+                throw CleanExit.failure(refusal, code: SysExit.usage)
+            }
+            let base = try options.makeConfiguration()
+            if let refusal = TestTone.ceilingRefusal(devices: base.devices, in: base) {
+                throw CleanExit.failure(refusal, code: SysExit.usage)
+            }
+            return (options, base)
+        } catch let exit as CleanExit {
+            throw exit.exit()
+        }
+    }
+
+    /// Sounds the tone on each planned output in turn; throws the exit code when any failed.
+    private static func soundEach(of planned: KeepAliveConfiguration, labels: [String: String], logger: Logger) throws {
         var failures: [String] = []
         for device in planned.devices {
             writeOutput("sounding: \(device) (\(labels[device] ?? "")) … ")
-            switch Self.sound(TestTone.configuration(for: device, in: planned), logger: logger) {
+            switch sound(TestTone.configuration(for: device, in: planned), logger: logger) {
             case .success(let note):
                 printOutput("done" + (note.map { " (\($0))" } ?? ""))
             case .failure(let failure):
@@ -134,6 +143,7 @@ package struct TestCommand: ParsableCommand {
                 failures.append(device)
             }
         }
+        let count = planned.devices.count
         let code = TestTone.exitCode(sounded: count - failures.count, failed: failures.count)
         guard code == .success else {
             let which = failures.count == count ? "no output sounded" : "\(failures.count) of \(count) outputs did not sound: \(failures.joined(separator: ", "))"
