@@ -102,6 +102,18 @@ def until(predicate, timeout, step=0.005):
     return None
 
 
+def stop(process):
+    """SIGTERM, then SIGKILL after 5 s: what a benchmark leaves running spoils the next row."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def recovered_lines(log_path, reason):
     with open(log_path, errors="replace") as handle:
         text = handle.read()
@@ -166,12 +178,7 @@ def measure(device, keepalived, fault, repeats, log_dir):
                 raise RuntimeError(f"{label}: no recovered line with reason={reason}; log: {log_path}")
             reported_ms.append(recovered_lines(log_path, reason)[0])
         finally:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+            stop(daemon)
     return device_ms, reported_ms
 
 
@@ -226,13 +233,8 @@ def measure_server_restart(keepalived, repeats, log_dir):
         return device_ms, recovered_lines(log_path, "server-gone")[:repeats]
     finally:
         for process in (daemon, server):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            if process is not None:
+                stop(process)
         server_log.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
