@@ -20,9 +20,10 @@ extension Integration {
         }
 
         /// A private session bus; at `path` when given (so that one started again there is the
-        /// same bus to its clients), else at an address of its own choosing.
+        /// same bus to its clients), else at an address of its own choosing in the test's
+        /// directory (the session default, /tmp, keeps a killed bus's socket).
         func startBus(at path: String? = nil) async throws -> (ChildProcess, String) {
-            let listen = path.map { ["--address=unix:path=\($0)"] } ?? []
+            let listen = ["--address=" + (path.map { "unix:path=\($0)" } ?? "unix:dir=\(directory.path)")]
             let bus = try ChildProcess("dbus-daemon", ["--session", "--nofork", "--print-address"] + listen,
                                        environment: ["HOME": directory.path], directory: directory, label: "dbus-daemon")
             let address = try await waitFor("the session bus address", timeout: .seconds(10)) {

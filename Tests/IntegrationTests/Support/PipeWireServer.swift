@@ -77,7 +77,8 @@ final class PipeWireServer: @unchecked Sendable {
     /// exists, i.e. once a client's stream can play.
     func start() async throws {
         if bus == nil {
-            let bus = try ChildProcess("dbus-daemon", ["--session", "--nofork", "--print-address"],
+            // Its socket in the server's directory (the session default, /tmp, keeps a killed bus's).
+            let bus = try ChildProcess("dbus-daemon", ["--session", "--nofork", "--print-address", "--address=unix:dir=\(directory.path)"],
                                        environment: environment, directory: directory, label: "dbus-daemon")
             self.bus = bus
             busAddress = try await waitFor("the session bus address", timeout: .seconds(10)) {

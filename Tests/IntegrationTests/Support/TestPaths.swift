@@ -26,11 +26,35 @@ enum TestPaths {
     /// The `keepalived` binary under test.
     static var keepalivedBinary: URL { productsDirectory.appendingPathComponent("keepalived") }
 
-    /// A fresh private directory for one test; removed by the caller when done.
+    /// A fresh private directory for one test. A caller may remove it when done; whatever is left
+    /// is removed as the test process exits (a suite's `init` makes one per test and has no
+    /// `deinit` to remove it: every run left about 100 in /tmp, 1.8 GB after a few dozen runs).
+    /// A crashed test process leaves its directories, with the daemons' logs in them.
     static func makeTemporaryDirectory(_ label: String) throws -> URL {
         let url = FileManager.default.temporaryDirectory
             .appendingPathComponent("keepalived-\(label)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        made.withLock { made in
+            if made.isEmpty { atexit { TestPaths.removeMadeDirectories() } }
+            made.append(url)
+        }
         return url
+    }
+
+    private static let made = TestLock<[URL]>([])
+
+    private static func removeMadeDirectories() {
+        for url in made.withLock({ $0 }) {
+            // libpulse, given a HOME without XDG_RUNTIME_DIR, makes its runtime directory in /tmp
+            // and links it from HOME/.config/pulse/MACHINE-runtime: the link's target goes too.
+            let walker = FileManager.default.enumerator(atPath: url.path)
+            while let path = walker?.nextObject() as? String {
+                if path.hasSuffix("-runtime"), let target = try? FileManager.default.destinationOfSymbolicLink(atPath: url.appendingPathComponent(path).path),
+                   target.hasPrefix(FileManager.default.temporaryDirectory.path + "/pulse-") {
+                    try? FileManager.default.removeItem(atPath: target)
+                }
+            }
+            try? FileManager.default.removeItem(at: url)
+        }
     }
 }
