@@ -132,6 +132,36 @@ extension Integration {
             #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
         }
 
+        @Test("a sound server's socket created while a plug-in output plays: it reopens at once, once (a server may be behind the plug-in)")
+        func socketCreatedUnderPlugin() async throws {
+            // No server here: the socket is a listener nobody answers on, as a server's is in the
+            // moment it is created. `null` is a plug-in (keepalived cannot see through it), so a
+            // server starting could be what it plays into; a card's dmix could not (the VM's
+            // keepalived-cards checks that those stay as they are, beside this one's first home).
+            let directory = try TestPaths.makeTemporaryDirectory("server-socket")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            chmod(directory.path, 0o700)
+            let socket = directory.appendingPathComponent("keepalived.sock")
+            let environment = ["XDG_RUNTIME_DIR": directory.path, "KEEPALIVED_SOCKET": socket.path]
+            let daemon = try ChildProcess(TestPaths.keepalivedBinary.path, ["run", "-d", "null"],
+                                          environment: environment, directory: directory, label: "keepalived")
+            try await daemon.waitForLog("playing")
+            // The server's directory: libpulse made it already, as keepalived looked for a server.
+            let pulse = directory.appendingPathComponent("pulse")
+            try FileManager.default.createDirectory(at: pulse, withIntermediateDirectories: true)
+            let listener = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(listener) }
+            try #require(withUnixAddress(pulse.appendingPathComponent("native").path, { bind(listener, $0, $1) }) == 0 && listen(listener, 8) == 0)
+            try await waitUntil("a recovery in the log", timeout: .seconds(10)) { !recoveryLines(daemon.stderr).isEmpty }
+            let lines = recoveryLines(daemon.stderr)
+            #expect(lines.count == 1 && lines.first?.reason == "server-gone" && lines.first?.device == "null" && lines.first?.count == 1,
+                    "log:\n\(daemon.stderr)")
+            #expect(daemon.stderr.contains("the sound server's socket was created again"), "log:\n\(daemon.stderr)")
+            #expect(try await statusRecoveries(socket: socket, environment: environment) == ["server-gone": 1])
+            #expect(daemon.isRunning)
+            #expect(try await daemon.terminate(within: .seconds(2)) == 0, "log:\n\(daemon.stderr)")
+        }
+
         /// Exactly one recovery per crash, all for `reason`, counted 1…rounds by the manager; the same
         /// count through `keepalived status --json` when this build has it; then a clean stop.
         func expectRecoveries(_ daemon: ChildProcess, reason: String, socket: URL, environment: [String: String]) async throws {
