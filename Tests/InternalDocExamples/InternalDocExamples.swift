@@ -624,8 +624,17 @@ extension InternalDocExamples {
         guard let bus = Bus.system.open(toFollow: "logind", logger: logger) else { return }   // not followed
     }
 
-    // Sources/KeepAliveDaemon/Runtime/DaemonRuntime.swift
+    // Sources/KeepAliveDaemon/Runtime/DaemonAssembly.swift
     static func example83() async throws {
+        let playback = try options.currentOptions()   // `options`: the parsed `keepalived run`
+        let daemon = try DaemonAssembly(options: playback, base: try playback.makeConfiguration(), playerGroup: nil,
+                                        paths: RuntimePaths(socketOverride: nil), logFile: nil,
+                                        load: { try options.currentOptions() }, logger: logger)
+        try daemon.run()   // returns after SIGTERM, SIGINT or a `stop` request
+    }
+
+    // Sources/KeepAliveDaemon/Runtime/DaemonRuntime.swift
+    static func example84() async throws {
         let runtime = DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
                                     notifier: notifier, scanner: scanner, logind: logind, linger: linger, activity: activity,
                                     signals: signals, logger: logger)
@@ -633,33 +642,33 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/HintWatcher.swift
-    static func example84() async throws {
+    static func example85() async throws {
         let watcher = HintWatcher()
         // poll(watcher.descriptor) readable → watcher.drain() → rescan
     }
 
     // Sources/KeepAliveDaemon/Runtime/IntervalTimer.swift
-    static func example85() async throws {
+    static func example86() async throws {
         let watchdog = try IntervalTimer()
         watchdog.arm(after: .seconds(30), every: .seconds(30))
     }
 
     // Sources/KeepAliveDaemon/Runtime/LogindFollower.swift
-    static func example86() async throws {
+    static func example87() async throws {
         let follower = try LogindFollower(manager: manager, policy: try options.playback.session.policy, logger: logger)
         // in the poll loop, after every wakeup:
         follower.process(idleTimerFired: fds[6].revents != 0)
     }
 
     // Sources/KeepAliveDaemon/Runtime/LogindWatcher.swift
-    static func example87() async throws {
+    static func example88() async throws {
         if let logind = LogindWatcher.open(logger: logger) {
             for event in logind.process() { print(event) }
         }
     }
 
     // Sources/KeepAliveDaemon/Runtime/MainLoopQueue.swift
-    static func example88() async throws {
+    static func example89() async throws {
         // The control socket's thread:
         let reply = queue.reload(trigger: "control socket")
         // The main loop, once `queue.descriptor` polled readable:
@@ -667,28 +676,28 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/MainLoopRequest.swift
-    static func example89() async throws {
+    static func example90() async throws {
         let request = try MainLoopRequest.awaited(trigger: "control socket")
         queue.submit(request)
         let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
     }
 
     // Sources/KeepAliveDaemon/Runtime/PauseStateMachine.swift
-    static func example90() async throws {
+    static func example91() async throws {
         var machine = PauseStateMachine(policy: .init(pauseWhen: [.locked]))
         machine.prepareForSleep(true)   // .sleep: pause for sleep, then release the sleep lock
         machine.prepareForSleep(false)  // .wake: take the sleep lock, then resume
     }
 
     // Sources/KeepAliveDaemon/Runtime/PollSet.swift
-    static func example91() async throws {
+    static func example92() async throws {
         var set = PollSet()
         set.watch(.signals, signals.descriptor)
         if try set.wait(timeout: -1), set.isReady(.signals) { /* read the signals */ }
     }
 
     // Sources/KeepAliveDaemon/Runtime/ReconnectBackoff.swift
-    static func example92() async throws {
+    static func example93() async throws {
         let now = LogindWatcher.monotonicNow()
         var backoff = ReconnectBackoff(connectedAt: now)
         backoff.lost(at: now)                      // the bus went away
@@ -699,66 +708,66 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/SignalDescriptor.swift
-    static func example93() async throws {
+    static func example94() async throws {
         let signals = try SignalDescriptor(signals: [SIGTERM, SIGINT, SIGHUP])
         if let received = signals.next() { print("got signal \(received)") }
     }
 
     // Sources/KeepAliveDaemon/Runtime/SystemdNotifier.swift
-    static func example94() async throws {
+    static func example95() async throws {
         if let notifier = SystemdNotifier(manager: manager, awaited: { "output" }, logger: logger) { notifier.update() }
     }
 
     // Sources/KeepAliveDaemon/Selection/BluetoothDefaults.swift
-    static func example95() async throws {
+    static func example96() async throws {
         let settings = BluetoothDefaults.settings(under: configuration.outputSettings["bluealsa"], ceiling: configuration.defaults.ceiling)
         settings.signal   // .sine(frequency: 30), unless the user chose one
     }
 
     // Sources/KeepAliveDaemon/Selection/CardHolders.swift
-    static func example96() async throws {
+    static func example97() async throws {
         let holders = CardHolders.scan()    // [0: [pulseaudio (pid 812, uid 1000)]]
     }
 
     // Sources/KeepAliveDaemon/Selection/MixingProbes.swift
-    static func example97() async throws {
+    static func example98() async throws {
         let mixing = probes.mixing(for: hints) { pcm in OutputPlanner.cardRefusal(pcm, in: offer) == nil }
         // ["vc4hdmi0,0": .iec958Only, "Headphones,0": .mixable]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputChoice.swift
-    static func example98() async throws {
+    static func example99() async throws {
         let choice = OutputChoice(selection: .all, bluetooth: true, exclusions: [try OutputExclusion("*Headset*")])
         choice.flags   // ["--all", "--bluetooth"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example99() async throws {
+    static func example100() async throws {
         let offer = OutputOffer(hints: ALSADevice.playbackDevices(), server: watcher.reachability)
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example100() async throws {
+    static func example101() async throws {
         let picks = OutputPlanner.pick(OutputChoice(selection: .digital), in: offer)
         picks.map(\.pcm)   // ["pulse:DEVICE=alsa_output.pci-0000_00_1f.3.hdmi-stereo"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputScanner.swift
-    static func example101() async throws {
+    static func example102() async throws {
         let scanner = OutputScanner(logger: logger)
         scanner.use(base, choice: OutputChoice(selection: .digital))
         let configuration = scanner.planned()     // the named outputs and the digital ones found now
     }
 
     // Sources/KeepAliveDaemon/Selection/SinkDefaults.swift
-    static func example102() async throws {
+    static func example103() async throws {
         let settings = SinkDefaults.settings(for: .hdmi, rate: 44100, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
         settings.bufferDuration        // 8 s
         settings.generatedSignalRate   // 44100
     }
 
     // Sources/KeepAliveDaemon/SoundServer/DeviceReservations.swift
-    static func example103() async throws {
+    static func example104() async throws {
         if let reservations = DeviceReservations.open(logger: logger) {
             reservations.onReleaseRequest = { card in closeOutputs(on: card) }
             reservations.hold([0: "dmix:CARD=Intel,DEV=0"])
@@ -767,17 +776,17 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/PipeWireWithoutPulse.swift
-    static func example104() async throws {
+    static func example105() async throws {
         let why = PipeWireWithoutPulse.explain("Connection refused", socket: PipeWireWithoutPulse.socket())
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerDefaultOutput.swift
-    static func example105() async throws {
+    static func example106() async throws {
         ServerDefaultOutput.followsDefaultSink("default")   // true on a desktop, false on a box (dmix)
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerWatchers.swift
-    static func example106() async throws {
+    static func example107() async throws {
         final class Printer: SoundServerListener {
             func connectionReady() {}
             func serverListed(_ view: SoundServerView) { print(view.sinks.map(\.name)) }
@@ -791,7 +800,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SinkWatcher.swift
-    static func example107() async throws {
+    static func example108() async throws {
         let watcher = try SinkWatcher(logger: logger)
         watcher.start()
         let first = watcher.waitForAnswer(timeout: .seconds(2))
@@ -800,7 +809,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SoundServerReachability.swift
-    static func example108() async throws {
+    static func example109() async throws {
         switch watcher.reachability {
         case .unknown: break                        // not answered yet: pick no card meanwhile
         case .unreachable(let why): print(why)      // none for this user: the cards are keepalived's
@@ -809,7 +818,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/StreamHomes.swift
-    static func example109() async throws {
+    static func example110() async throws {
         var homes = StreamHomes()
         let now = ContinuousClock.now
         _ = homes.observe(streams: [7: "tv"], kept: ["tv"], sinks: ["tv"], at: now)                 // 7's home: tv
@@ -818,7 +827,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Support/SerialCalls.swift
-    static func example110() async throws {
+    static func example111() async throws {
         let calls = SerialCalls(threadName: "keepalive-lngr")
         calls.enqueue { manager.pause(.linger, output: "pulse") }
         calls.waitUntilDone()   // every queued call ran

@@ -81,78 +81,8 @@ package struct RunCommand: ParsableCommand {
             throw exit.code
         }
         DaemonLogHandler.bootstrap(verbose: options.verbose)
-        let logger = Logger(label: "keepalived")
-        // Before any thread starts, so that every thread inherits the blocked signals and only
-        // the main loop's signalfd sees them.
-        let signals = try Self.systemResource("receive signals") { try DaemonRuntime.blockSignals() }
-        // The first plan waits for the sound server's answer: until then no card is taken.
-        let scanner = OutputScanner(logger: logger, reservations: DeviceReservations.open(logger: logger))
-        scanner.use(base, choice: options.choice)
-        let configuration = scanner.planned()
-        let lingerPlan: LingerPlan?
-        do { lingerPlan = try options.lingerPlan(for: configuration) } catch let exit as CleanExit {
-            printError("keepalived: error: \(exit.description)")
-            throw exit.code
-        }
-        let manager = try KeepAliveManager(configuration: configuration, logger: logger)
-        scanner.attach(manager)
-        let linger = LingerController(plan: lingerPlan, manager: manager, logger: logger)
-        let started = ContinuousClock.now
-        let paths = socket.paths
-        let stopRequest = StopRequest()
-        let logind = try Self.systemResource("create a timer") {
-            try LogindFollower(manager: manager, policy: (try? options.session.policy) ?? PauseStateMachine.Policy(), logger: logger)
-        }
-        // --cec: follows the box's activity on a thread of its own (checked by the parse).
-        let cec = CECFollower(settings: (try? options.cec.settings) ?? CECFollower.Settings(), logger: logger)
-        let activity = try Self.systemResource("create a timer") {
-            try BoxActivity(settings: try options.activitySettings, logger: logger, boxChanged: { cec.boxChanged(active: $0) })
-        }
-        let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: { try currentOptions() },
-                                applying: (logind: logind, linger: linger, activity: activity, cec: cec))
-
-        // Every reload is applied on the main loop; the control socket's thread queues its own
-        // and waits for the outcome.
-        let reloads = try Self.systemResource("queue reloads") { try MainLoopQueue() }
-        let loans = try Self.systemResource("create a timer") { try PlayerLoans(manager: manager, scanner: scanner, activity: activity, logger: logger) }
-        let control: ControlServer
-        do {
-            control = try ControlServer(paths: paths, logger: logger, playerGroup: playerGroup, events: activity.events, handlers: .init(
-                status: {
-                    DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot,
-                                 loans: loans, activity: activity, cec: cec)
-                },
-                stop: { stopRequest.trigger() },
-                reload: { reloads.queueReload(trigger: "control socket") },
-                release: { request, pid, arrived, hungUp in loans.answer(request, pid: pid, arrived: arrived, hungUp: hungUp) }))
-        } catch {
-            printError("keepalived: error: \(error)")
-            if case .alreadyRunning = error { throw SysExit.tempFail }
-            throw SysExit.cannotCreate
-        }
-        let runtime = DaemonRuntime(
-            manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
-            notifier: SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, withheld: { scanner.withheld() }, logger: logger), scanner: scanner, logind: logind, linger: linger, activity: activity, signals: signals, logger: logger)
-        stopRequest.arm(runtime)
-        // The control socket's handlers hold the request, the request the runtime, the runtime
-        // the control socket: let go once it ran, so nothing outlives the command unreachable.
-        defer { stopRequest.disarm() }
-        cec.start()
-        defer { cec.stop() }
-        do { try runtime.run() } catch {
-            printError("keepalived: error: \(error)")
-            throw error is ControlSocketError ? SysExit.cannotCreate : SysExit.osError
-        }
-    }
-}
-
-extension RunCommand {
-    /// Makes a part that needs something of the system (a timer, an eventfd, a signalfd): its
-    /// refusal ends the command with the system's words and EX_OSERR.
-    static func systemResource<Part>(_ what: String, _ make: () throws -> Part) throws -> Part {
-        do { return try make() } catch {
-            printError("keepalived: error: cannot \(what): \(error)")
-            throw SysExit.osError
-        }
+        let daemon = try DaemonAssembly(options: options, base: base, playerGroup: playerGroup, paths: socket.paths, logFile: logFile,
+                                        load: { try currentOptions() }, logger: Logger(label: "keepalived"))
+        try daemon.run()
     }
 }

@@ -1,0 +1,108 @@
+import _KeepalivedControlProtocol
+import KeepAlive
+import Logging
+
+/// `keepalived run`'s parts, made and wired in the order they depend on each other: the one
+/// place that knows them all. `RunCommand` parses the options, assembles, and runs; each part
+/// gets only what it uses.
+///
+/// A part the system refuses (a timer, an eventfd, the signalfd, the control socket) ends the
+/// command here, its error printed and its exit code thrown (`SysExit`): nothing has played yet.
+///
+/// ```swift
+/// let playback = try options.currentOptions()   // `options`: the parsed `keepalived run`
+/// let daemon = try DaemonAssembly(options: playback, base: try playback.makeConfiguration(), playerGroup: nil,
+///                                 paths: RuntimePaths(socketOverride: nil), logFile: nil,
+///                                 load: { try options.currentOptions() }, logger: logger)
+/// try daemon.run()   // returns after SIGTERM, SIGINT or a `stop` request
+/// ```
+struct DaemonAssembly {
+    let runtime: DaemonRuntime
+    /// `--cec`'s follower: its thread runs while ``run()`` does.
+    let cec: CECFollower
+    /// The control socket's `stop`, pointed at the runtime while it runs.
+    private let stopRequest: StopRequest
+
+    /// - Parameters:
+    ///   - base: the named outputs' configuration (`options.makeConfiguration()`).
+    ///   - load: the options in force again, for a reload (the command line's and its file's).
+    init(options: PlaybackOptions, base: KeepAliveConfiguration, playerGroup: ControlServer.PlayerGroup?, paths: RuntimePaths,
+         logFile: String?, load: @escaping @Sendable () throws -> PlaybackOptions, logger: Logger) throws {
+        // Before any thread starts, so that every thread inherits the blocked signals and only
+        // the main loop's signalfd sees them.
+        let signals = try Self.systemResource("receive signals") { try DaemonRuntime.blockSignals() }
+        // The first plan waits for the sound server's answer: until then no card is taken.
+        let scanner = OutputScanner(logger: logger, reservations: DeviceReservations.open(logger: logger))
+        scanner.use(base, choice: options.choice)
+        let configuration = scanner.planned()
+        let lingerPlan: LingerPlan?
+        do { lingerPlan = try options.lingerPlan(for: configuration) } catch let exit as CleanExit {
+            printError("keepalived: error: \(exit.description)")
+            throw exit.code
+        }
+        let manager = try KeepAliveManager(configuration: configuration, logger: logger)
+        scanner.attach(manager)
+        let linger = LingerController(plan: lingerPlan, manager: manager, logger: logger)
+        let started = ContinuousClock.now
+        let stopRequest = StopRequest()
+        let logind = try Self.systemResource("create a timer") {
+            try LogindFollower(manager: manager, policy: (try? options.session.policy) ?? PauseStateMachine.Policy(), logger: logger)
+        }
+        // --cec: follows the box's activity on a thread of its own (checked by the parse).
+        let cec = CECFollower(settings: (try? options.cec.settings) ?? CECFollower.Settings(), logger: logger)
+        let activity = try Self.systemResource("create a timer") {
+            try BoxActivity(settings: try options.activitySettings, logger: logger, boxChanged: { cec.boxChanged(active: $0) })
+        }
+        let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: load,
+                                applying: (logind: logind, linger: linger, activity: activity, cec: cec))
+
+        // Every reload is applied on the main loop; the control socket's thread queues its own
+        // and waits for the outcome.
+        let reloads = try Self.systemResource("queue reloads") { try MainLoopQueue() }
+        let loans = try Self.systemResource("create a timer") { try PlayerLoans(manager: manager, scanner: scanner, activity: activity, logger: logger) }
+        let control: ControlServer
+        do {
+            control = try ControlServer(paths: paths, logger: logger, playerGroup: playerGroup, events: activity.events, handlers: .init(
+                status: {
+                    DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot,
+                                 loans: loans, activity: activity, cec: cec)
+                },
+                stop: { stopRequest.trigger() },
+                reload: { reloads.queueReload(trigger: "control socket") },
+                release: { request, pid, arrived, hungUp in loans.answer(request, pid: pid, arrived: arrived, hungUp: hungUp) }))
+        } catch {
+            printError("keepalived: error: \(error)")
+            if case .alreadyRunning = error { throw SysExit.tempFail }
+            throw SysExit.cannotCreate
+        }
+        let notifier = SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, withheld: { scanner.withheld() }, logger: logger)
+        runtime = DaemonRuntime(
+            manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans, notifier: notifier,
+            scanner: scanner, logind: logind, linger: linger, activity: activity, signals: signals, logger: logger)
+        self.cec = cec
+        self.stopRequest = stopRequest
+    }
+
+    /// Runs the daemon until it is stopped (SIGTERM, SIGINT, `keepalived stop`).
+    func run() throws {
+        stopRequest.arm(runtime)
+        // The control socket's handlers hold the request, the request the runtime, the runtime
+        // the control socket: let go once it ran, so nothing outlives the command unreachable.
+        defer { stopRequest.disarm() }
+        cec.start()
+        defer { cec.stop() }
+        do { try runtime.run() } catch {
+            printError("keepalived: error: \(error)")
+            throw error is ControlSocketError ? SysExit.cannotCreate : SysExit.osError
+        }
+    }
+
+    /// Makes a part that needs something of the system (a timer, an eventfd, a signalfd): its
+    /// refusal ends the command with the system's words and EX_OSERR.
+    static func systemResource<Part>(_ what: String, _ make: () throws -> Part) throws -> Part {
+        do { return try make() } catch {
+            printError("keepalived: error: cannot \(what): \(error)")
+            throw SysExit.osError
+        }
+    }
+}
