@@ -17,9 +17,9 @@ import Logging
 /// try daemon.run()   // returns after SIGTERM, SIGINT or a `stop` request
 /// ```
 struct DaemonAssembly {
-    let runtime: DaemonRuntime
+    private let runtime: DaemonRuntime
     /// `--cec`'s follower: its thread runs while ``run()`` does.
-    let cec: CECFollower
+    private let cec: CECFollower
     /// The control socket's `stop`, pointed at the runtime while it runs.
     private let stopRequest: StopRequest
 
