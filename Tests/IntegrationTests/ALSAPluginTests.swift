@@ -420,7 +420,7 @@ final class PluginSetup {
     }
 
     deinit {
-        try? FileManager.default.removeItem(at: directory)
+        TestPaths.removeTemporaryDirectory(directory)
     }
 
     /// Every `hw:` PCM as the faulty test PCM recording into `state`, taking `format` only: the

@@ -48,7 +48,7 @@ extension Integration {
         @Test("IEC958-only hardware (vc4-hdmi's stand-in), linear hardware, and a busy device that tells nothing")
         func probe() throws {
             let directory = try TestPaths.makeTemporaryDirectory("mixing-probe")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            defer { TestPaths.removeTemporaryDirectory(directory) }
             let iec958 = try configuration(directory, format: "IEC958_SUBFRAME_LE")
             #expect(CardDeviceMixing.probe(card: "vc4hdmi0", device: 0, configurationFile: iec958) == .iec958Only)
             let linear = try configuration(directory, format: nil)
@@ -66,7 +66,7 @@ extension Integration {
         @Test("an hdmi: that alsa-lib's configuration frames in software (vc4-hdmi.conf's shape) tells without an open")
         func configurationTells() throws {
             let directory = try TestPaths.makeTemporaryDirectory("mixing-config")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            defer { TestPaths.removeTemporaryDirectory(directory) }
             let framed = try configuration(directory, format: nil, hdmiFramed: true)
             #expect(CardDeviceMixing.framedByConfiguration("hdmi:CARD=vc4hdmi0,DEV=0", configurationFile: framed))
             let plain = try configuration(directory, format: nil)

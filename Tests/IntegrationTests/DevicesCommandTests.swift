@@ -7,7 +7,7 @@ extension Integration {
         @Test("without cards: the configuration's own outputs with their picks; --verbose adds every PCM by role")
         func listsHintedDevices() async throws {
             let directory = try TestPaths.makeTemporaryDirectory("devices")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            defer { TestPaths.removeTemporaryDirectory(directory) }
             // Two PCMs with hints, as cards' configurations declare them: one HDMI, one analog.
             let config = """
                 pcm.test-hdmi { type null hint { show on description "Test Card, HDMI 0\\nHDMI Audio Output" } }

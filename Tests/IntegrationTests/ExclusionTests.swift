@@ -46,7 +46,7 @@ extension Integration {
         @Test("devices --exclude previews a pattern without a daemon")
         func preview() async throws {
             let directory = try TestPaths.makeTemporaryDirectory("exclude")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            defer { TestPaths.removeTemporaryDirectory(directory) }
             try "pcm.usb-dac { type null hint { show on description \"USB DAC, USB Audio\" } }\n"
                 .write(to: directory.appendingPathComponent(".asoundrc"), atomically: true, encoding: .utf8)
             let environment = ["HOME": directory.path, "KEEPALIVED_SOCKET": directory.appendingPathComponent("none.sock").path]

@@ -42,7 +42,7 @@ extension Integration {
             #expect(hardware.stderr.contains("Keep awake only while it helps"))
             // start refuses it too, before any daemon is spawned.
             let directory = try TestPaths.makeTemporaryDirectory("linger-start")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            defer { TestPaths.removeTemporaryDirectory(directory) }
             let started = try await runCommand(TestPaths.keepalivedBinary.path,
                                                ["start", "-d", "plughw:0,0", "--linger", "10min", "--socket", directory.appendingPathComponent("k.sock").path])
             #expect(started.status == 64)
@@ -58,7 +58,7 @@ extension Integration {
         @Test("with a hardware output beside a sound-server one: one warning, and the hardware output is kept awake")
         func mixedOutputs() async throws {
             let directory = try TestPaths.makeTemporaryDirectory("linger-mixed")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            defer { TestPaths.removeTemporaryDirectory(directory) }
             // No server here: the pulse output waits, the warning comes at start all the same.
             let daemon = try ChildProcess(TestPaths.keepalivedBinary.path,
                                           ["run", "-d", "pulse", "-d", "hw:0", "--linger", "3", "--socket", directory.appendingPathComponent("k.sock").path],
@@ -182,7 +182,7 @@ extension Integration {
         @Test("without a loadable libpulse: a warning naming the library, and the output is kept awake")
         func withoutLibpulse() async throws {
             let directory = try TestPaths.makeTemporaryDirectory("linger-nolib")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            defer { TestPaths.removeTemporaryDirectory(directory) }
             // A file that is no library, found first under libpulse's name.
             try Data("not an ELF file".utf8).write(to: directory.appendingPathComponent("libpulse.so.0"))
             let socket = directory.appendingPathComponent("k.sock").path

@@ -139,7 +139,7 @@ extension Integration {
             // server starting could be what it plays into; a card's dmix could not (the VM's
             // keepalived-cards checks that those stay as they are, beside this one's first home).
             let directory = try TestPaths.makeTemporaryDirectory("server-socket")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            defer { TestPaths.removeTemporaryDirectory(directory) }
             chmod(directory.path, 0o700)
             let socket = directory.appendingPathComponent("keepalived.sock")
             let environment = ["XDG_RUNTIME_DIR": directory.path, "KEEPALIVED_SOCKET": socket.path]

@@ -23,7 +23,7 @@ extension Integration {
                 }
                 try config.write(to: home.appendingPathComponent(".asoundrc"), atomically: true, encoding: .utf8)
             }
-            deinit { try? FileManager.default.removeItem(at: directory) }
+            deinit { TestPaths.removeTemporaryDirectory(directory) }
 
             /// Runs keepalived on `format`'s device until `seconds` of audio were captured; returns
             /// the left channel as fractions of full scale.

@@ -30,7 +30,7 @@ final class FaultyDevice: @unchecked Sendable {
     }
 
     deinit {
-        try? FileManager.default.removeItem(at: directory)
+        TestPaths.removeTemporaryDirectory(directory)
     }
 
     /// The environment for keepalived: this HOME's ALSA config and its own control socket.

@@ -60,7 +60,7 @@ final class PipeWireServer: @unchecked Sendable {
 
     deinit {
         for process in [pulseServer, wireplumber, pipewire, bus] { process?.signal(SIGKILL) }
-        try? FileManager.default.removeItem(at: directory)
+        TestPaths.removeTemporaryDirectory(directory)
     }
 
     /// The environment of a client of this server (and only this one).

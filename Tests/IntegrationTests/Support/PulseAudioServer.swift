@@ -155,7 +155,7 @@ final class PulseAudioServer: @unchecked Sendable {
 
     deinit {
         server?.signal(SIGKILL)
-        try? FileManager.default.removeItem(at: directory)
+        TestPaths.removeTemporaryDirectory(directory)
     }
 
     struct ServerFailed: Error, CustomStringConvertible {

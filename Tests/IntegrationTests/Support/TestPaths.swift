@@ -26,10 +26,11 @@ enum TestPaths {
     /// The `keepalived` binary under test.
     static var keepalivedBinary: URL { productsDirectory.appendingPathComponent("keepalived") }
 
-    /// A fresh private directory for one test. A caller may remove it when done; whatever is left
-    /// is removed as the test process exits (a suite's `init` makes one per test and has no
-    /// `deinit` to remove it: every run left about 100 in /tmp, 1.8 GB after a few dozen runs).
-    /// A crashed test process leaves its directories, with the daemons' logs in them.
+    /// A fresh private directory for one test. A caller may remove it when done, with
+    /// `removeTemporaryDirectory(_:)`; whatever is left is removed as the test process exits (a
+    /// suite's `init` makes one per test and has no `deinit` to remove it: every run left about
+    /// 100 in /tmp, 1.8 GB after a few dozen runs). A crashed test process leaves its
+    /// directories, with the daemons' logs in them.
     static func makeTemporaryDirectory(_ label: String) throws -> URL {
         let url = FileManager.default.temporaryDirectory
             .appendingPathComponent("keepalived-\(label)-\(UUID().uuidString.prefix(8))")
@@ -41,20 +42,24 @@ enum TestPaths {
         return url
     }
 
+    /// Removes a test's directory and what libpulse made for it outside: given a HOME without
+    /// XDG_RUNTIME_DIR, libpulse makes its runtime directory in /tmp and links it from
+    /// HOME/.config/pulse/MACHINE-runtime. Removing the directory alone left that target (about
+    /// 17 empty `/tmp/pulse-*` a full run, from suites that remove their directory early).
+    static func removeTemporaryDirectory(_ url: URL) {
+        let walker = FileManager.default.enumerator(atPath: url.path)
+        while let path = walker?.nextObject() as? String {
+            if path.hasSuffix("-runtime"), let target = try? FileManager.default.destinationOfSymbolicLink(atPath: url.appendingPathComponent(path).path),
+               target.hasPrefix(FileManager.default.temporaryDirectory.path + "/pulse-") {
+                try? FileManager.default.removeItem(atPath: target)
+            }
+        }
+        try? FileManager.default.removeItem(at: url)
+    }
+
     private static let made = TestLock<[URL]>([])
 
     private static func removeMadeDirectories() {
-        for url in made.withLock({ $0 }) {
-            // libpulse, given a HOME without XDG_RUNTIME_DIR, makes its runtime directory in /tmp
-            // and links it from HOME/.config/pulse/MACHINE-runtime: the link's target goes too.
-            let walker = FileManager.default.enumerator(atPath: url.path)
-            while let path = walker?.nextObject() as? String {
-                if path.hasSuffix("-runtime"), let target = try? FileManager.default.destinationOfSymbolicLink(atPath: url.appendingPathComponent(path).path),
-                   target.hasPrefix(FileManager.default.temporaryDirectory.path + "/pulse-") {
-                    try? FileManager.default.removeItem(atPath: target)
-                }
-            }
-            try? FileManager.default.removeItem(at: url)
-        }
+        for url in made.withLock({ $0 }) { removeTemporaryDirectory(url) }
     }
 }
