@@ -103,8 +103,13 @@ PLAYER_ENV = dict(ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
 TRACKS = {
     "a44": ("box/a44.wav", 44100, 4, ["sine", "220-1760", "sine", "330-2640"]),
     "b48": ("box/b48.flac", 48000, 5, ["sine", "440-3520", "sine", "550-110"]),
-    # The queue's first track, skipped.
-    "s44": ("box/s44.wav", 44100, 3, ["sine", "660-220", "sine", "880-330"]),
+    # The queue's first track, skipped. Long, so the skip lands in it: MPD's player runs up to
+    # its output's 2 s buffer and 64 chunks (1.5 s) ahead of the sound, and its queue moves on
+    # when the player, not the sound, passes a track's end. A 3 s track was behind the player by
+    # the stream's start, so `mpc next` skipped the second; on a loaded guest (ci43) MPD played
+    # both 44.1 kHz tracks whole and stopped: the skip had come after the player passed the
+    # second's end too.
+    "s44": ("box/s44.wav", 44100, 20, ["sine", "660-220", "sine", "880-330"]),
 }
 BOUND = 1.0  # s from keepalived's close to MPD's open
 # From a player's close to keepalived's open: keepalived first waits its 250 ms reopen grace
