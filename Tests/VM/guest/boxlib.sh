@@ -210,7 +210,8 @@ box_players() {
         vm_check "box-lent-card$n" "$seen; keepalived status: ${lent:-no loan}" \
             sh -c '[ "$1" = "$2" ] && echo "$3" | grep -q "to aplay (pid $2)"' - "$owner" "$apid" "$lent"
         wait $apid; arc=$?
-        vm_check "box-aplay-card$n" "${BOX_RELEASE_TIMEOUT:+KEEPALIVED_RELEASE_TIMEOUT=$BOX_RELEASE_TIMEOUT }aplay -D $dev -t raw -f S16_LE -c 2 -r $r - (zeros, 1 s at a time until the loan was looked at): exit $arc$(tr '\n' ' ' </tmp/aplay.out | cut -c1-200 | sed 's/^./: &/')" \
+        # aplay's reason for an exit comes last, after its underrun lines.
+        vm_check "box-aplay-card$n" "${BOX_RELEASE_TIMEOUT:+KEEPALIVED_RELEASE_TIMEOUT=$BOX_RELEASE_TIMEOUT }aplay -D $dev -t raw -f S16_LE -c 2 -r $r - (zeros, 1 s at a time until the loan was looked at): exit $arc$(tr '\n' ' ' </tmp/aplay.out | tail -c 400 | sed 's/^./: &/')" \
             sh -c "[ $arc -eq 0 ] && ! grep -qi busy /tmp/aplay.out"
         back=0
         vm_wait 10 box_held $n $kpid $r && back=1
