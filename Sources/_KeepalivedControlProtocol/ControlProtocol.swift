@@ -236,6 +236,9 @@ public struct OutputReport: Codable, Equatable, Sendable {
     /// Whether real audio plays on this output (a player through `keepalived:`, another stream
     /// on its sink), as `--on-active`/`--on-idle` and `keepalived events` see it.
     public var activity: ActivityReport?
+    /// While the output waits because its device is busy: the programs that hold the cards'
+    /// playback devices open (`mpd (pid 812, uid 110) on card 0`), nil otherwise.
+    public var heldBy: [String]?
 
     /// A report; ``recoveries`` is counted from ``recoveriesByReason``, so the two always agree.
     public init(device: String, state: String, reason: String? = nil, mode: String? = nil, format: String? = nil,

@@ -318,20 +318,19 @@ public final class KeepAliveManager: Sendable {
         case .wrote:
             return
         case .state(let state):
-            let (changed, lastError) = record.fields.withLock { fields -> (Bool, String?) in
+            let (level, lastError) = record.fields.withLock { fields -> (Logger.Level?, String?) in
                 let old = fields.status.state
                 fields.status.state = state
                 if state == .playing { fields.loggedFault = nil }
-                return (old != state, fields.status.lastError)
+                guard old != state else { return (nil, nil) }
+                return (fields.logging.changed(from: old, to: state, at: now), fields.status.lastError)
             }
-            guard changed else { return }
+            guard let level else { return }
             switch state {
-            case .playing, .starting, .stopped:
-                logger.info("\(state)", metadata: metadata)
-            case .paused:
-                logger.info("\(state)", metadata: metadata)
+            case .playing, .starting, .stopped, .paused:
+                logger.log(level: level, "\(state)", metadata: metadata)
             case .waitingForDevice, .recovering:
-                logger.warning("\(state)", metadata: metadata.merging(lastError.map { ["error": "\($0)"] } ?? [:]) { $1 })
+                logger.log(level: level, "\(state)", metadata: metadata.merging(lastError.map { ["error": "\($0)"] } ?? [:]) { $1 })
             }
             broadcaster.publish(.stateChanged(device: device, state: state))
         case .opened(let format, let mode):
@@ -349,12 +348,16 @@ public final class KeepAliveManager: Sendable {
             record.fields.withLock { $0.status.hardware = hardware }
             if let hardware { logger.debug("plays on a card device", metadata: metadata.merging(["hardware": "\(hardware)"]) { $1 }) }
         case .fault(let reason, let message):
-            let first = record.fields.withLock { fields -> Bool in
+            let (first, overdue, state) = record.fields.withLock { fields -> (Bool, Bool, KeepAliveState) in
                 fields.status.lastError = message
                 defer { fields.loggedFault = message }
-                return fields.loggedFault != message
+                return (fields.loggedFault != message, fields.logging.faultRepeated(at: now), fields.status.state)
             }
             if first { logger.debug("fault", metadata: metadata.merging(["reason": "\(reason)", "error": "\(message)"]) { $1 }) }
+            if overdue {
+                logger.warning("still \(state) after \(StateChangeLogging.quietWaitLimit.components.seconds) s",
+                               metadata: metadata.merging(["error": "\(message)"]) { $1 })
+            }
             broadcaster.publish(.error(device: device, reason: reason, message: message))
         case .recovered(let reason, let downtime):
             let count = record.fields.withLock { fields -> Int in

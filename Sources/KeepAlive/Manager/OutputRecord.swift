@@ -12,6 +12,8 @@ final class OutputRecord: Sendable {
         var heartbeat = ContinuousClock.now
         /// The last fault logged since the output last played, so a retry loop logs once.
         var loggedFault: String?
+        /// How loudly its state changes are logged.
+        var logging = StateChangeLogging()
     }
 
     let device: String

@@ -86,6 +86,7 @@ package struct StatusCommand: ParsableCommand {
             let reasons = output.recoveriesByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             lines.append("  recoveries: \(output.recoveries)\(reasons.isEmpty ? "" : " (\(reasons))")")
             if let error = output.lastError { lines.append("  last error: \(error)") }
+            if let holders = output.heldBy { lines.append("  held by: \(holders.isEmpty ? "no program now (it may have let go)" : holders.joined(separator: ", "))") }
             if let linger = output.linger { lines.append("  linger: \(Self.describe(linger: linger))") }
         }
         return lines.joined(separator: "\n")

@@ -152,8 +152,10 @@ final class LogindWatcher {
                 logger.debug("no logind to take a sleep delay lock from", metadata: ["error": "\(Errno(-result))"])
             } else if !warnedNoLock {
                 warnedNoLock = true
-                logger.notice("logind refused a sleep delay lock; the outputs close as sleep begins, without holding it up",
-                              metadata: ["error": "\(Errno(-result))", "why": "\(Self.lockRefusal)"])
+                // Where the kernel offers no sleep state at all, the lock would never be used.
+                logger.log(level: Self.kernelCanSleep() ? .notice : .debug,
+                           "logind refused a sleep delay lock; the outputs close as sleep begins, without holding it up",
+                           metadata: ["error": "\(Errno(-result))", "why": "\(Self.lockRefusal)"])
             }
             sleepLock = -1
             return false
@@ -167,6 +169,12 @@ final class LogindWatcher {
         access("/usr/share/dbus-1/system-services/org.freedesktop.PolicyKit1.service", F_OK) == 0
             ? "polkit refused it (a local rule for org.freedesktop.login1.inhibit-delay-sleep?)"
             : "this system has no polkit, without which logind grants delay locks to root only; install polkitd"
+    }
+
+    /// Whether the kernel offers any sleep state: `/sys/power/state` lists none in most
+    /// containers and on kernels built without suspend or hibernation.
+    static func kernelCanSleep(_ path: String = "/sys/power/state") -> Bool {
+        CardHolders.readFile(path)?.contains(where: { !$0.isWhitespace }) ?? false
     }
 
     /// Lets logind go on with sleep.
