@@ -766,6 +766,14 @@ if vt.check("restart-hold-ready", r.returncode == 0 and w and pid and up,
              f"the plug-in told MPD: {vt.one_line(' | '.join(plugin_said[-2:]), 240) or 'nothing'}")
     with open(os.path.join(vt.IO, "restart-in-hold-journal.txt"), "w") as f:
         f.write(sh("journalctl", "--no-pager", "-o", "short-monotonic", "-u", UNIT, "-u", "mpd").stdout)
+    # The new keepalived found the card MPD's: the box's normal state, not a fault (issue 58,
+    # item 17): no line of priority warning or worse from it, and status names the holder.
+    out_hw = next((o for o in (status_json() or {}).get("outputs", []) if o.get("device") == HW), {})
+    warned = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat", "-p", "warning", f"_PID={new_kpid}").stdout.strip()
+    vt.check("restart-in-hold-no-warning",
+             not warned and out_hw.get("reason") == "busy" and any(h.startswith(f"mpd (pid {pid},") for h in out_hw.get("heldBy") or []),
+             f"the new keepalived's lines at warning or worse: {vt.one_line(warned, 240) or 'none'}; {HW}: {out_hw.get('state')} "
+             f"({out_hw.get('reason')}), held by {out_hw.get('heldBy')}")
     kpid = new_kpid
     mpc("-q", "stop")
     w = vt.wait_until(lambda: holder() == kpid, 20, 0.05)
