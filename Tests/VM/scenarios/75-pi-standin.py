@@ -32,7 +32,8 @@ Then keepalived (the release binary), each output alone:
 - hdmi:CARD=vc4hdmi0 again at 48 and 96 kHz (keepalived's --clip at each rate; the embedded clip
   is 44.1 kHz): the card at that rate, and the host decodes the rate's code in the channel status;
 - `aplay -v`'s dumps of the card's `default` (softvol "PCM Playback Volume") and of a softvol
-  whose control is "Master Playback Volume", saved to io/ (dump-*.txt) as PCMChainTests' fixtures;
+  whose control is "Master Playback Volume", saved to io/ (dump-*.txt) as PCMChainTests' fixtures,
+  and keepalived on each: ring-loop, whatever the control's name;
 - hw:CARD=Headphones,DEV=0: mode stream (not the ring loop: the driver is BATCH and indirect),
   and over 70 s (longer than the ring loop's health check, which reopens a stalled ring once a
   minute) the jack gets frames all along (the frames it played at least 90 % of the window's, at
@@ -340,13 +341,15 @@ def ring_loop_run(device, name, index, cid, aes3=None, root=None, window=WINDOW,
 
 
 def clip(rate, root=None):
-    """A 1 s 16-bit stereo WAV at `rate` whose samples are never zero (the host counts digital
-    silence), for keepalived's --clip: the card then runs at `rate`. Its path inside `root`."""
+    """A 0.2 s 16-bit stereo WAV at `rate` (whole 192-frame blocks, and short enough for the
+    ring: the card's buffer tops at 65536 frames, so a 1 s clip at 96 kHz streams) whose samples
+    are never zero (the host counts digital silence), for keepalived's --clip: the card then runs
+    at `rate`. Its path inside `root`."""
     path = f"/tmp/clip-{rate}.wav"
     subprocess.run(["python3", "-c", """
 import struct, sys
 rate = int(sys.argv[2])
-frames = b"".join(struct.pack("<hh", 1000 + (i * 7919) % 9000, -1000 - (i * 104729) % 9000) for i in range(rate))
+frames = b"".join(struct.pack("<hh", 1000 + (i * 7919) % 9000, -1000 - (i * 104729) % 9000) for i in range(rate // 5))
 hdr = b"RIFF" + struct.pack("<I", 36 + len(frames)) + b"WAVE" + b"fmt " + struct.pack("<IHHIIHH", 16, 1, 2, rate, rate * 4, 4, 16) + b"data" + struct.pack("<I", len(frames))
 open(sys.argv[1], "wb").write(hdr + frames)
 """, (root or "") + path, str(rate)], check=True)
@@ -383,6 +386,23 @@ def dump_chains(root=None):
             f.write(dump)
         vt.check(f"dump-{tag}-{alsa}", r.returncode == 0 and "Soft volume PCM" in dump and "Hardware PCM card" in dump,
                  vt.one_line(dump, 300) or vt.one_line(text))
+        # keepalived on the same chain: softvol, the iec958 layer and hooks pass each sample on,
+        # so the card's ring loops, whatever the control's name (issue 58: "Control: PCM …" was
+        # read as a layer, and the chain streamed).
+        own_home = os.environ.get("HOME")
+        os.environ["HOME"] = home
+        try:
+            d = Daemon(pcm, f"softvol-{tag}{'-trixie' if root else ''}", root=root)
+        finally:
+            if own_home is None:
+                del os.environ["HOME"]
+            else:
+                os.environ["HOME"] = own_home
+        w = d.wait_playing(20)
+        o = d.output()
+        vt.check(f"softvol-{tag}-{alsa}-ring-loop", w and o.get("mode") == "ring-loop",
+                 f"keepalived on {pcm}: {o.get('state')} in {o.get('mode')}; {params_line(V0)} | {d.log(2)}")
+        d.stop()
 
 
 hda_rate = (ring_loop_run(f"hw:{hda},0", "hda-reference", hda, None) or (None,))[0]
