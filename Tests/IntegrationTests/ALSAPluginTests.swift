@@ -292,6 +292,34 @@ extension Integration {
             #expect(wrong.isEmpty, "\(wrong.count) frames differ, first \(wrong.prefix(3).map { "frame \($0.offset): \($0.element.0) != \($0.element.1)" })")
         }
 
+        @Test("keepalived-plug: on IEC958-only hardware plays on this alsa-lib too (1.2.8: its plug cannot convert to subframes, but the plug-in's framing is plug's slave), the samples exact, the player's rate in the status (issue 58)")
+        func iec958OnlyHardwareThroughPlug() async throws {
+            let state = try TestPaths.makeTemporaryDirectory("pi-hdmi-plug-state")
+            defer { try? FileManager.default.removeItem(at: state) }
+            // The shipped keepalived-plug (plug over the plug-in) with card 0 given as an integer,
+            // as keepalived-card0 is: this machine has no card 0 to look the string "0" up.
+            let hardware = try PluginSetup.faultyHardware(state: state, format: "IEC958_SUBFRAME_LE") + """
+
+                pcm.keepalived-plug-card0 { type plug slave.pcm { type keepalived card 0 device 0 } }
+                """
+            let setup = try PluginSetup("iec958-plug", hardware: hardware)
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            let samples = Self.pattern(frames: 1000, bits: 16)
+            let played = try await setup.play("keepalived-plug-card0", format: "S16_LE", rate: 44100, data: Self.bytes(samples, width: 2), socket: listener.path)
+            listener.stop()
+            #expect(played.status == 0 && played.fields["result"] == "0" && played.fields["type"] == "PLUG", "\(played)")
+            #expect(listener.received == [Self.line(card: 0, device: 0)])
+            let negotiated = try FileContents.text(state.appendingPathComponent("format"))
+            #expect(negotiated.hasPrefix("IEC958_SUBFRAME_LE 44100 2 "), "\(negotiated)")
+            let decoded = IEC958Decoder.decode(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))), channels: 2)
+            print("IEC958 capture of a 16-bit player through keepalived-plug: \(decoded)")
+            #expect(decoded.problemCount == 0 && decoded.frames == 1000, "\(decoded)")
+            #expect(Array(decoded.channelStatus.prefix(4)) == [0x04, 0x82, 0x00, IEC958Decoder.frequencyCode(44100)!], "\(decoded.channelStatus)")
+            let wrong = zip(decoded.frameSamples, samples.map { $0.map { $0 << 8 } }).filter { $0.0 != $0.1 }
+            #expect(wrong.isEmpty, "\(wrong.count) frames differ")
+        }
+
         @Test("hardware that takes a linear format gets the player's samples as they are: no framing")
         func linearHardwareAsItIs() async throws {
             let state = try TestPaths.makeTemporaryDirectory("linear-state")

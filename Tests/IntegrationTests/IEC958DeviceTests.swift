@@ -26,6 +26,23 @@ extension Integration {
                     status [ 0x04 0x82 0x00 0x01 ]
                     hdmi_mode true
                 }
+                # alsa-lib's pcm/hdmi.conf (its arguments and their defaults: AES3 0x02, 48 kHz) and
+                # cards/vc4-hdmi.conf's hdmi (the iec958 layer with that status) in one, over the
+                # device: what a Raspberry Pi's hdmi:CARD=vc4hdmi0 is, without a card. Where a card's
+                # configuration puts hdmi.conf's: under `cards`, which alsa.conf's pcm.hdmi names.
+                cards.pcm.hdmi {
+                    @args [ CARD DEV AES0 AES1 AES2 AES3 ]
+                    @args.CARD { type string default "standin" }
+                    @args.DEV { type integer default 0 }
+                    @args.AES0 { type integer default 0x04 }
+                    @args.AES1 { type integer default 0x82 }
+                    @args.AES2 { type integer default 0x00 }
+                    @args.AES3 { type integer default 0x02 }
+                    type iec958
+                    slave { pcm "faulty-iec" format IEC958_SUBFRAME_LE }
+                    status [ $AES0 $AES1 $AES2 $AES3 ]
+                    hdmi_mode true
+                }
 
                 """
             let handle = try FileHandle(forWritingTo: device.home.appendingPathComponent(".asoundrc"))
@@ -89,6 +106,34 @@ extension Integration {
             #expect(report.problems.isEmpty, "\(report)")
             #expect(report.channelStatus.prefix(4) == [0x04, 0x82, 0x00, 0x00], "the layer fills in 44.1 kHz: \(report)")
             #expect(report.sampleRange.map { $0.upperBound < 0 } == true, "\(report)")
+        }
+
+        /// A 16-bit stereo clip at `rate`: four frames, never zero.
+        func clip(rate: UInt32) throws -> String {
+            var wav = Data("RIFF".utf8) + le32(4 + 24 + 8 + 16) + Data("WAVE".utf8)
+            wav += Data("fmt ".utf8) + le32(16) + le16(1) + le16(2) + le32(rate) + le32(rate * 4) + le16(4) + le16(16)
+            wav += Data("data".utf8) + le32(16) + Data([0x00, 0xC0, 0x00, 0x40, 0x00, 0xD0, 0x00, 0x30, 0x00, 0xC0, 0x00, 0x40, 0x00, 0xD0, 0x00, 0x30])
+            let path = device.directory.appendingPathComponent("clip-\(rate).wav")
+            try wav.write(to: path)
+            return path.path
+        }
+
+        @Test("hdmi: tells the receiver the rate it plays (issue 58): alsa-lib's hdmi.conf would say 48 kHz at every rate", arguments: [44100, 48000, 96000])
+        func hdmiChannelStatusRate(rate: Int) async throws {
+            // The embedded clip is 44.1 kHz; the others are clips at their rate.
+            let arguments = rate == 44100 ? [] : ["--clip", try clip(rate: UInt32(rate))]
+            let (report, fields) = try await play("hdmi:CARD=standin", blocks: 20, arguments)
+            #expect(fields["rate"] == "\(rate)", "\(fields)")
+            #expect(report.problems.isEmpty, "\(report)")
+            let code = try #require(IEC958Decoder.frequencyCode(rate))
+            #expect(Array(report.channelStatus.prefix(4)) == [0x04, 0x82, 0x00, code], "AES3 must be \(rate) Hz's code: \(report)")
+        }
+
+        @Test("hdmi: with an AES3 of the user's own keeps it")
+        func hdmiUsersOwnAES3() async throws {
+            let (report, fields) = try await play("hdmi:CARD=standin,AES3=0x02", blocks: 20)
+            #expect(fields["rate"] == "44100", "\(fields)")
+            #expect(Array(report.channelStatus.prefix(4)) == [0x04, 0x82, 0x00, 0x02], "\(report)")
         }
 
         @Test("An HDMI output with no display (the kernel's ENOTSUPP at open): waited for as a missing device, with a message that says so, then played")

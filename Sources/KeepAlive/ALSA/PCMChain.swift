@@ -31,27 +31,43 @@ struct PCMChain: Equatable {
     ]
     private static let iec958Layer = "IEC958 subframe conversion PCM"
 
-    /// Reads the layer names out of `snd_pcm_dump` text.
+    /// Reads the layers out of `snd_pcm_dump` text by the dump's structure (alsa-lib 1.2.8 to
+    /// 1.2.14 alike): each PCM prints its one header line ("Linear conversion PCM (S32_LE)"),
+    /// then lines of its own, and then its slave's dump after "Slave: " ("Slave #N: " for each of
+    /// multi's). plug prints "Plug PCM: " and its slave's header on the same line; dmix, dshare
+    /// and dsnoop print their hardware slave's header on a line of its own. A PCM's own lines are
+    /// no layers, though some are unindented: softvol's "Control: PCM Playback Volume",
+    /// "min_dB: -51", rate's "Protocol version: 10002".
     init(dump: String) {
         var layers: [String] = []
         var hardware: HardwareDevice?
+        var headerNext = true
         for rawLine in dump.split(separator: "\n", omittingEmptySubsequences: true) {
-            // Setup and status lines are indented; "Its setup is:" heads them.
-            guard let first = rawLine.first, first != " ", first != "\t", !rawLine.hasPrefix("Its setup is") else { continue }
             var line = Substring(rawLine)
-            if line.hasPrefix("Slave: ") { line = line.dropFirst("Slave: ".count) }
-            if let device = Self.hardwareDevice(line) { hardware = device }
-            while let range = line.firstRange(of: "PCM") {
-                layers.append(String(line[..<range.upperBound]))
-                line = line[range.upperBound...]
-                // "Plug PCM: " names its slave on the same line.
-                guard line.hasPrefix(": ") else { break }
-                line = line.dropFirst(2)
+            if !headerNext {
+                if line.hasPrefix("Slave: ") {
+                    line = line.dropFirst("Slave: ".count)
+                } else if line.hasPrefix("Slave #"), let colon = line.firstRange(of: ": ") {
+                    line = line[colon.upperBound...]
+                } else if !line.hasPrefix(Self.hardwareHeader) {
+                    continue
+                }
             }
+            headerNext = false
+            while line.hasPrefix("Plug PCM: ") {
+                layers.append("Plug PCM")
+                line = line.dropFirst("Plug PCM: ".count)
+            }
+            if let device = Self.hardwareDevice(line) { hardware = device }
+            // The layer's kind: its header up to "PCM" ("Rate conversion PCM (48000)" → "Rate
+            // conversion PCM"), or all of it for a plug-in's own name without one.
+            layers.append(String(line.firstRange(of: "PCM").map { line[..<$0.upperBound] } ?? line))
         }
         self.layers = layers
         self.hardware = hardware
     }
+
+    private static let hardwareHeader = "Hardware PCM card "
 
     /// The card and device of alsa-lib's hardware layer line, `Hardware PCM card %d '%s' device
     /// %d subdevice %d` (the card's name may hold anything, so the device is read after its

@@ -24,7 +24,8 @@ final class PCMDevice {
             return
         }
         var pcm: OpaquePointer?
-        let result = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+        // `name` stays the output's name everywhere else (status, the log, a player's release).
+        let result = snd_pcm_open(&pcm, PCMOpenName.forOpening(name), SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
         guard result >= 0, let pcm else { throw ALSAError(code: result < 0 ? result : -EINVAL, operation: "open") }
         self.name = name
         self.handle = pcm

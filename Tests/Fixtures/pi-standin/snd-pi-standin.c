@@ -194,8 +194,9 @@ static const struct snd_pcm_hardware vc4_hw = {
 
 /*
  * The display's ELD, as the connector holds it once a display answered: a TV with two-channel
- * LPCM at 32, 44.1 and 48 kHz, 16/20/24 bits (hdmi-codec's startup narrows the stream to it with
- * snd_pcm_hw_constraint_eld).
+ * LPCM at 32 to 96 kHz, 16/20/24 bits (hdmi-codec's startup narrows the stream to it with
+ * snd_pcm_hw_constraint_eld). 88.2 and 96 kHz, as most TVs and receivers list, so that a stream
+ * at a player's hi-res rate reaches the card (the channel status' rate code at 96 kHz, issue 58).
  */
 static const u8 vc4_eld[] = {
 	0x10, 0x00, 0x05, 0x00,			/* ELD version 2, baseline of 5 * 4 bytes */
@@ -203,7 +204,7 @@ static const u8 vc4_eld[] = {
 	0, 0, 0, 0, 0, 0, 0, 0,			/* port id */
 	0x00, 0x00, 0x00, 0x00,			/* manufacturer, product */
 	's', 't', 'a', 'n', 'd', 'i', 'n', ' ', 'T', 'V',
-	0x09, 0x07, 0x07,			/* SAD: LPCM, 2 channels, 32/44.1/48 kHz, 16/20/24 bit */
+	0x09, 0x1f, 0x07,			/* SAD: LPCM, 2 channels, 32/44.1/48/88.2/96 kHz, 16/20/24 bit */
 	0x00, 0x00, 0x00,
 };
 

@@ -15,7 +15,8 @@ alsa-lib's iec958 layer makes it): bits 0-3 the preamble (Z 0x8 on the first sub
 192nd frame, X 0x2 on the other first subframes, Y 0x4 on the second), bits 4-27 the sample, bit 28
 validity (0), bit 31 even parity over bits 4-31; the channel-status bits (bit 30) of a 192-frame
 block spell consumer, PCM, AES0-2 = 04 82 00 and AES3's sampling-frequency code (the stream's
-rate for `aes3: rate`, else the byte given)."""
+rate for `aes3: rate`, else the byte given; keepalived's runs, `hdmi:` included, are all `rate`:
+issue 58), printed decoded."""
 
 import array
 import json
@@ -33,6 +34,17 @@ CEILING = int(0.05 * (1 << 23))
 PRE_Z, PRE_X, PRE_Y = 0x8, 0x2, 0x4
 FS_CODE = {22050: 0x04, 24000: 0x06, 32000: 0x03, 44100: 0x00, 48000: 0x02, 88200: 0x08, 96000: 0x0A,
            176400: 0x0C, 192000: 0x0E}
+
+
+RATE_OF_CODE = {code: rate for rate, code in FS_CODE.items()} | {0x01: "not indicated"}
+
+
+def said_rate(status):
+    """The rate the channel status tells the receiver, decoded from byte 3's frequency code."""
+    if status is None or len(status) < 4:
+        return "no status"
+    rate = RATE_OF_CODE.get(status[3] & 0x0F, "unknown")
+    return f"AES3 {status[3]:#04x}: {rate if isinstance(rate, str) else f'{rate} Hz'}"
 
 
 def records(path):
@@ -196,7 +208,7 @@ def check(result, report):
             report("ok" if exact and not errors else "FAIL", f"{name}-decodes",
                    f"alsa-lib {ph['alsa']}: {len(got) // 2} of {wframes} frames decoded from frame {start}, "
                    f"{'exactly the WAV' if exact else f'first difference at sample {first}'}; {blocks} blocks, status "
-                   f"{status.hex(' ')[:23] if status else None}; {len(errors)} errors {errors[:3]}")
+                   f"{status.hex(' ')[:23] if status else None} ({said_rate(status)}); {len(errors)} errors {errors[:3]}")
             continue
         frames = len(words) // channels
         errors, samples, status, blocks = decode(words, channels)
@@ -216,5 +228,5 @@ def check(result, report):
             errors.append(f"peak {peak} above the ceiling {CEILING}")
         report("FAIL" if errors else "ok", f"{name}-iec958",
                f"alsa-lib {ph['alsa']}: {frames} frames ({frames / (rate or 48000):.1f} s) at {rate} Hz decoded, {blocks} blocks, "
-               f"status {status.hex(' ')[:23] if status else None}, samples {sorted(set(flat))[:4]} (peak {peak}); "
+               f"status {status.hex(' ')[:23] if status else None} ({said_rate(status)}), samples {sorted(set(flat))[:4]} (peak {peak}); "
                f"{len(errors)} errors {errors[:3]}")

@@ -26,8 +26,14 @@ Then keepalived (the release binary), each output alone:
   over the default 30 s; a thread woken by period interrupts would wake 1.5 times a second), and the host decodes every subframe the card played over the first
   CAPTURE seconds: preambles (Z every 192 frames on the first subframe, X otherwise, Y on the
   second), even parity over bits 4-31, validity 0, the channel-status block (consumer, PCM,
-  04 82 00, the rate's code in byte 3 for hw:, alsa-lib's hdmi.conf 0x02 for hdmi:), the sample
+  04 82 00, the stream's rate code in byte 3: for hdmi: too, where alsa-lib's hdmi.conf would say
+  0x02, 48 kHz, at every rate unless keepalived opens it with AES3=0x01, issue 58), the sample
   non-zero and at most keepalived's ceiling (0.05 of full scale);
+- hdmi:CARD=vc4hdmi0 again at 48 and 96 kHz (keepalived's --clip at each rate; the embedded clip
+  is 44.1 kHz): the card at that rate, and the host decodes the rate's code in the channel status;
+- `aplay -v`'s dumps of the card's `default` (softvol "PCM Playback Volume") and of a softvol
+  whose control is "Master Playback Volume", saved to io/ (dump-*.txt) as PCMChainTests' fixtures,
+  and keepalived on each: ring-loop, whatever the control's name;
 - hw:CARD=Headphones,DEV=0: mode stream (not the ring loop: the driver is BATCH and indirect),
   and over 70 s (longer than the ring loop's health check, which reopens a stalled ring once a
   minute) the jack gets frames all along (the frames it played at least 90 % of the window's, at
@@ -42,7 +48,8 @@ Then keepalived (the release binary), each output alone:
   the port in IEC958 subframes; Debian's MPD with its stock output (ALSA's `default`), started
   after it, plays a 44.1 kHz and a 48 kHz track (the card at each track's rate, opened by MPD,
   no "busy" in its log), keepalived released the port for it and has it back after the queue;
-- Debian 13's alsa-lib (1.2.14): the same aplay decode and hw:/hdmi: runs chrooted into
+- Debian 13's alsa-lib (1.2.14): the same aplay decode, hw:/hdmi: runs (hdmi: at the three
+  rates) and dumps chrooted into
   debootstrap's trixie root (chroot=trixie) over this guest's 6.1 kernel: the stand-in's kernel
   side is the module's own, so only alsa-lib differs (see Tests/VM/README.md).
 
@@ -158,12 +165,12 @@ def owner(index):
 
 
 class Daemon:
-    def __init__(self, device, name, root=None, socket=SOCKET):
+    def __init__(self, device, name, root=None, socket=SOCKET, args=()):
         self.name = name
         self.log_path = f"/tmp/keepalived-{name}.log"
         self.root = root
         self.socket = socket
-        argv = [K, "run", "-d", device, "--socket", socket]
+        argv = [K, "run", "-d", device, "--socket", socket, *args]
         self.proc = subprocess.Popen((["chroot", root] if root else []) + argv, stdout=open(self.log_path, "w"),
                                      stderr=subprocess.STDOUT)
 
@@ -300,10 +307,11 @@ jack.stop()
 V0, V1, HP = card("vc4hdmi0"), card("vc4hdmi1"), card("Headphones")
 
 
-def ring_loop_run(device, name, index, cid, aes3=None, root=None, window=WINDOW):
+def ring_loop_run(device, name, index, cid, aes3=None, root=None, window=WINDOW, args=(), rate=None):
     """keepalived on `device` over `window` s: mode, the card's format, its output thread's wakeups,
-    and (vc4) what the card played over the first CAPTURE s for the host to decode."""
-    d = Daemon(device, name, root=root)
+    and (vc4) what the card played over the first CAPTURE s for the host to decode; with `rate`,
+    the card must run at it."""
+    d = Daemon(device, name, root=root, args=args)
     w = d.wait_playing(20)
     o = d.output()
     if not vt.check(f"{name}-plays", w, f"after {w.seconds:.1f} s: {o.get('state')} ({vt.one_line(o.get('reason') or (d.status() or {}).get('reason') or '', 200)}) | {d.log(3)}"):
@@ -312,6 +320,8 @@ def ring_loop_run(device, name, index, cid, aes3=None, root=None, window=WINDOW)
     vt.check(f"{name}-ring-loop", o.get("mode") == "ring-loop", f"mode {o.get('mode')}; the card: {params_line(index)}")
     if cid:
         vt.check(f"{name}-card-format", vt.hw_params(index).get("format") == "IEC958_SUBFRAME_LE", params_line(index))
+    if rate:
+        vt.check(f"{name}-card-rate", vt.hw_params(index).get("rate", "").split(" ")[0] == str(rate), params_line(index))
     time.sleep(1)  # the fill and the first status replies
     tid = owner(index)
     s0 = tid_switches(tid) if tid else None
@@ -330,8 +340,74 @@ def ring_loop_run(device, name, index, cid, aes3=None, root=None, window=WINDOW)
     return per_s, (None if s0 is None or s1 is None else s1 - s0), elapsed
 
 
+def clip(rate, root=None):
+    """A 0.2 s 16-bit stereo WAV at `rate` (whole 192-frame blocks, and short enough for the
+    ring: the card's buffer tops at 65536 frames, so a 1 s clip at 96 kHz streams) whose samples
+    are never zero (the host counts digital silence), for keepalived's --clip: the card then runs
+    at `rate`. Its path inside `root`."""
+    path = f"/tmp/clip-{rate}.wav"
+    subprocess.run(["python3", "-c", """
+import struct, sys
+rate = int(sys.argv[2])
+frames = b"".join(struct.pack("<hh", 1000 + (i * 7919) % 9000, -1000 - (i * 104729) % 9000) for i in range(rate // 5))
+hdr = b"RIFF" + struct.pack("<I", 36 + len(frames)) + b"WAVE" + b"fmt " + struct.pack("<IHHIIHH", 16, 1, 2, rate, rate * 4, 4, 16) + b"data" + struct.pack("<I", len(frames))
+open(sys.argv[1], "wb").write(hdr + frames)
+""", (root or "") + path, str(rate)], check=True)
+    return path
+
+
+def hdmi_rates(prefix, root=None):
+    """keepalived on hdmi: at 48 and 96 kHz (its clip at each rate; the embedded clip's 44.1 kHz
+    is the main run's): what the card played decoded by the host, the channel status' rate code
+    the stream's (alsa-lib's hdmi.conf says 0x02, 48 kHz, unless keepalived asks for AES3=0x01)."""
+    for rate in (48000, 96000):
+        ring_loop_run("hdmi:CARD=vc4hdmi0", f"{prefix}vc4-hdmi-{rate // 1000}k", V0, "vc4hdmi0", "rate", root=root,
+                      window=CAPTURE, args=("--clip", clip(rate, root)), rate=rate)
+
+
+def dump_chains(root=None):
+    """`aplay -v`'s dump (alsa-lib's snd_pcm_dump) of two softvol chains on vc4hdmi0, for
+    PCMChainTests' fixtures (issue 58): the card's `default` (vc4-hdmi.conf: plug, softvol with
+    the control "PCM Playback Volume", the iec958 layer, hooks, hw) and a softvol whose control
+    has another name."""
+    alsa = "1.2.14" if root else "1.2.8"
+    home = "/tmp/dumphome"
+    os.makedirs((root or "") + home, exist_ok=True)
+    with open((root or "") + home + "/.asoundrc", "w") as f:
+        f.write("defaults.pcm.!card vc4hdmi0\ndefaults.ctl.!card vc4hdmi0\n"
+                "pcm.softvol-master {\n\ttype softvol\n\tslave.pcm \"hdmi:CARD=vc4hdmi0,AES3=0x01\"\n"
+                "\tcontrol { name \"Master Playback Volume\" card vc4hdmi0 }\n}\n")
+    for pcm, tag in (("default", "default"), ("softvol-master", "master")):
+        r = sh("/bin/sh", "-c", f"HOME={home} aplay -v -D {pcm} -f S16_LE -c 2 -r 48000 -d 1 /dev/zero 2>&1", root=root)
+        text = r.stdout
+        start = text.find("Plug PCM") if "Plug PCM" in text else text.find("Soft volume PCM")
+        dump = text[start:] if start >= 0 else ""
+        with open(os.path.join(vt.IO, f"dump-{tag}-{alsa}.txt"), "w") as f:
+            f.write(dump)
+        vt.check(f"dump-{tag}-{alsa}", r.returncode == 0 and "Soft volume PCM" in dump and "Hardware PCM card" in dump,
+                 vt.one_line(dump, 300) or vt.one_line(text))
+        # keepalived on the same chain: softvol, the iec958 layer and hooks pass each sample on,
+        # so the card's ring loops, whatever the control's name (issue 58: "Control: PCM …" was
+        # read as a layer, and the chain streamed).
+        own_home = os.environ.get("HOME")
+        os.environ["HOME"] = home
+        try:
+            d = Daemon(pcm, f"softvol-{tag}{'-trixie' if root else ''}", root=root)
+        finally:
+            if own_home is None:
+                del os.environ["HOME"]
+            else:
+                os.environ["HOME"] = own_home
+        w = d.wait_playing(20)
+        o = d.output()
+        vt.check(f"softvol-{tag}-{alsa}-ring-loop", w and o.get("mode") == "ring-loop",
+                 f"keepalived on {pcm}: {o.get('state')} in {o.get('mode')}; {params_line(V0)} | {d.log(2)}")
+        d.stop()
+
+
 hda_rate = (ring_loop_run(f"hw:{hda},0", "hda-reference", hda, None) or (None,))[0]
-for device, name, aes3 in (("hw:CARD=vc4hdmi0,DEV=0", "vc4-hw", "rate"), ("hdmi:CARD=vc4hdmi0", "vc4-hdmi", 0x02)):
+# hdmi: with the embedded clip (44.1 kHz): the channel status must carry 44.1 kHz's code, 0x00.
+for device, name, aes3 in (("hw:CARD=vc4hdmi0,DEV=0", "vc4-hw", "rate"), ("hdmi:CARD=vc4hdmi0", "vc4-hdmi", "rate")):
     run = ring_loop_run(device, name, V0, "vc4hdmi0", aes3)
     if run is not None and run[0] is not None:
         rate, wakes, elapsed = run
@@ -342,6 +418,8 @@ for device, name, aes3 in (("hw:CARD=vc4hdmi0,DEV=0", "vc4-hw", "rate"), ("hdmi:
         vt.check(f"{name}-wakeups", wakes <= 1 + elapsed / 15,
                  f"{wakes} wakeups in {elapsed:.1f} s, {rate:.3f}/s of the output's thread (at most one per 15 s health check and one at the window's edge: "
                  f"{1 + elapsed / 15:.1f}; the HDA card's ring loop, measured the same way: {'none' if hda_rate is None else f'{hda_rate:.3f}'}/s)")
+hdmi_rates("")
+dump_chains()
 
 # The headphones: BATCH and indirect, so a stream, and the jack fed all along.
 d = Daemon("hw:CARD=Headphones,DEV=0", "headphones")
@@ -474,8 +552,10 @@ if TRIXIE and os.path.isdir(TRIXIE):
     version = sh("/bin/sh", "-c", "dpkg-query -W -f '${Version}' libasound2t64", root=root).stdout.strip()
     if vt.check("trixie-root", r.returncode == 0 and version.startswith("1.2.14"), f"libasound2t64 {version} {vt.one_line(r.stdout)}"):
         aplay_decode("trixie-aplay-hdmi", root=root)
-        for device, name, aes3 in (("hw:CARD=vc4hdmi0,DEV=0", "trixie-vc4-hw", "rate"), ("hdmi:CARD=vc4hdmi0", "trixie-vc4-hdmi", 0x02)):
+        for device, name, aes3 in (("hw:CARD=vc4hdmi0,DEV=0", "trixie-vc4-hw", "rate"), ("hdmi:CARD=vc4hdmi0", "trixie-vc4-hdmi", "rate")):
             ring_loop_run(device, name, V0, "vc4hdmi0", aes3, root=root, window=min(WINDOW, 12))
+        hdmi_rates("trixie-", root=root)
+        dump_chains(root=root)
 else:
     vt.skip("trixie-root", "no VM_CHROOT_TRIXIE (chroot=trixie)")
 vt.finish()
