@@ -237,7 +237,9 @@ public struct OutputReport: Codable, Equatable, Sendable {
     /// on its sink), as `--on-active`/`--on-idle` and `keepalived events` see it.
     public var activity: ActivityReport?
     /// While the output waits because its device is busy: the programs that hold the cards'
-    /// playback devices open (`mpd (pid 812, uid 110) on card 0`), nil otherwise.
+    /// playback devices open (`mpd (pid 812, uid 110) on card 0`; `thread 815 of a process
+    /// hidden from keepalived on card 0` where the system service cannot see the process), nil
+    /// otherwise.
     public var heldBy: [String]?
 
     /// A report; ``recoveries`` is counted from ``recoveriesByReason``, so the two always agree.

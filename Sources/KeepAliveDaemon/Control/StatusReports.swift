@@ -103,9 +103,7 @@ extension DaemonStatus {
         // A busy device's holder, from the kernel: a player on the card is the usual one, and
         // the one a user asks about. One look for all outputs.
         if outputs.contains(where: { $0.reason == InterruptionReason.busy.description }) {
-            let holders = CardHolders.scan().sorted { $0.key < $1.key }.flatMap { card, holders in
-                holders.map { "\($0) on card \(card)" }
-            }
+            let holders = CardHolders.descriptions()
             for index in outputs.indices where outputs[index].reason == InterruptionReason.busy.description {
                 outputs[index].heldBy = holders
             }

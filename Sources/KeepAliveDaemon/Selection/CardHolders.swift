@@ -39,6 +39,30 @@ enum CardHolders {
         return holders
     }
 
+    /// Who holds each card's playback devices, for `status`: `mpd (pid 812, uid 110) on card 0`,
+    /// sorted by card. A process keepalived cannot see (the system service's `ProtectProc=invisible`
+    /// hides other users' processes) is named by the thread that opened the device, which
+    /// `/proc/asound` still shows: `thread 815 of a process hidden from keepalived on card 0`.
+    static func descriptions(proc: String = "/proc") -> [String] {
+        let me = getpid()
+        var lines: [String] = []
+        for (card, status) in substreamStatuses(in: proc + "/asound").sorted(by: { $0.0 < $1.0 }) {
+            guard let thread = ownerPID(status: status) else { continue }
+            let line: String
+            if let process = tgid(status: readFile("\(proc)/\(thread)/status") ?? "") {
+                guard process != me else { continue }
+                var info = stat()
+                let uid = stat("\(proc)/\(process)", &info) == 0 ? ", uid \(info.st_uid)" : ""
+                let command = (readFile("\(proc)/\(process)/comm") ?? "?").trimmingTrailingNewline
+                line = "\(command) (pid \(process)\(uid)) on card \(card)"
+            } else {
+                line = "thread \(thread) of a process hidden from keepalived on card \(card)"
+            }
+            if !lines.contains(line) { lines.append(line) }
+        }
+        return lines
+    }
+
     /// `owner_pid   : 812` in a substream's status; nil when it is closed.
     static func ownerPID(status: String) -> Int32? {
         field("owner_pid", in: status)

@@ -31,5 +31,12 @@ struct CardHoldersTests {
         #expect(holders.keys.sorted() == [2])
         #expect(holders[2] == [CardHolder(pid: 4330, uid: getuid(), command: "pulseaudio")])
         #expect(holders[2]?.first?.isSoundServer == true)
+        // For status: the same holder named, and a holder whose process this one cannot see
+        // (the system service's ProtectProc=invisible) named by its thread, by card.
+        try write("asound/card1/pcm0p/sub0/status", "state: RUNNING\nowner_pid   : 815\n")
+        #expect(CardHolders.descriptions(proc: root.path) == [
+            "thread 815 of a process hidden from keepalived on card 1",
+            "pulseaudio (pid 4330, uid \(getuid())) on card 2",
+        ])
     }
 }

@@ -768,10 +768,14 @@ if vt.check("restart-hold-ready", r.returncode == 0 and w and pid and up,
         f.write(sh("journalctl", "--no-pager", "-o", "short-monotonic", "-u", UNIT, "-u", "mpd").stdout)
     # The new keepalived found the card MPD's: the box's normal state, not a fault (issue 58,
     # item 17): no line of priority warning or worse from it, and status names the holder.
+    # The service sees no other user's process (ProtectProc=invisible): MPD is named by the
+    # thread that opened the card, which must be one of MPD's.
     out_hw = next((o for o in (status_json() or {}).get("outputs", []) if o.get("device") == HW), {})
     warned = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat", "-p", "warning", f"_PID={new_kpid}").stdout.strip()
+    held_by = [int(m.group(1)) for h in out_hw.get("heldBy") or []
+               for m in [re.match(rf"thread (\d+) of a process hidden from keepalived on card {card}$", h)] if m]
     vt.check("restart-in-hold-no-warning",
-             not warned and out_hw.get("reason") == "busy" and any(h.startswith(f"mpd (pid {pid},") for h in out_hw.get("heldBy") or []),
+             not warned and out_hw.get("reason") == "busy" and held_by and all(tgid(t) == pid for t in held_by),
              f"the new keepalived's lines at warning or worse: {vt.one_line(warned, 240) or 'none'}; {HW}: {out_hw.get('state')} "
              f"({out_hw.get('reason')}), held by {out_hw.get('heldBy')}")
     kpid = new_kpid
