@@ -447,6 +447,11 @@ static void apply_command(faulty_t *f, char *line)
 		snprintf(buf, sizeof(buf), "%s/stall", f->state);
 		unlink(buf);
 		logev(f, "control unstall");
+	} else if (strcmp(argv[0], "hold-open") == 0 && argc == 1) {
+		/* Opens wait inside snd_pcm_open until the test deletes STATE/hold-open: a
+		 * program held in its open at a moment the test chooses. */
+		write_atomic(f->state, "hold-open", "1\n");
+		logev(f, "control hold-open");
 	} else if (strcmp(argv[0], "hang") == 0 && argc == 1) {
 		/* A driver that never returns from write: the next transfer blocks until the
 		 * test deletes STATE/hang (a wedged playback thread, for watchdog tests). */
@@ -1023,6 +1028,14 @@ SND_PCM_PLUGIN_DEFINE_FUNC(faulty)
 	}
 
 	take_control(f);
+	if (file_exists(f->state, "hold-open")) {
+		/* Bounded, so that a test that died leaves no program held for ever. */
+		uint64_t until = now_ns() + 60ull * 1000000000u;
+		logev(f, "open-held");
+		while (file_exists(f->state, "hold-open") && now_ns() < until)
+			usleep(5000);
+		logev(f, "open-released");
+	}
 	/* after take_control: a "stall" taken by this open does not stall us */
 	f->open_ns = now_ns();
 	if (file_exists(f->state, "vanished")) {
