@@ -436,7 +436,8 @@ final class ControlServer: @unchecked Sendable {
     }
 
     /// The reply to `command`; nil when it waits (``Client/pending``): a reload for the main
-    /// loop, a release for the power (after its interim line, sent here).
+    /// loop, a release for the power (after its interim line, sent here) or for keepalived's
+    /// outputs on its device to close.
     private func answer(_ command: ControlCommand, from client: inout Client, arrived: ContinuousClock.Instant) -> ControlReply? {
         serverThread.preconditionOwned("ControlServer.answer")
         if client.playerOnly, command.name != "release" {
