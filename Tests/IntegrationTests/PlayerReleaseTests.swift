@@ -180,7 +180,8 @@ extension Integration {
             // whose `default` is the front door. Its playback thread is inside that open when the
             // player's release comes; the control socket's thread used to join it there, so it
             // answered nobody, keepalived's own request included, until keepalived's open gave
-            // up waiting (10 s here: the player's 8 s ran out first, and it found the card busy).
+            // up waiting (10 s here: the player's 8 s ran out first; on a card, its open then
+            // finds keepalived there, busy).
             let states = try TestPaths.makeTemporaryDirectory("own-open")
             defer { try? FileManager.default.removeItem(at: states) }
             let gate = states.appendingPathComponent("gate"), standin = states.appendingPathComponent("standin")
