@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Logging
 import Synchronization
@@ -15,9 +16,14 @@ struct ControlServerTests {
     final class Daemon: Sendable {
         let stops = Atomic<Int>(0)
         let reloads = Mutex<[MainLoopRequest]>([])
+        let releases = Atomic<Int>(0)
         let refuseReloads: Bool
+        let releaseAnswer: ControlServer.ReleaseAnswer
 
-        init(refuseReloads: Bool = false) { self.refuseReloads = refuseReloads }
+        init(refuseReloads: Bool = false, releaseAnswer: ControlServer.ReleaseAnswer = .reply(.failure("no release here"))) {
+            self.refuseReloads = refuseReloads
+            self.releaseAnswer = releaseAnswer
+        }
 
         var handlers: ControlServer.Handlers {
             .init(
@@ -29,7 +35,10 @@ struct ControlServerTests {
                     self.reloads.withLock { $0.append(request) }
                     return .success(request)
                 },
-                release: { _, _, _, _ in .reply(.failure("no release here")) })
+                release: { _, _, _, _ in
+                    self.releases.add(1, ordering: .relaxed)
+                    return self.releaseAnswer
+                })
         }
     }
 
@@ -130,6 +139,46 @@ struct ControlServerTests {
         let line = try reloading.receiveLine()
         let reply = try ControlJSON.decode(ControlReply.self, from: Array(line.utf8))
         #expect(reply.ok && reply.changed == true, "\(line)")
+    }
+
+    @Test("a release whose outputs are still closing: other clients are answered meanwhile, and its reply goes once they are closed")
+    func releaseWaitsForClose() throws {
+        defer { removeDirectory() }
+        let closing = try OutputsClosing()
+        let daemon = Daemon(releaseAnswer: .afterClose(closing, reply: ControlReply(ok: true, released: ["hw:0,0"])))
+        let server = try server(daemon)
+        try server.start()
+        defer { server.stop() }
+        // Another process: the server answers its own process's releases itself (keepalived's
+        // own front door). It prints the reply and the monotonic time it came.
+        let player = Process()
+        player.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        player.arguments = ["-c", """
+            import socket, sys, time
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)
+            s.sendall(b'{"request":"release","card":0,"device":0,"program":"mpd"}\\n')
+            line = s.makefile().readline().strip()
+            print(time.monotonic_ns(), line)
+            """, paths.socket]
+        let output = Pipe()
+        player.standardOutput = output
+        try player.run()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while daemon.releases.load(ordering: .relaxed) == 0, ContinuousClock.now < deadline { usleep(1000) }
+        #expect(daemon.releases.load(ordering: .relaxed) == 1, "the release never reached the handler")
+
+        let status = try ControlClient.send("status", to: paths, timeout: .seconds(10)).get()
+        #expect(status.ok, "answered while the release waits")
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let finished = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+        closing.finish()
+        player.waitUntilExit()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let fields = printed.split(separator: " ", maxSplits: 1)
+        #expect(fields.count == 2 && fields[1].contains(#""released":["hw:0,0"]"#), "\(printed)")
+        // The reply came after the close, never before: an order, whatever the scheduler did.
+        #expect(fields.first.flatMap { Int64($0) }.map { $0 >= finished } == true, "replied at \(printed), closed at \(finished)")
     }
 
     @Test("a reload the main loop cannot take is refused at once, with the reason")
