@@ -632,6 +632,51 @@ static void ask_release(int card, int device, int64_t started, int64_t deadline)
 
 // MARK: - The plug-in
 
+/// The keepalived PCMs this thread is opening, outermost first. alsa-lib counts the hops of one
+/// open's slaves and stops a loop there, but the open of a `slave` by name (snd_pcm_open_lconf)
+/// starts a count of its own: a slave that leads back to a keepalived PCM being opened (a
+/// `default` whose slave is `default`) would ask keepalived for a release at every level until
+/// the stack ran out. Only this thread's: another thread's open is another player's.
+#define NESTING_MAX 8
+typedef struct opening_level {
+    const char *name;
+    const char *slave;
+    int card, device;
+} opening_level;
+static __thread opening_level opening[NESTING_MAX];
+static __thread int opening_depth;
+
+/// Whether a keepalived PCM this thread is opening already asked for `card`'s `device`.
+static bool asked_above(long card, long device) {
+    for (int level = 0; level < opening_depth; level++)
+        if (opening[level].card == card && opening[level].device == device) return true;
+    return false;
+}
+
+/// -ELOOP (said with the loop's names) when opening `slave` for the PCM `name` leads back to a
+/// keepalived PCM this thread is opening, or nests deeper than any sane configuration; else 0.
+static int refuse_loop(const char *name, const char *slave) {
+    const char *shown = name ? name : "keepalived";
+    if (name && strcmp(name, slave) == 0) {
+        SNDERR("keepalived: the slave leads back to a keepalived PCM being opened: %s -> %s", shown, slave);
+        return -ELOOP;
+    }
+    for (int level = 0; level < opening_depth; level++) {
+        if (strcmp(opening[level].slave, slave) != 0) continue;
+        const char *first = opening[level].name ? opening[level].name : "keepalived";
+        if (strcmp(opening[level].slave, shown) == 0)
+            SNDERR("keepalived: the slave leads back to a keepalived PCM being opened: %s -> %s", first, slave);
+        else
+            SNDERR("keepalived: the slave leads back to a keepalived PCM being opened: %s -> %s -> %s", first, opening[level].slave, shown);
+        return -ELOOP;
+    }
+    if (opening_depth == NESTING_MAX) {
+        SNDERR("keepalived: %s: more than %d keepalived PCMs inside each other (a loop through slaves?)", shown, NESTING_MAX);
+        return -ELOOP;
+    }
+    return 0;
+}
+
 /// `card` (an index or a card's id), `device` (0) and `subdevice` (-1), read as the hw PCM reads
 /// them; for a playback stream, keepalived is asked to release the device; then the device's hw
 /// PCM is opened with the caller's stream and mode and returned as it is.
@@ -656,7 +701,6 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
     // its rate, its format, its softvol, the card's IEC958 framing.
     const char *slave = NULL;
     snd_config_iterator_t i, next;
-    (void)name;
     snd_config_for_each(i, next, conf) {
         snd_config_t *n = snd_config_iterator_entry(i);
         const char *id;
@@ -703,15 +747,25 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         return -EINVAL;
     }
 
+    // Before anything is asked: a loop would take the card for an open that cannot succeed.
+    if (slave) {
+        int err = refuse_loop(name, slave);
+        if (err < 0) return err;
+    }
+
     // A slave is asked for by whoever configured it (the box's `default`), so its card is
-    // asked for even when it came from defaults.pcm.card.
-    if (stream == SND_PCM_STREAM_PLAYBACK && (named || slave)) ask_release((int)card, (int)device, started, deadline);
+    // asked for even when it came from defaults.pcm.card. Once per open: a keepalived PCM
+    // inside another that asked for the same device asks nothing more.
+    if (stream == SND_PCM_STREAM_PLAYBACK && (named || slave) && !asked_above(card, device))
+        ask_release((int)card, (int)device, started, deadline);
 
     if (slave) {
         // Opened as the caller would open it by name, in the caller's mode; returned as it is:
         // the chain under it decides its formats and framing itself.
         snd_pcm_t *opened;
+        opening[opening_depth++] = (opening_level){name, slave, (int)card, (int)device};
         int err = snd_pcm_open_lconf(&opened, slave, stream, mode, root);
+        opening_depth--;
         if (err < 0) return err;
         *pcmp = opened;
         return 0;

@@ -389,6 +389,32 @@ extension Integration {
             #expect(listener.received == [])
         }
 
+        @Test("a slave that leads back to a keepalived PCM being opened (itself, `default` which is it, through a plug) fails at once with ELOOP, naming the loop, after one release at most",
+              arguments: [("loop-self", "loop-self -> loop-self"), ("default", "default -> default"), ("loop-a", "loop-a -> loop-b -> loop-a")])
+        func slaveLoop(_ name: String, _ chain: String) async throws {
+            // alsa-lib counts the hops of one open's slaves, but the plug-in's open of its slave by
+            // name starts a count of its own: without a guard each level asked for a release and
+            // opened the next until the stack ran out.
+            let loops = """
+                pcm.loop-self { type keepalived card 0 device 0 slave "loop-self" }
+                pcm.!default { type keepalived card 0 device 0 slave "default" }
+                pcm.loop-a { type keepalived card 0 device 0 slave "loop-b" }
+                pcm.loop-b { type plug slave.pcm "loop-a" }
+                """
+            let setup = try PluginSetup("loop-\(name)", hardware: loops)
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            let opened = try await setup.open(name, socket: listener.path)
+            listener.stop()
+            #expect(opened.result == -ELOOP, "\(opened)")
+            #expect(opened.stderr.contains("keepalived: the slave leads back to a keepalived PCM being opened: \(chain)"), "\(opened.stderr)")
+            // A slave named as the PCM itself is a loop before anything is asked; one found a level
+            // down was asked for once, at the top.
+            let asked = name == "loop-a" ? [Self.line(card: 0, device: 0)] : []
+            #expect(listener.received == asked, "one release at most, never one per level")
+            #expect(opened.leakedDescriptors == 0, "\(opened)")
+        }
+
         @Test("the configuration: card, device, subdevice, comment, type and hint; anything else fails the open")
         func configurationKeys() async throws {
             let setup = try PluginSetup("keys")

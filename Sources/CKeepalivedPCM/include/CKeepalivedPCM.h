@@ -18,7 +18,9 @@
 // With a `slave` (a PCM's name) the player gets that PCM after the release instead of the
 // device's hw: pcm.keepalived-default names the card's own default chain, so that a box's
 // `default` can go through keepalived (60-keepalived-default.conf) without changing how the
-// player's audio is played.
+// player's audio is played. A slave that leads back to a keepalived PCM being opened (a
+// `default` whose slave is `default`) fails the open with -ELOOP, the loop named, and asks for
+// the release once at most.
 //
 // What this header declares are the plug-in's pure pieces (no I/O), so that the tests call the
 // very code the plug-in runs. The plug-in's entry point, _snd_pcm_keepalived_open, is alsa-lib's

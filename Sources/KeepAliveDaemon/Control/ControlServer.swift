@@ -11,10 +11,13 @@ import Glibc
 /// It runs on a thread of its own, blocked in poll, so that no client (slow, hostile or many at
 /// once) can delay the playback threads or the daemon's main loop, and nothing it waits for can
 /// delay a player's `release`: a reload is queued for the main loop and its reply sent when it
-/// comes, while the other clients are served; a release is answered here, as soon as the
-/// outputs on its device are closed (with `--power-on-wait`, once the `on-active` hook has
-/// switched the amplifier on: a ``PowerOnGate``, waited for as a reload is, after a line that
-/// tells the player how long at most; the device is released then). Each connection gets at most
+/// comes, while the other clients are served; a release is decided here and answered as soon as
+/// the outputs on its device are closed, which another thread does (``OutputsClosing``, waited
+/// for as a reload is: a playback thread may be inside an open that asks this very socket,
+/// keepalived's own through the front door; with `--power-on-wait`, once the `on-active` hook
+/// has switched the amplifier on: a ``PowerOnGate``, waited for the same way, after a line that
+/// tells the player how long at most; the device is released then). Nothing here waits for a
+/// playback thread. Each connection gets at most
 /// ``maximumRequestBytes`` per line, ``maximumClients`` connections are served at once (more are
 /// told "busy" and closed), and a connection idle for ``clientTimeout`` is closed, but one that
 /// asked for `events`: it stays open and gets each ``ActivityEvent`` as a line, until it hangs up
@@ -49,9 +52,13 @@ final class ControlServer: @unchecked Sendable {
     enum ReleaseAnswer: Sendable {
         /// At once: the device is released, or why not.
         case reply(ControlReply)
+        /// With `reply` once `closing` is finished: keepalived's outputs on the device are
+        /// closed.
+        case afterClose(OutputsClosing, reply: ControlReply)
         /// Once `gate` opens (`--power-on-wait`: the amplifier first): then `release` releases
-        /// the device and gives the reply; its argument says whether the player stopped waiting.
-        case afterPowerOn(PowerOnGate, release: @Sendable (_ hungUp: () -> Bool) -> ControlReply)
+        /// the device and says how it is answered (never after another gate); its argument says
+        /// whether the player stopped waiting.
+        case afterPowerOn(PowerOnGate, release: @Sendable (_ hungUp: () -> Bool) -> ReleaseAnswer)
     }
 
     /// A group whose members may ask for a `release`: its name and id.
@@ -195,12 +202,15 @@ final class ControlServer: @unchecked Sendable {
         /// A release held for the power (`--power-on-wait`): `release` runs once `gate` opens;
         /// `settling` once its hooks have ended (it then waits for `deadline`, the gate's
         /// opening, not for a descriptor).
-        case powerOn(PowerOnGate, release: @Sendable (_ hungUp: () -> Bool) -> ControlReply, pid: Int32, arrived: ContinuousClock.Instant, settling: Bool)
+        case powerOn(PowerOnGate, release: @Sendable (_ hungUp: () -> Bool) -> ReleaseAnswer, pid: Int32, arrived: ContinuousClock.Instant, settling: Bool)
+        /// A release whose `reply` goes once keepalived's outputs on its device are closed.
+        case closing(OutputsClosing, reply: ControlReply, pid: Int32, arrived: ContinuousClock.Instant)
 
         /// What the server thread polls for it: nothing (-1) while it only waits for a time.
         var descriptor: Int32 {
             switch self {
             case .reload(let request): request.readyDescriptor
+            case .closing(let closing, _, _, _): closing.descriptor
             case .powerOn(_, _, _, _, true): -1
             case .powerOn(let gate, _, _, _, false): gate.descriptor
             }
@@ -257,10 +267,17 @@ final class ControlServer: @unchecked Sendable {
         // The daemon stops, its outputs already closed (DaemonRuntime.stop): a player held for
         // the power goes on to the card now, told so, rather than reading a closed socket.
         for client in clients {
-            guard case .powerOn(_, _, let pid, let arrived, _) = client.pending else { continue }
-            logger.notice("keepalived stops: a held player's open goes on now", metadata: [
-                "pid": "\(pid)", "ms": "\((ContinuousClock.now - arrived).wholeMilliseconds)"])
-            UnixSocket.send(client.fd, ControlJSON.encode(ControlReply(ok: true, released: [])) + "\n")
+            switch client.pending {
+            case .powerOn(_, _, let pid, let arrived, _):
+                logger.notice("keepalived stops: a held player's open goes on now", metadata: [
+                    "pid": "\(pid)", "ms": "\((ContinuousClock.now - arrived).wholeMilliseconds)"])
+                UnixSocket.send(client.fd, ControlJSON.encode(ControlReply(ok: true, released: [])) + "\n")
+            case .closing(_, let reply, _, _):
+                // The outputs were closed before this thread was stopped.
+                UnixSocket.send(client.fd, ControlJSON.encode(reply) + "\n")
+            case .reload?, nil:
+                break
+            }
         }
         for client in clients { close(client.fd) }
     }
@@ -392,7 +409,25 @@ final class ControlServer: @unchecked Sendable {
                 logger.info("the player's open goes on: the power is on", metadata: metadata)
             }
             let fd = client.fd
-            reply = release { csystem_peer_hung_up(fd) == 1 }
+            switch release({ csystem_peer_hung_up(fd) == 1 }) {
+            case .reply(let given):
+                reply = given
+            case .afterClose(let closing, let given):
+                wait(&client, for: closing, reply: given, pid: pid, arrived: arrived)
+                return true
+            case .afterPowerOn:
+                preconditionFailure("a release held for the power twice")
+            }
+        case .closing(let closing, let given, let pid, let arrived):
+            if closing.isFinished {
+                reply = given
+            } else if timedOut {
+                logger.warning("keepalived's outputs did not close for a player's release in time: its open goes on", metadata: [
+                    "pid": "\(pid)", "ms": "\((ContinuousClock.now - arrived).wholeMilliseconds)"])
+                reply = .failure("keepalived's outputs on the device are still closing after \(Self.clientTimeout.components.seconds) s")
+            } else {
+                return true
+            }
         }
         client.pending = nil
         client.deadline = ContinuousClock.now + Self.clientTimeout
@@ -401,7 +436,8 @@ final class ControlServer: @unchecked Sendable {
     }
 
     /// The reply to `command`; nil when it waits (``Client/pending``): a reload for the main
-    /// loop, a release for the power (after its interim line, sent here).
+    /// loop, a release for the power (after its interim line, sent here) or for keepalived's
+    /// outputs on its device to close.
     private func answer(_ command: ControlCommand, from client: inout Client, arrived: ContinuousClock.Instant) -> ControlReply? {
         serverThread.preconditionOwned("ControlServer.answer")
         if client.playerOnly, command.name != "release" {
@@ -416,6 +452,9 @@ final class ControlServer: @unchecked Sendable {
             switch handlers.release(request, client.pid, arrived, { csystem_peer_hung_up(fd) == 1 }) {
             case .reply(let reply):
                 return reply
+            case .afterClose(let closing, let reply):
+                wait(&client, for: closing, reply: reply, pid: client.pid, arrived: arrived)
+                return nil
             case .afterPowerOn(let gate, let release):
                 // How long the player's open may wait for the final line: a little past the
                 // gate's deadline, so that the reply, not the player's own deadline, ends it.
@@ -450,6 +489,14 @@ final class ControlServer: @unchecked Sendable {
                 return failure.reply
             }
         }
+    }
+}
+
+extension ControlServer {
+    /// Holds `client`'s `reply` until `closing` is finished, at most ``clientTimeout``.
+    private func wait(_ client: inout Client, for closing: OutputsClosing, reply: ControlReply, pid: Int32, arrived: ContinuousClock.Instant) {
+        client.pending = .closing(closing, reply: reply, pid: pid, arrived: arrived)
+        client.deadline = ContinuousClock.now + Self.clientTimeout
     }
 }
 

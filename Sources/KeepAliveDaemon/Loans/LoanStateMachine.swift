@@ -3,7 +3,8 @@ import KeepAlive
 /// behind the `keepalived:` PCM, without I/O.
 ///
 /// A device is keepalived's until a player asks for it (``releaseAsked(_:by:outputs:at:)``): then
-/// it is **lent**, its outputs held closed, while the player opens it; **playing** once the
+/// it is **lent**, its outputs held closed (``outputsClosed(_:at:)`` once they are), while the
+/// player opens it; **playing** once the
 /// kernel shows it open; **closing** once the kernel shows it closed after that, for
 /// ``reopenGrace``, in which the player may open it again (MPD closes and reopens the card between
 /// two tracks of different formats); keepalived's again after that, at once when its player is
@@ -54,13 +55,21 @@ struct LoanStateMachine: Sendable {
     // The format a player left on a device beyond its loan is the outputs' to keep, and one
     // record holds it: OutputScanner's (`askFor`), which a take-back's format updates.
     private var states: [HardwareDevice: State] = [:]
+    /// Lent devices whose outputs are still being closed (off the control socket's thread: a
+    /// playback thread may be inside an open, keepalived's own front door's among them). Their
+    /// player's window starts when they are closed, nothing is looked at before, and a second
+    /// player is answered once they are closed.
+    private var closing: Set<HardwareDevice> = []
 
     init() {}
 
     /// What to do about a release.
     enum ReleaseAction: Equatable, Sendable {
-        /// Close these outputs, then answer.
+        /// Close these outputs (then ``outputsClosed(_:at:)``), then answer.
         case close([String])
+        /// Answer once the outputs an earlier release is closing are closed: the device is lent
+        /// already, and its player's open, like this one's, must not find keepalived there.
+        case afterClose
         /// Answer at once: the device is lent already (the same player again, or another whose
         /// open the hardware will refuse as busy, as `hw:` would).
         case alreadyLent
@@ -75,7 +84,7 @@ struct LoanStateMachine: Sendable {
     mutating func releaseAsked(_ device: HardwareDevice, by holder: Holder, outputs: [String], at now: ContinuousClock.Instant) -> ReleaseAction {
         switch states[device] {
         case .lent?, .playing?:
-            return .alreadyLent
+            return closing.contains(device) ? .afterClose : .alreadyLent
         case .closing(var loan, _)?:
             loan.holder = holder
             states[device] = .lent(loan, openBy: now + Self.openWindow)
@@ -83,8 +92,18 @@ struct LoanStateMachine: Sendable {
         case nil:
             guard !outputs.isEmpty else { return .nothingHeld }
             states[device] = .lent(Loan(holder: holder, since: now, outputs: outputs), openBy: now + Self.openWindow)
+            closing.insert(device)
             return .close(outputs)
         }
+    }
+
+    /// The outputs a ``ReleaseAction/close(_:)`` named are closed, at `now`: the player's window
+    /// to open the device starts.
+    mutating func outputsClosed(_ device: HardwareDevice, at now: ContinuousClock.Instant) {
+        guard closing.remove(device) != nil, case .lent(let loan, _)? = states[device] else {
+            preconditionFailure("outputsClosed(\(device)) without a release closing them")
+        }
+        states[device] = .lent(loan, openBy: now + Self.openWindow)
     }
 
     /// Outputs that opened on lent `device` after its release (a name that tells no device,
@@ -142,6 +161,8 @@ struct LoanStateMachine: Sendable {
     mutating func observed(_ device: HardwareDevice, _ substream: SubstreamState, holderAlive: Bool,
                            at now: ContinuousClock.Instant) -> ObservationAction {
         guard let state = states[device] else { preconditionFailure("observed \(device), which is not lent") }
+        // keepalived's own outputs may still hold it: nothing the kernel shows is the player's yet.
+        guard !closing.contains(device) else { return .none }
         var loan: Loan
         switch state {
         case .lent(let lent, let openBy):
@@ -184,7 +205,7 @@ struct LoanStateMachine: Sendable {
     /// The earliest moment something changes without an event: a lent device's player runs out
     /// of time to open it, or a closed one's grace ends.
     var nextDeadline: ContinuousClock.Instant? {
-        states.values.compactMap { state -> ContinuousClock.Instant? in
+        states.filter { !closing.contains($0.key) }.values.compactMap { state -> ContinuousClock.Instant? in
             switch state {
             case .lent(_, let openBy): openBy
             case .closing(_, let returnAt): returnAt

@@ -4,11 +4,15 @@ import Logging
 import Glibc
 
 /// The card devices lent to players through the `keepalived:` PCM: the one record of what is
-/// lent. It answers their `release` on the control socket's thread, as soon as keepalived's
-/// outputs on the device are closed, without waiting for the main loop (a reload or a rescan
-/// there may take seconds; the player's open waits for the answer at most 200 ms). It watches the
-/// kernel on the main loop (``descriptor`` and ``timer`` join its `poll`) for the moment each
-/// device is free again and takes it back, in the last format a player set on it.
+/// lent. It decides on their `release` on the control socket's thread, without waiting for the
+/// main loop (a reload or a rescan there may take seconds; the player's open waits for the answer
+/// at most 200 ms), and closes keepalived's outputs on the device on a thread of its own
+/// (`keepalive-lend`): each close waits for an output's playback thread, which may be inside an
+/// open that asks the control socket itself (keepalived's own front door), so the control
+/// socket's thread never waits for one; it sends the reply once they are closed
+/// (``OutputsClosing``). It watches the kernel on the main loop (``descriptor`` and ``timer``
+/// join its `poll`) for the moment each device is free again and takes it back, in the last
+/// format a player set on it.
 ///
 /// A lent output is held closed by a ``PauseReason/lent`` pause of its own: it stays in the
 /// configuration, planning never needs to know about loans, and a reload or rescan meanwhile
@@ -16,7 +20,7 @@ import Glibc
 ///
 /// ```swift
 /// let loans = try PlayerLoans(manager: manager, scanner: scanner, logger: logger)
-/// let reply = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: 812, arrived: .now) { false }
+/// let answer = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: 812, arrived: .now) { false }
 /// loans.process(on: runtime.mainLoop)   // after poll found `descriptor` or `timer.descriptor` readable
 /// ```
 final class PlayerLoans: Sendable {
@@ -46,7 +50,13 @@ final class PlayerLoans: Sendable {
         let watcher: LoanWatcher
         var settlingUntil: ContinuousClock.Instant?
         var reports: [LoanReport] = []
+        /// The closings under way, by device: a second player's reply waits for its device's.
+        var closings: [HardwareDevice: OutputsClosing] = [:]
     }
+
+    /// Where outputs are closed for a release, one release after another: off the control
+    /// socket's thread (a thread of its own while there is work, none while idle).
+    private let closer = SerialCalls(threadName: "keepalive-lend")
 
     private let state: Locked<State>
 
@@ -74,7 +84,7 @@ final class PlayerLoans: Sendable {
         let player = BoxActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
         let outputs = scanner.outputs(on: device)
         guard let activity, let gate = activity.holdForPower(outputs, player: player) else {
-            return .reply(release(request, pid: pid, arrived: arrived, hungUp: hungUp))
+            return release(request, pid: pid, arrived: arrived, hungUp: hungUp)
         }
         return .afterPowerOn(gate) { hungUp in
             defer { activity.playerArrived(outputs) }
@@ -82,39 +92,74 @@ final class PlayerLoans: Sendable {
         }
     }
 
-    /// Closes keepalived's outputs on the card device `request` names for process `pid`, and
-    /// answers as soon as they are closed, before the bookkeeping (the control socket's thread).
+    /// Decides on the release of the card device `request` names for process `pid` (the control
+    /// socket's thread, without waiting for anything): answered at once when nothing is to be
+    /// closed, else once keepalived's outputs there are closed, which ``closer``'s thread does.
     /// `hungUp` says whether the player has stopped waiting: a release it no longer waits for is
     /// not applied (its open went on to the hardware without it, and dropping keepalived's
     /// stream now would only leave the card without its keep-alive).
-    func release(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ControlReply {
+    func release(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ControlServer.ReleaseAnswer {
         let device = HardwareDevice(card: request.card, device: request.device)
         let holder = LoanStateMachine.Holder(pid: pid, program: request.program)
         let player = "\(request.program ?? "?") (pid \(pid))"
         guard !hungUp() else {
             logger.notice("a player's release came after it stopped waiting: not applied", metadata: [
                 "device": "\(device)", "player": "\(player)", "ms": "\((ContinuousClock.now - arrived).wholeMilliseconds)"])
-            return .failure("the player stopped waiting")
+            return .reply(.failure("the player stopped waiting"))
+        }
+        // Made before anything is decided: without a descriptor to wait on, nothing is released.
+        let closed: OutputsClosing
+        do { closed = try OutputsClosing() } catch {
+            logger.warning("cannot release a card device for a player", metadata: ["device": "\(device)", "player": "\(player)", "error": "\(error)"])
+            return .reply(.failure("cannot release the device now: \(error)"))
         }
         let outputs = scanner.outputs(on: device)
-        let action = state.withLock { state in
+        let (action, underWay) = state.withLock { state in
             let action = state.machine.releaseAsked(device, by: holder, outputs: outputs, at: ContinuousClock.now)
-            if action == .lentAgain { state.watcher.follow(device, pid: pid) }
-            return action
+            switch action {
+            case .lentAgain: state.watcher.follow(device, pid: pid)
+            case .close:
+                state.closings[device] = closed
+                // Lent from now on, in status too, while its outputs close.
+                publish(&state)
+            case .afterClose, .alreadyLent, .nothingHeld: break
+            }
+            return (action, state.closings[device])
         }
-        guard case .close(let closing) = action else { return ControlReply(ok: true, released: []) }
-        // Each returns once its output's thread has closed the device.
-        for output in closing { manager.pause(.lent, output: output) }
+        switch action {
+        case .close(let closing):
+            closer.enqueue { [self] in close(closing, on: device, for: pid, player: player, arrived: arrived, closed: closed) }
+            return .afterClose(closed, reply: ControlReply(ok: true, released: closing))
+        case .afterClose:
+            guard let underWay else { preconditionFailure("a closing of \(device) the machine knows and the loans do not") }
+            return .afterClose(underWay, reply: ControlReply(ok: true, released: []))
+        case .alreadyLent, .lentAgain, .nothingHeld:
+            return .reply(ControlReply(ok: true, released: []))
+        }
+    }
+
+    /// Closes `outputs` for a release of `device` (``closer``'s thread: each returns once its
+    /// output's playback thread has closed the device), then lets the replies go.
+    private func close(_ outputs: [String], on device: HardwareDevice, for pid: Int32, player: String, arrived: ContinuousClock.Instant, closed: OutputsClosing) {
+        for output in outputs { manager.pause(.lent, output: output) }
         let took = ContinuousClock.now - arrived
         state.withLock { state in
+            state.machine.outputsClosed(device, at: ContinuousClock.now)
+            state.closings[device] = nil
             state.watcher.follow(device, pid: pid)
             schedule(&state, closeSeen: false, now: ContinuousClock.now)
             publish(&state)
         }
         logger.info("released a card device for a player", metadata: [
-            "device": "\(device)", "player": "\(player)", "outputs": "\(closing.joined(separator: ", "))",
+            "device": "\(device)", "player": "\(player)", "outputs": "\(outputs.joined(separator: ", "))",
             "ms": "\(took.wholeMilliseconds)"])
-        return ControlReply(ok: true, released: closing)
+        closed.finish()
+    }
+
+    /// Waits for the releases under way to close their outputs (at the daemon's stop, once the
+    /// control socket is closed: nothing asks for more).
+    func finishReleases() {
+        closer.waitUntilDone()
     }
 
     /// Looks at every lent device after its events or the timer, and takes back the free ones

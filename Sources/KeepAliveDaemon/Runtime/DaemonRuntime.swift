@@ -281,6 +281,8 @@ final class DaemonRuntime: @unchecked Sendable {
         linger?.stop(on: mainLoop)
         manager.stop()
         control.stop()
+        // Their outputs are closed with the rest: what is left of them is bookkeeping.
+        loans.finishReleases()
         // Inside the units' TimeoutStopSec (15 s), with room for the rest of the stop.
         if !activity.finishHooks(within: Self.hooksAtStop) {
             logger.warning("hooks still run at the stop: left to end on their own", metadata: ["waited": "\(Self.hooksAtStop)"])

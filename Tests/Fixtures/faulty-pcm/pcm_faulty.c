@@ -175,6 +175,7 @@ static int file_exists(const char *dir, const char *name)
 typedef struct {
 	snd_pcm_ioplug_t io;
 	char *state;		/* state directory */
+	char *dump;		/* `dump`: the first line snd_pcm_dump prints, or NULL */
 	unsigned int handle_id;
 	int log_fd;
 	int cap_fd;
@@ -446,6 +447,11 @@ static void apply_command(faulty_t *f, char *line)
 		snprintf(buf, sizeof(buf), "%s/stall", f->state);
 		unlink(buf);
 		logev(f, "control unstall");
+	} else if (strcmp(argv[0], "hold-open") == 0 && argc == 1) {
+		/* Opens wait inside snd_pcm_open until the test deletes STATE/hold-open: a
+		 * program held in its open at a moment the test chooses. */
+		write_atomic(f->state, "hold-open", "1\n");
+		logev(f, "control hold-open");
 	} else if (strcmp(argv[0], "hang") == 0 && argc == 1) {
 		/* A driver that never returns from write: the next transfer blocks until the
 		 * test deletes STATE/hang (a wedged playback thread, for watchdog tests). */
@@ -667,9 +673,25 @@ static int faulty_close(snd_pcm_ioplug_t *io)
 	if (f->log_fd >= 0)
 		close(f->log_fd);
 	free(f->copybuf);
+	free(f->dump);
 	free(f->state);
 	free(f);
 	return 0;
+}
+
+/* What snd_pcm_dump prints: ioplug's own text, or with `dump` set the line given there, so
+ * that a test can make the device look like another layer to a program that reads the dump
+ * (keepalived's PCMChain: "Hardware PCM card 31 'Faulty' device 0 subdevice 0" makes it a
+ * card's ring, played as a ring loop). */
+static void faulty_dump(snd_pcm_ioplug_t *io, snd_output_t *out)
+{
+	faulty_t *f = io->private_data;
+
+	snd_output_printf(out, "%s\n", f->dump ? f->dump : io->name);
+	if (io->state != SND_PCM_STATE_OPEN) {
+		snd_output_printf(out, "Its setup is:\n");
+		snd_pcm_dump_setup(io->pcm, out);
+	}
 }
 
 static int faulty_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params)
@@ -828,7 +850,8 @@ static int faulty_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd,
 	.sw_params = faulty_sw_params, \
 	.prepare = faulty_prepare, \
 	.pause = faulty_pause, \
-	.poll_revents = faulty_poll_revents
+	.poll_revents = faulty_poll_revents, \
+	.dump = faulty_dump
 
 static const snd_pcm_ioplug_callback_t faulty_callback = {
 	FAULTY_COMMON_CALLBACKS,
@@ -959,6 +982,15 @@ SND_PCM_PLUGIN_DEFINE_FUNC(faulty)
 			f->ch_min = f->ch_max = v;
 			continue;
 		}
+		if (strcmp(id, "dump") == 0) {
+			const char *text;
+			if (snd_config_get_string(n, &text) < 0 || !(f->dump = strdup(text))) {
+				SNDERR("faulty: dump must be a string");
+				err = -EINVAL;
+				goto fail;
+			}
+			continue;
+		}
 		if (strcmp(id, "resume") == 0) {
 			if ((can_resume = snd_config_get_bool(n)) < 0) {
 				SNDERR("faulty: resume must be a boolean");
@@ -996,6 +1028,14 @@ SND_PCM_PLUGIN_DEFINE_FUNC(faulty)
 	}
 
 	take_control(f);
+	if (file_exists(f->state, "hold-open")) {
+		/* Bounded, so that a test that died leaves no program held for ever. */
+		uint64_t until = now_ns() + 60ull * 1000000000u;
+		logev(f, "open-held");
+		while (file_exists(f->state, "hold-open") && now_ns() < until)
+			usleep(5000);
+		logev(f, "open-released");
+	}
 	/* after take_control: a "stall" taken by this open does not stall us */
 	f->open_ns = now_ns();
 	if (file_exists(f->state, "vanished")) {
@@ -1096,6 +1136,7 @@ fail:
 		close(f->cap_fd);
 	if (f->log_fd >= 0)
 		close(f->log_fd);
+	free(f->dump);
 	free(f->state);
 	free(f);
 	return err;

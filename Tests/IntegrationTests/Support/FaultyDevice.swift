@@ -6,8 +6,9 @@ import Testing
 /// built once per test run, a private HOME whose `.asoundrc` defines the devices, and a state
 /// directory per device where the plug-in logs events, records audio and takes commands.
 ///
-/// Devices: `faulty` (resumes from a suspend) and `faulty-noresume` (cannot resume: only prepare
-/// brings it back), each with its own state directory.
+/// Devices: `faulty` (resumes from a suspend), `faulty-noresume` (cannot resume: only prepare
+/// brings it back) and `faulty-ring` (its dump says it is a card's hardware, so keepalived plays
+/// it as a ring loop, which it underruns after one ring), each with its own state directory.
 final class FaultyDevice: @unchecked Sendable {
     let directory: URL
     let home: URL
@@ -24,6 +25,7 @@ final class FaultyDevice: @unchecked Sendable {
             pcm_type.faulty { lib "\(library.path)" }
             pcm.faulty { type faulty state "\(stateDirectory("faulty").path)" }
             pcm.faulty-noresume { type faulty state "\(stateDirectory("faulty-noresume").path)" resume false }
+            pcm.faulty-ring { type faulty state "\(stateDirectory("faulty-ring").path)" dump "Hardware PCM card 31 'Faulty' device 0 subdevice 0" }
 
             """
         try config.write(to: home.appendingPathComponent(".asoundrc"), atomically: true, encoding: .utf8)

@@ -15,9 +15,14 @@ struct ControlServerTests {
     final class Daemon: Sendable {
         let stops = Atomic<Int>(0)
         let reloads = Mutex<[MainLoopRequest]>([])
+        let releases = Atomic<Int>(0)
         let refuseReloads: Bool
+        let releaseAnswer: ControlServer.ReleaseAnswer
 
-        init(refuseReloads: Bool = false) { self.refuseReloads = refuseReloads }
+        init(refuseReloads: Bool = false, releaseAnswer: ControlServer.ReleaseAnswer = .reply(.failure("no release here"))) {
+            self.refuseReloads = refuseReloads
+            self.releaseAnswer = releaseAnswer
+        }
 
         var handlers: ControlServer.Handlers {
             .init(
@@ -29,7 +34,10 @@ struct ControlServerTests {
                     self.reloads.withLock { $0.append(request) }
                     return .success(request)
                 },
-                release: { _, _, _, _ in .reply(.failure("no release here")) })
+                release: { _, _, _, _ in
+                    self.releases.add(1, ordering: .relaxed)
+                    return self.releaseAnswer
+                })
         }
     }
 
@@ -132,6 +140,42 @@ struct ControlServerTests {
         #expect(reply.ok && reply.changed == true, "\(line)")
     }
 
+    @Test("a release whose outputs are still closing: other clients are answered meanwhile, and its reply goes once they are closed")
+    func releaseWaitsForClose() throws {
+        defer { removeDirectory() }
+        let closing = try OutputsClosing()
+        let daemon = Daemon(releaseAnswer: .afterClose(closing, reply: ControlReply(ok: true, released: ["hw:0,0"])))
+        let server = try server(daemon)
+        try server.start()
+        defer { server.stop() }
+        // Another process: the server answers its own process's releases itself (keepalived's
+        // own front door). It prints the reply and the monotonic time it came.
+        // (posix_spawn, not Foundation's Process: its weak reference's side table is a leak
+        // LeakSanitizer reports at the suite's exit.)
+        let player = try Spawned("/usr/bin/python3", ["-c", """
+            import socket, sys, time
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)
+            s.sendall(b'{"request":"release","card":0,"device":0,"program":"mpd"}\\n')
+            line = s.makefile().readline().strip()
+            print(time.monotonic_ns(), line)
+            """, paths.socket])
+        let deadline = ContinuousClock.now + .seconds(20)
+        while daemon.releases.load(ordering: .relaxed) == 0, ContinuousClock.now < deadline { usleep(1000) }
+        #expect(daemon.releases.load(ordering: .relaxed) == 1, "the release never reached the handler")
+
+        let status = try ControlClient.send("status", to: paths, timeout: .seconds(10)).get()
+        #expect(status.ok, "answered while the release waits")
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let finished = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+        closing.finish()
+        let printed = player.output()
+        let fields = printed.split(separator: " ", maxSplits: 1)
+        #expect(fields.count == 2 && fields[1].contains(#""released":["hw:0,0"]"#), "\(printed)")
+        // The reply came after the close, never before: an order, whatever the scheduler did.
+        #expect(fields.first.flatMap { Int64($0) }.map { $0 >= finished } == true, "replied at \(printed), closed at \(finished)")
+    }
+
     @Test("a reload the main loop cannot take is refused at once, with the reason")
     func reloadRefused() throws {
         defer { removeDirectory() }
@@ -159,6 +203,50 @@ struct ControlServerTests {
         #expect(try flooding.receiveLine() == "", "closed after the refusal")
         #expect((try? ControlClient.send("status", to: paths, timeout: .seconds(10)).get())?.ok == true)
     }
+}
+
+/// A child process whose standard output the test reads to its end.
+private final class Spawned {
+    let pid: pid_t
+    private let reading: Int32
+
+    init(_ path: String, _ arguments: [String]) throws {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw Errno(errno) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
+        posix_spawn_file_actions_addclose(&actions, ends[0])
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        close(ends[1])
+        guard result == 0 else {
+            close(ends[0])
+            throw Errno(result)
+        }
+        self.pid = pid
+        reading = ends[0]
+    }
+
+    /// Everything it wrote, once it exits.
+    func output() -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(reading, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes += chunk[0..<count]
+        }
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    deinit { close(reading) }
 }
 
 /// One blocking client connection, with a receive bound so that a server that never answers

@@ -15,9 +15,11 @@ struct LoanStateMachineTests {
     func open(_ format: PlayerFormat? = nil) -> SubstreamState { SubstreamState(openBy: 813, format: format) }
     let closed = SubstreamState()
 
+    /// Released at `start`, its outputs closed at once.
     func lent() -> LoanStateMachine {
         var machine = LoanStateMachine()
         #expect(machine.releaseAsked(device, by: mpd, outputs: ["hw:0,0"], at: start) == .close(["hw:0,0"]))
+        machine.outputsClosed(device, at: start)
         return machine
     }
 
@@ -29,7 +31,46 @@ struct LoanStateMachineTests {
         #expect(machine.releaseAsked(device, by: mpd, outputs: ["hw:0,0", "dmix:0"], at: start) == .close(["hw:0,0", "dmix:0"]))
         #expect(machine.devices == [device])
         #expect(machine.isLent(device))
+        machine.outputsClosed(device, at: start)
         #expect(machine.nextDeadline == start + LoanStateMachine.openWindow)
+    }
+
+    @Test("while its outputs close: no deadline, nothing the kernel shows counts, a second player waits for the close; the window starts at the close")
+    func whileClosing() {
+        var machine = LoanStateMachine()
+        #expect(machine.releaseAsked(device, by: mpd, outputs: ["hw:0,0"], at: start) == .close(["hw:0,0"]))
+        #expect(machine.isLent(device))
+        #expect(machine.nextDeadline == nil, "no look is due while keepalived's own outputs still close")
+        let later = start + .seconds(5)
+        // keepalived's own open is what /proc shows; the player is gone, or late: still lent.
+        for alive in [true, false] {
+            #expect(machine.observed(device, open(cd), holderAlive: alive, at: later) == .none)
+            #expect(machine.observed(device, closed, holderAlive: alive, at: later) == .none)
+        }
+        #expect(machine.loans.first?.playing == false, "keepalived's own open is not the player's")
+        let other = LoanStateMachine.Holder(pid: 900, program: "aplay")
+        #expect(machine.releaseAsked(device, by: other, outputs: ["hw:0,0"], at: later) == .afterClose)
+        #expect(machine.loans.first?.loan.holder == mpd)
+        machine.outputsClosed(device, at: later)
+        #expect(machine.nextDeadline == later + LoanStateMachine.openWindow)
+        #expect(machine.releaseAsked(device, by: other, outputs: [], at: later) == .alreadyLent)
+        #expect(machine.observed(device, closed, holderAlive: true, at: later + LoanStateMachine.openWindow - .milliseconds(1)) == .none)
+        #expect(machine.observed(device, closed, holderAlive: true, at: later + LoanStateMachine.openWindow) == .takeBack(outputs: ["hw:0,0"], format: nil, because: .neverOpened))
+    }
+
+    @Test("outputs closed for a device no release is closing is a caller's bug")
+    func closedWithoutRelease() async {
+        await #expect(processExitsWith: .failure) {
+            var machine = LoanStateMachine()
+            machine.outputsClosed(HardwareDevice(card: 0, device: 0), at: .now)
+        }
+        await #expect(processExitsWith: .failure) {
+            var machine = LoanStateMachine()
+            let device = HardwareDevice(card: 0, device: 0)
+            _ = machine.releaseAsked(device, by: LoanStateMachine.Holder(pid: 1, program: nil), outputs: ["hw:0,0"], at: .now)
+            machine.outputsClosed(device, at: .now)
+            machine.outputsClosed(device, at: .now)
+        }
     }
 
     @Test("a second release while lent closes nothing more (a second player gets busy from the hardware)")
@@ -89,6 +130,7 @@ struct LoanStateMachineTests {
         _ = machine.observed(device, open(cd), holderAlive: true, at: start)
         _ = machine.observed(device, closed, holderAlive: false, at: start + .seconds(1))
         #expect(machine.releaseAsked(device, by: mpd, outputs: ["hw:0,0"], at: start + .seconds(2)) == .close(["hw:0,0"]))
+        machine.outputsClosed(device, at: start + .seconds(2))
         #expect(machine.observed(device, open(), holderAlive: true, at: start + .seconds(2)) == .none)
         #expect(machine.observed(device, closed, holderAlive: false, at: start + .seconds(3)) == .takeBack(outputs: ["hw:0,0"], format: nil, because: .playerGone))
     }
@@ -128,6 +170,7 @@ struct LoanStateMachineTests {
         var machine = lent()
         let hdmi = HardwareDevice(card: 0, device: 3)
         #expect(machine.releaseAsked(hdmi, by: mpd, outputs: ["hw:0,3"], at: start) == .close(["hw:0,3"]))
+        machine.outputsClosed(hdmi, at: start)
         #expect(machine.devices == [device, hdmi])
         #expect(machine.observed(hdmi, closed, holderAlive: false, at: start) == .takeBack(outputs: ["hw:0,3"], format: nil, because: .playerGone))
         #expect(machine.devices == [device])

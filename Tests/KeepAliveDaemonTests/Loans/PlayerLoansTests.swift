@@ -64,14 +64,14 @@ struct PlayerLoansTests {
         defer { manager.stop() }
         try substream(openBy: nil)
 
-        let reply = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
+        let reply = loans.releaseReply(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
         #expect(reply.ok && reply.released == ["hw:0,0"], "\(reply)")
         #expect(state(of: "hw:0,0", in: manager) == .paused(.lent))
         #expect(state(of: "null", in: manager)?.pauseReason == nil, "the other output plays on")
         #expect(loans.reports.map(\.state) == ["lent"])
         #expect(loans.reports.first?.program == "mpd")
 
-        let again = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
+        let again = loans.releaseReply(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
         #expect(again.ok && again.released == [], "lent already: nothing more to close")
 
         try substream(openBy: getpid())
@@ -93,7 +93,7 @@ struct PlayerLoansTests {
         defer { manager.stop() }
         try substream(openBy: nil)
         for format in ["S24_3LE", nil] as [String?] {
-            #expect(loans.release(ReleaseRequest(card: 0, device: 0, program: format == nil ? "probe" : "mpd"), pid: getpid(), arrived: .now) { false }.ok)
+            #expect(loans.releaseReply(ReleaseRequest(card: 0, device: 0, program: format == nil ? "probe" : "mpd"), pid: getpid(), arrived: .now) { false }.ok)
             try substream(openBy: getpid(), format: format)
             #expect(process(loans) { loans.reports.first?.state == "playing" }, "\(loans.reports)")
             try substream(openBy: nil)
@@ -114,7 +114,7 @@ struct PlayerLoansTests {
         try child.run()
         child.waitUntilExit()
 
-        let reply = loans.release(ReleaseRequest(card: 0, device: 0, program: "gone"), pid: child.processIdentifier, arrived: .now) { false }
+        let reply = loans.releaseReply(ReleaseRequest(card: 0, device: 0, program: "gone"), pid: child.processIdentifier, arrived: .now) { false }
         #expect(reply.released == ["hw:0,0"])
         #expect(process(loans) { loans.reports.isEmpty }, "\(loans.reports)")
         #expect(state(of: "hw:0,0", in: manager)?.pauseReason == nil)
@@ -125,13 +125,30 @@ struct PlayerLoansTests {
         defer { try? FileManager.default.removeItem(atPath: proc) }
         let (manager, loans) = try parts()
         defer { manager.stop() }
-        let late = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { true }
+        let late = loans.releaseReply(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { true }
         #expect(!late.ok && late.error == "the player stopped waiting")
         #expect(state(of: "hw:0,0", in: manager)?.pauseReason == nil)
         #expect(loans.reports.isEmpty)
 
-        let elsewhere = loans.release(ReleaseRequest(card: 3, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
+        let elsewhere = loans.releaseReply(ReleaseRequest(card: 3, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
         #expect(elsewhere.ok && elsewhere.released == [])
         #expect(manager.outputs.allSatisfy { $0.state.pauseReason == nil })
+    }
+}
+
+extension PlayerLoans {
+    /// A release as the control socket's thread answers it: its reply, once keepalived's outputs
+    /// on the device are closed (on the loans' own thread), within a bounded deadline.
+    func releaseReply(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ControlReply {
+        switch release(request, pid: pid, arrived: arrived, hungUp: hungUp) {
+        case .reply(let reply):
+            return reply
+        case .afterClose(let closing, let reply):
+            var descriptor = pollfd(fd: closing.descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 10_000) == 1, closing.isFinished else { return .failure("the outputs did not close within 10 s") }
+            return reply
+        case .afterPowerOn:
+            return .failure("held for the power, which these tests never ask for")
+        }
     }
 }

@@ -9,9 +9,11 @@ import Glibc
 /// its position moving. After any prepare the ring is filled again.
 ///
 /// Once, two rings and a second after each fill, it checks that the hardware went round the
-/// ring, and where it has not yet, a second later that its position still moves: a driver that copies audio out in batches of its own (an indirect driver that
-/// does not say it is one) plays a ring written once only once, then stops or plays silence.
-/// Then the output streams instead (``PlaybackContext/ringNotReplayed(_:)``).
+/// ring, and where it has not yet, a second later that its position still moves; an underrun
+/// before then says the same (``RingReplayCheck``): a driver that copies audio out in batches of
+/// its own (an indirect driver that does not say it is one) plays a ring written once only once,
+/// then stops, plays silence, or stops itself with an underrun. Then the output streams instead
+/// (``PlaybackContext/ringNotReplayed(_:)``).
 ///
 /// ```swift
 /// var playback = RingLoopPlayback(pcm: pcm, format: format, source: source)
@@ -43,11 +45,6 @@ struct RingLoopPlayback {
     /// switch its period interrupts off wakes the kernel rarely, short enough to stay a small
     /// DMA buffer.
     static let maximumRingSeconds = 4
-    /// How long after two rings' length the first check looks. It asks only for more than one
-    /// ring played, so a device that starts late (a USB DAC's first packets, an emulated one on
-    /// a loaded host) has a ring and this margin to spare, while one that stopped after the ring
-    /// it was given never gets there. A late wakeup only adds frames.
-    static let firstRingMargin: Duration = .seconds(1)
 
     mutating func play(in context: some PlaybackContext) -> PlaybackOutcome {
         var descriptors: [pollfd]
@@ -64,9 +61,20 @@ struct RingLoopPlayback {
         let pcmCount = descriptors.count - 1
         let rate = format.sampleRate
         let ringDuration = Duration.nanoseconds(Int64(format.bufferFrames) * 1_000_000_000 / Int64(max(rate, 1)))
-        /// When to check that the first ring went round, and the position to count from; nil once
-        /// checked. `confirming`: the second look, which asks only whether the position moved.
-        var firstRing: (deadline: ContinuousClock.Instant, position: Int?, confirming: Bool)?
+        /// Whether the ring written at the last fill goes round.
+        var replay = RingReplayCheck(ringFrames: format.bufferFrames, ringDuration: ringDuration, boundary: pcm.boundary)
+        let ringFrames = format.bufferFrames
+
+        func notReplayed(_ reason: RingReplayCheck.Reason) -> PlaybackOutcome {
+            switch reason {
+            case .positionStopped:
+                context.ringNotReplayed(
+                    "the device did not replay its ring (its position stopped within the \(ringFrames) frames written): it copies audio out of its own accord; streaming instead")
+            case .underrun:
+                context.ringNotReplayed(
+                    "the device stopped with an underrun after the \(ringFrames) frames written once, which a ring it replays never has: it copies audio out of its own accord; streaming instead")
+            }
+        }
 
         /// Fills the ring from the signal's first frame and starts it; nil when it plays.
         func fillAndStart() -> PlaybackOutcome? {
@@ -84,13 +92,14 @@ struct RingLoopPlayback {
             if result < 0 { return fail(result, "start") }
             context.report(.wrote(format.bufferFrames))
             context.flowing()
-            firstRing = (context.clock.now + ringDuration * 2 + Self.firstRingMargin, pcm.playedPosition, false)
+            replay.filled(at: context.clock.now, position: pcm.playedPosition)
             return nil
         }
 
         /// Handles a stream error; nil to go on playing (the ring is filled again when the
         /// buffer was emptied).
         func fail(_ code: Int32, _ operation: String) -> PlaybackOutcome? {
+            if case .notReplayed(let reason) = replay.streamFailed(code) { return notReplayed(reason) }
             var restarted = false
             if let outcome = context.recover(pcm, code: code, operation: operation, dryAt: nil, restarted: &restarted) { return outcome }
             return restarted ? fillAndStart() : nil
@@ -120,7 +129,7 @@ struct RingLoopPlayback {
             case nil:
                 break
             }
-            let timeout = firstRing.map { context.clock.now.duration(to: $0.deadline) } ?? healthCheckInterval
+            let timeout = replay.deadline.map { context.clock.now.duration(to: $0) } ?? healthCheckInterval
             let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
                 for index in fds.indices { fds[index].revents = 0 }
                 return poll(fds.baseAddress, nfds_t(fds.count), timeout.pollTimeout)
@@ -150,21 +159,18 @@ struct RingLoopPlayback {
                 }
                 continue
             }
-            if let check = firstRing {
-                guard context.clock.now >= check.deadline else { continue }
-                firstRing = nil
-                guard pcm.state == SND_PCM_STATE_RUNNING, let before = check.position, let now = pcm.playedPosition else { continue }
-                let moved = pcm.framesPlayed(from: before, to: now)
-                if check.confirming {
-                    // Not one frame since the last look, which found at most one ring played: the
-                    // position stopped where the ring written once ended.
-                    guard moved == 0 else { continue }
-                    return context.ringNotReplayed(
-                        "the device did not replay its ring (its position stopped within the \(format.bufferFrames) frames written): it copies audio out of its own accord; streaming instead")
+            if let deadline = replay.deadline {
+                let now = context.clock.now
+                guard now >= deadline else { continue }
+                // The position first: reading it is what updates the state of a PCM that learns
+                // of an underrun only when asked (alsa-lib's ioplug).
+                let position = pcm.playedPosition
+                let stream: RingReplayCheck.Stream = switch pcm.state {
+                case SND_PCM_STATE_RUNNING: .running(position: position)
+                case SND_PCM_STATE_XRUN: .underrun
+                default: .other
                 }
-                // Not past one ring yet: a slow device (an emulated one on a loaded host) is still
-                // moving, one that stopped is not. Look again a margin later.
-                if moved <= format.bufferFrames { firstRing = (context.clock.now + Self.firstRingMargin, now, true) }
+                if case .notReplayed(let reason) = replay.looked(at: now, stream) { return notReplayed(reason) }
                 continue
             }
             // The health check: still running, and the hardware still moving through the ring.
