@@ -269,7 +269,11 @@ struct CECStateMachineTests {
         #expect(machine.messageReceived(Self.report(0, 0)) == .none)
         #expect(machine.timerFired(now: Self.later) == .announce([.systemAudioModeRequest(from: 4, physicalAddress: 0x1000), .giveDevicePowerStatus(from: 4, to: 5),
                                                                  .activeSource(from: 4, physicalAddress: 0x1000)]))
-        #expect(machine.deadline == nil)
+        // The audio system's confirmation has its own deadline (issue 58).
+        #expect(machine.deadline == Self.t0 + CECStateMachine.powerStatusWait + CECStateMachine.confirmWait)
+        #expect(machine.waking)
+        #expect(machine.timerFired(now: Self.later + .seconds(10)) == .none)
+        #expect(machine.deadline == nil && !machine.waking)
         #expect(machine.report.woke == [5])
     }
 
@@ -339,25 +343,34 @@ struct CECStateMachineTests {
         #expect(alone.boxActive(now: Self.t0) == .none)
     }
 
-    @Test("Request Active Source and Set Stream Path answered only while the box is the source")
+    @Test("Request Active Source answered only while the box is the source; Set Stream Path to the box makes it the source, and is answered (issue 58)")
     func activeSource() {
         var machine = Self.ready(wakeTV: true)
         let request = CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.requestActiveSource)
         let streamPath = CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.setStreamPath, operands: [0x10, 0x00])
+        let elsewhere = CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.setStreamPath, operands: [0x20, 0x00])
         let answer = CECStateMachine.Action.answer(.activeSource(from: 4, physicalAddress: 0x1000))
         #expect(machine.messageReceived(request) == .none)
-        #expect(machine.messageReceived(streamPath) == .none)
         _ = machine.boxActive(now: Self.t0)
         _ = machine.timerFired(now: Self.later)
         #expect(machine.messageReceived(request) == answer)
         #expect(machine.messageReceived(streamPath) == answer)
-        // Idle, still the source: still answered.
+        // Idle: no longer the source, without a word (no Inactive Source), whatever --cec-standby says.
         _ = machine.apply(.init(wakeTV: true, standby: false))
         _ = machine.boxIdle()
-        #expect(machine.messageReceived(request) == answer)
-        _ = machine.messageReceived(CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.setStreamPath, operands: [0x20, 0x00]))
+        #expect(!machine.report.source)
         #expect(machine.messageReceived(request) == .none)
-        #expect(machine.messageReceived(streamPath) == .none)
+        // The TV routes to another address, then to the box: the box answers and is the source again.
+        _ = machine.messageReceived(elsewhere)
+        #expect(machine.messageReceived(request) == .none)
+        #expect(machine.messageReceived(streamPath) == answer)
+        #expect(machine.report.source)
+        #expect(machine.messageReceived(request) == answer)
+        // From Unregistered an Active Source would name nobody: not answered.
+        var unregistered = CECStateMachine(settings: .init())
+        _ = unregistered.adapterOpened(configuration: .none, physicalAddress: 0x1000)
+        _ = unregistered.adapterReady(physicalAddress: 0x1000, logicalAddress: 15, now: Self.t0)
+        #expect(unregistered.messageReceived(streamPath) == .none)
     }
 
     @Test("a lost address is claimed again after a back-off that doubles up to its bound while it keeps being lost")
