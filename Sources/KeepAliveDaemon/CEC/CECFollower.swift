@@ -14,7 +14,7 @@ import Logging
 ///
 /// ```swift
 /// let follower = CECFollower(settings: try options.playback.cec.settings, logger: logger)
-/// follower.boxChanged(active: true, gate: nil)    // from BoxActivity, under its lock: queued
+/// follower.boxChanged(active: true)    // from BoxActivity, under its lock: queued
 /// follower.report?.lastMessage         // "4→5 System Audio Mode Request (2.0.0.0)"
 /// follower.stop()
 /// ```

@@ -16,6 +16,13 @@
 /// in the same period, not even when the adapter gets its address back (a TV that pulls the
 /// hotplug line low in standby, libcec #239/#403).
 ///
+/// Doing no harm (issue 58): only an acknowledged wake counts as one (a refused or aborted
+/// step goes again once the adapter is ready); from Unregistered, where no answer can reach
+/// keepalived, nothing is woken or put in standby; another program's configuration, found after
+/// any of the adapter's state changes, is stepped aside from at once, forgetting what was woken;
+/// Image View On from Unregistered goes only to a TV found in standby at the period's start;
+/// the power-on key never follows the user's Standby and has a deadline.
+///
 /// ```swift
 /// var machine = CECStateMachine(settings: .init())
 /// machine.adapterOpened(configuration: .none, physicalAddress: 0x2000)  // .claim(clearFirst: false)
