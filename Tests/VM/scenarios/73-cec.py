@@ -62,7 +62,8 @@ scripts/package built of this tree, installed in the guest's overlay) of a 1.5 s
   logs the refusal of its System Audio Mode Request at notice, and `status` does not show it
   acknowledged;
 - keepalived restarted on an adapter another program configured (`cec-ctl -d2 --playback -o
-  Kodi`): left alone without --cec-take-over (`status` and one notice say so); a reload naming
+  Kodi`): left alone without --cec-take-over (`status` and one notice say so), and no follower
+  (the TV's Give Device Power Status to that address gets the kernel's Feature Abort); a reload naming
   another adapter (/dev/cec9) and adding --cec-take-over leaves Kodi's configuration on cec2 as it
   is; back on cec2, left alone again; once that program clears it, keepalived claims its own
   address within 15 s.
@@ -546,6 +547,17 @@ w = vt.wait_until(lambda: (cec().get("state") or "").startswith("left alone"), 2
 said = re.findall(r"^.*another program configured the adapter.*$", vt.read(LOG, "")[logged:], re.M)
 vt.check("foreign-configuration-left-alone", kodi and w and len(said) == 1 and " notice: " in said[0],
          f"cec-ctl --playback -o Kodi: {kodi}; after {w.seconds:.1f} s: {cec()}; the log: {said}")
+# Left alone from the start, keepalived follows nothing (issue 58: it stayed a follower that
+# answered nothing, so the kernel did not answer for the address and the TV's question timed out).
+r = vt.run(["cec-ctl", "-d", "/dev/cec2"])
+m = re.search(r"Logical Address\s*:\s*(\d+)", r.stdout)
+kodi_la = int(m.group(1)) if m else None
+before = len(bus())
+asked = vt.run(["cec-ctl", "-d", "/dev/cec0", "-s", "--to", str(kodi_la), "--give-device-power-status"], timeout=20)
+w = vt.wait_until(lambda: any(i == kodi_la and d == 0 and op == "FEATURE_ABORT" for i, d, op, _ in bus()[before:]), 5, 0.1)
+vt.check("left-alone-at-start-no-silent-follower", kodi_la is not None and w,
+         f"Kodi's address {kodi_la}; the bus after the TV's Give Device Power Status to it: {[line for i, _, _, line in bus()[before:]]}; "
+         f"cec-ctl: {vt.one_line(asked.stdout[-160:])}")
 # A reload that names another adapter and adds --cec-take-over: the adapter left alone is let go
 # as it is, Kodi's configuration kept (issue 58: it was cleared with the new settings).
 with open(CONF, "w") as f:
