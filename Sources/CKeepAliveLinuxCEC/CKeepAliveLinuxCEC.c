@@ -26,8 +26,8 @@ int clinuxcec_adapter_state(int fd, const char *osd_name, clinuxcec_adapter *ada
     return 0;
 }
 
-int clinuxcec_become_follower(int fd) {
-    uint32_t mode = CEC_MODE_INITIATOR | CEC_MODE_FOLLOWER;
+int clinuxcec_set_mode(int fd, int follower) {
+    uint32_t mode = CEC_MODE_INITIATOR | (follower ? CEC_MODE_FOLLOWER : CEC_MODE_NO_FOLLOWER);
     return ioctl(fd, CEC_S_MODE, &mode);
 }
 

@@ -35,10 +35,13 @@ typedef struct clinuxcec_adapter {
 /// Returns 0, or -1 with errno set (ENODEV: the adapter was unplugged).
 int clinuxcec_adapter_state(int fd, const char *osd_name, clinuxcec_adapter *adapter);
 
-/// Makes this file handle an initiator that also follows the messages sent to it (CEC_S_MODE
-/// CEC_MODE_INITIATOR | CEC_MODE_FOLLOWER), passthrough off: the kernel answers the core's
-/// messages and hands the rest here. Returns 0, or -1 with errno set.
-int clinuxcec_become_follower(int fd);
+/// Makes this file handle an initiator (CEC_S_MODE CEC_MODE_INITIATOR) that, with `follower`,
+/// also follows the messages sent to the adapter's addresses (CEC_MODE_FOLLOWER, passthrough
+/// off: the kernel answers the core's messages and hands the rest here), and otherwise follows
+/// nothing (CEC_MODE_NO_FOLLOWER: with no follower at all the kernel answers Feature Abort for
+/// the adapter's addresses itself). Returns 0, or -1 with errno set (EBUSY: another handle is
+/// the exclusive follower).
+int clinuxcec_set_mode(int fd, int follower);
 
 /// Asks for one Playback logical address named `osd_name`, CEC 1.4, no vendor id, falling back
 /// to Unregistered (15) when every Playback address is taken (CEC_ADAP_S_LOG_ADDRS). Without a

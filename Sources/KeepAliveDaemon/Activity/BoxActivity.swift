@@ -116,11 +116,13 @@ final class BoxActivity: Sendable {
         var lastRun: [String: String] = [:]
     }
     /// Told when the box as a whole becomes active (the first output) or idle (the last one),
-    /// under the lock, so in order: `--cec` (``CECFollower``). It must not wait.
-    private let boxChanged: (@Sendable (_ active: Bool) -> Void)?
+    /// under the lock, so in order: `--cec` (``CECFollower``). It must not wait. `gate`: a
+    /// player's open held for the receiver's wake, for it to end one run of once the wake is
+    /// confirmed (or nothing is under way).
+    private let boxChanged: (@Sendable (_ active: Bool, _ gate: PowerOnGate?) -> Void)?
 
     /// - Throws: `Errno` when the system refuses a timer.
-    init(settings: Settings, logger: Logger, boxChanged: (@Sendable (_ active: Bool) -> Void)? = nil) throws(Errno) {
+    init(settings: Settings, logger: Logger, boxChanged: (@Sendable (_ active: Bool, _ gate: PowerOnGate?) -> Void)? = nil) throws(Errno) {
         self.logger = logger
         timer = try IntervalTimer()
         events = try EventLines()
@@ -153,7 +155,8 @@ final class BoxActivity: Sendable {
     /// A player asks for `outputs` (the card device it opens): with `--power-on-wait`, when they
     /// are all idle, they become active now, `on-active` runs, and the gate returned says when
     /// the player may have them (the hook's end and `--power-on-settle`; with `--cec` and no
-    /// hook, the settle from now: the receiver is woken as the box becomes active). nil when
+    /// hook, the receiver's wake confirmed, then the settle: it is woken as the box becomes
+    /// active). nil when
     /// nothing is held: no `--power-on-wait`, no output, one already active (once per active
     /// period, not per track), or nothing to switch on (no hook, and `--cec` has nothing to
     /// wake on a box already active). Until ``playerArrived(_:)`` the player counts as
@@ -169,21 +172,23 @@ final class BoxActivity: Sendable {
             let hook = outputs.contains { state.settings.onActive(for: $0) != nil }
             guard hook || (state.settings.cecWakes && tracker.activeOutputs.isEmpty) else { return nil }
             let gate: PowerOnGate
-            do { gate = try PowerOnGate(deadline: now + wait, settle: state.settings.powerOnSettle) } catch {
+            do {
+                gate = try PowerOnGate(deadline: now + wait, settle: state.settings.powerOnSettle,
+                                       waitingFor: hook ? "--on-active still runs" : "the receiver's wake is not confirmed (--cec)")
+            } catch {
                 logger.warning("cannot hold the player's open while the power comes on: it plays at once", metadata: ["error": "\(error)"])
                 return nil
             }
-            if !hook {
-                // The wake goes out as the box becomes active, below; the settle is the wait.
-                gate.addRun()
-                gate.runEnded(at: now)
-            }
-            update(&state, now: now, gate: gate) { state in
+            // Without a hook the wait is --cec's: the wake goes out as the box becomes active,
+            // below, and its confirmation ends this run (CECAdapter).
+            if !hook { gate.addRun() }
+            let handed = update(&state, now: now, gate: gate, cecGate: hook ? nil : gate) { state in
                 for output in outputs {
                     state.arriving[output] = player
                     state.holds[output] = gate
                 }
             }
+            if !hook, !handed { gate.runEnded(at: now) }
             return gate
         }
     }
@@ -237,14 +242,17 @@ final class BoxActivity: Sendable {
     }
 
     /// `gate`: what the `on-active` hooks this change sets off open (one for the outputs of one
-    /// card device).
-    private func update(_ state: inout State, now: ContinuousClock.Instant, gate: PowerOnGate?, _ change: (inout State) -> Void) {
+    /// card device); `cecGate`: what `--cec`'s wake opens. True when `cecGate` was handed on.
+    @discardableResult
+    private func update(_ state: inout State, now: ContinuousClock.Instant, gate: PowerOnGate?, cecGate: PowerOnGate? = nil,
+                        _ change: (inout State) -> Void) -> Bool {
         change(&state)
         let players = Self.players(state)
         for (output, player) in players { state.last[output] = player }
         let activeBefore = tracker.activeOutputs
-        carryOut(tracker.update(players.mapValues(\.program), at: now), activeBefore: activeBefore, &state, gate: gate)
+        let handed = carryOut(tracker.update(players.mapValues(\.program), at: now), activeBefore: activeBefore, &state, gate: gate, cecGate: cecGate)
         armTimer()
+        return handed
     }
 
     /// A loan's player first: it has the card itself; one at the door is about to; a stream on
@@ -255,11 +263,14 @@ final class BoxActivity: Sendable {
 
     /// The tracker's changes, in order: the log, `keepalived events`, the hooks; and the box as
     /// a whole (`--cec`) once its first output became active or its last one idle.
-    /// `gate`: the held open that waits for the `on-active` hooks, if any.
+    /// `gate`: the held open that waits for the `on-active` hooks, if any; `cecGate`: the one
+    /// that waits for `--cec`'s wake, handed on with the box becoming active (true then).
     /// `activeBefore`: the tracker's active outputs before the call that made `changes` (read
     /// under the same lock, so nothing changed them in between).
-    private func carryOut(_ changes: [OutputActivityTracker.Change], activeBefore: Set<String>, _ state: inout State, gate: PowerOnGate? = nil) {
-        guard !changes.isEmpty else { return }
+    @discardableResult
+    private func carryOut(_ changes: [OutputActivityTracker.Change], activeBefore: Set<String>, _ state: inout State, gate: PowerOnGate? = nil,
+                          cecGate: PowerOnGate? = nil) -> Bool {
+        guard !changes.isEmpty else { return false }
         let activeNow = tracker.activeOutputs
         for change in changes {
             let output = change.output
@@ -273,7 +284,10 @@ final class BoxActivity: Sendable {
                 announce("idle", output: output, player: player, hook: state.settings.onIdle(for: output))
             }
         }
-        if activeBefore.isEmpty != activeNow.isEmpty { boxChanged?(!activeNow.isEmpty) }
+        guard activeBefore.isEmpty != activeNow.isEmpty, let boxChanged else { return false }
+        let handed = activeBefore.isEmpty ? cecGate : nil
+        boxChanged(!activeNow.isEmpty, handed)
+        return handed != nil
     }
 
     private func announce(_ event: String, output: String, player: Player, hook: Hook?, gate: PowerOnGate? = nil) {

@@ -27,6 +27,9 @@ final class PowerOnGate: Sendable {
     let settle: Duration
     /// An eventfd, readable once every hook run has ended.
     let descriptor: Int32
+    /// What is still under way if the deadline comes first, for the log: "--on-active still
+    /// runs", or `--cec`'s unconfirmed wake.
+    let waitingFor: String
 
     private struct Runs: Sendable {
         var running = 0
@@ -37,11 +40,12 @@ final class PowerOnGate: Sendable {
 
     /// - Throws: `Errno` when there is no eventfd (the process is out of descriptors): the open
     ///   is then not held.
-    init(deadline: ContinuousClock.Instant, settle: Duration) throws(Errno) {
+    init(deadline: ContinuousClock.Instant, settle: Duration, waitingFor: String = "--on-active still runs") throws(Errno) {
         let fd = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         guard fd >= 0 else { throw Errno(errno) }
         self.deadline = deadline
         self.settle = settle
+        self.waitingFor = waitingFor
         descriptor = fd
     }
 

@@ -42,6 +42,14 @@ final class CECAdapter {
     private var openFailure: String?
     /// The messages transmitted and not yet answered, by their sequence number.
     private var pending: [UInt32: CECMessage] = [:]
+    /// Whether the handle follows the adapter's messages (CEC_MODE_FOLLOWER): only while
+    /// keepalived owns a logical address.
+    private var following = false
+    /// The last reason the handle could not become a follower, said once.
+    private var followFailure: Int32?
+    /// Players' opens held until the audio system's wake is confirmed (`--power-on-wait` with
+    /// `--cec` alone).
+    private var gates: [PowerOnGate] = []
 
     init(follower: CECFollower) {
         self.follower = follower
@@ -55,26 +63,57 @@ final class CECAdapter {
             let inbox = follower.take()
             if inbox.stopping { break }
             follow(inbox.settings)
-            for active in inbox.box { carryOut(active ? machine.boxActive(now: .now) : machine.boxIdle()) }
+            for change in inbox.box {
+                carryOut(change.active ? machine.boxActive(now: .now) : machine.boxIdle())
+                if let gate = change.gate { gates.append(gate) }
+            }
             if descriptor < 0, device != nil { open() }
+            followIfOwned()
+            openGates()
             publish()
             wait()
         }
         if descriptor >= 0 { close(descriptor) }
+        for gate in gates { gate.runEnded(at: .now) }
     }
 
-    /// A reload's settings: another node replaces the open one.
+    /// A held open goes on once the wake is confirmed, or once nothing is under way any more
+    /// (another program has the adapter, the user switched the receiver off).
+    private func openGates() {
+        guard !gates.isEmpty, !machine.waking else { return }
+        for gate in gates { gate.runEnded(at: .now) }
+        gates = []
+    }
+
+    /// Follows the adapter's messages only while keepalived owns a logical address: as a
+    /// follower it must answer what is sent to that address, and while another program's
+    /// configuration is left alone (or none is claimed yet) a follower that answers nothing
+    /// would keep the kernel from answering Feature Abort for that program's address.
+    private func followIfOwned() {
+        guard descriptor >= 0 else { return }
+        let owned = machine.report.addresses != nil
+        guard owned != following else { return }
+        guard clinuxcec_set_mode(descriptor, owned ? 1 : 0) == 0 else {
+            let code = errno
+            if code == ENODEV { return lost(code) }
+            if followFailure != code {
+                followFailure = code
+                logger.warning("CEC: cannot \(owned ? "follow" : "stop following") the adapter's messages: \(Errno(code))", metadata: ["device": "\(device ?? "")"])
+            }
+            return
+        }
+        followFailure = nil
+        following = owned
+    }
+
+    /// A reload's settings: another node replaces the open one, which is let go before the
+    /// new settings apply (a `--cec-take-over` they add is for the new adapter only).
     private func follow(_ settings: CECFollower.Settings) {
         owner.preconditionOwned("CECAdapter.follow")
-        if settings.machine != machine.settings { carryOut(machine.apply(settings.machine)) }
-        guard settings.device != device else { return }
-        if descriptor >= 0 {
-            close(descriptor)
-            descriptor = -1
-            pending = [:]
-            logger.notice("CEC: adapter let go (the options changed)", metadata: ["device": "\(device ?? "")"])
-            carryOut(machine.adapterLost())
-        }
+        let otherAdapter = settings.device != device
+        if settings.machine != machine.settings || otherAdapter { carryOut(machine.reload(settings.machine, otherAdapter: otherAdapter)) }
+        guard otherAdapter else { return }
+        if descriptor >= 0 { letGo() }
         device = settings.device
         adapterName = nil
         openFailure = nil
@@ -88,7 +127,8 @@ final class CECAdapter {
         if watcher == nil { watcher = CECNodeWatcher(device: device) }
         let fd = Glibc.open(device, O_RDWR | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return openFailed(errno, "cannot open it") }
-        guard clinuxcec_become_follower(fd) == 0 else {
+        // A follower only once keepalived owns an address (followIfOwned).
+        guard clinuxcec_set_mode(fd, 0) == 0 else {
             let code = errno
             close(fd)
             return openFailed(code, "cannot follow its messages")
@@ -105,6 +145,8 @@ final class CECAdapter {
             return openFailed(EOPNOTSUPP, "its driver does not let a program claim a logical address")
         }
         descriptor = fd
+        following = false
+        followFailure = nil
         adapterName = name
         openFailure = nil
         watcher = nil
@@ -132,9 +174,12 @@ final class CECAdapter {
         if state.ours != 0 { addressesChanged(physical: state.physical_address, mask: state.logical_address_mask) }
     }
 
-    private func claim(clearFirst: Bool) {
+    /// `again`: keepalived's own claim ended without an address, and its configuration is dropped first.
+    private func claim(clearFirst: Bool, again: Bool = false) {
         guard descriptor >= 0 else { return }
-        if clearFirst {
+        if again {
+            logger.notice("CEC: the claim of a logical address ended without one; claiming it again", metadata: ["device": "\(device ?? "")"])
+        } else if clearFirst {
             logger.notice("CEC: the adapter had another program's configuration; --cec-take-over: keepalived claims it as a Playback device", metadata: ["device": "\(device ?? "")"])
         }
         guard clinuxcec_claim_playback(descriptor, Self.osdName, clearFirst ? 1 : 0) == 0 else {
@@ -201,7 +246,7 @@ final class CECAdapter {
             guard clinuxcec_dequeue_event(descriptor, &event) == 0 else { return gone(errno) }
             switch event.event {
             case UInt32(CEC_EVENT_STATE_CHANGE):
-                addressesChanged(physical: event.physical_address, mask: event.logical_address_mask)
+                stateChanged()
             case UInt32(CEC_EVENT_LOST_MSGS):
                 logger.debug("CEC: the kernel dropped messages keepalived did not read in time", metadata: ["device": "\(device ?? "")"])
             default:
@@ -234,6 +279,15 @@ final class CECAdapter {
         return false
     }
 
+    /// Closes the adapter on a reload that names another one; the machine has let it go already.
+    private func letGo() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+        pending = [:]
+        logger.notice("CEC: adapter let go (the options changed)", metadata: ["device": "\(device ?? "")"])
+    }
+
     private func lost(_ code: Int32) {
         owner.preconditionOwned("CECAdapter.lost")
         guard descriptor >= 0 else { return }
@@ -245,10 +299,20 @@ final class CECAdapter {
         carryOut(machine.adapterLost())
     }
 
+    /// After each of the adapter's state changes: whose configuration it is now (another
+    /// program may have cleared keepalived's and claimed its own), then, if keepalived's or
+    /// none, its addresses, all as the adapter has them now rather than as the event said.
+    private func stateChanged() {
+        var state = clinuxcec_adapter()
+        guard clinuxcec_adapter_state(descriptor, Self.osdName, &state) == 0 else { return lost(errno) }
+        let configuration = Self.configuration(state)
+        carryOut(machine.configurationChanged(configuration, physicalAddress: Self.physical(state.physical_address), now: .now))
+        guard descriptor >= 0, configuration != .foreign, !machine.leftAlone else { return }
+        addressesChanged(physical: state.physical_address, mask: state.ours != 0 ? state.logical_address_mask : 0)
+    }
+
     /// The kernel's word on the adapter's addresses: ready once it has both.
     private func addressesChanged(physical: UInt16, mask: UInt16) {
-        // Another program's configuration changed: it may have gone.
-        if machine.leftAlone { return lookAgain() }
         let before = machine.report.addresses
         if physical != UInt16(CEC_PHYS_ADDR_INVALID), mask != 0 {
             let logical = UInt8(mask.trailingZeroBitCount)
@@ -303,6 +367,19 @@ final class CECAdapter {
             logger.notice("CEC: no logical address any more (another program cleared it?); claiming it again in \(wait.components.seconds) s", metadata: ["device": "\(device ?? "")"])
         case .lookAgain:
             lookAgain()
+        case .letGo:
+            letGo()
+        case .claimAgain:
+            var state = clinuxcec_adapter()
+            guard clinuxcec_adapter_state(descriptor, Self.osdName, &state) == 0 else { return lost(errno) }
+            switch Self.configuration(state) {
+            case .ours where state.logical_address_mask != 0:
+                addressesChanged(physical: state.physical_address, mask: state.logical_address_mask)
+            case .foreign:
+                stateChanged()
+            case .ours, .none:
+                claim(clearFirst: state.configured != 0, again: true)
+            }
         }
     }
 

@@ -4,7 +4,7 @@ import Logging
 
 /// `--cec`: keepalived on the HDMI-CEC bus, following the box's real audio. The rest of the
 /// daemon talks to it from any thread and never waits: ``BoxActivity`` reports the box
-/// becoming active or idle (``boxChanged(active:)``), a reload hands it new settings
+/// becoming active or idle (``boxChanged(active:gate:)``), a reload hands it new settings
 /// (``apply(_:)``), the control socket's thread reads ``report``. Each is queued and the
 /// adapter's own thread (`keepalive-cec`, a ``CECAdapter``) is woken to act on it: that thread
 /// alone touches the adapter, and no fault of the adapter reaches the rest of the daemon.
@@ -26,11 +26,18 @@ final class CECFollower: Sendable {
         var machine = CECStateMachine.Settings()
     }
 
+    /// One change of the box: active or idle, and with it a player's open held for the
+    /// receiver's wake (`--power-on-wait`), to be let go once the wake is confirmed.
+    struct BoxChange: Sendable {
+        var active: Bool
+        var gate: PowerOnGate?
+    }
+
     /// What waits for the adapter's thread, in the order it came.
     struct Inbox: Sendable {
         var settings: Settings
-        /// The box's changes not yet handled, true for active; queued only while the thread runs.
-        var box: [Bool] = []
+        /// The box's changes not yet handled; queued only while the thread runs.
+        var box: [BoxChange] = []
         /// The box now, for a thread that starts on a reload while audio plays.
         var active = false
         /// The adapter's thread: the one record of whether it was started and runs.
@@ -64,7 +71,7 @@ final class CECFollower: Sendable {
             guard inbox.settings.device != nil, inbox.thread == .notStarted else { return false }
             // From now on every change is queued, after the box as it is.
             inbox.thread = .running
-            inbox.box = inbox.active ? [true] : []
+            inbox.box = inbox.active ? [BoxChange(active: true)] : []
             return true
         }
         guard starts else { return }
@@ -91,14 +98,16 @@ final class CECFollower: Sendable {
     }
 
     /// The box became active (the first output with real audio) or idle (the last output went
-    /// idle). Called under ``BoxActivity``'s lock, which keeps the changes in order.
-    func boxChanged(active: Bool) {
+    /// idle). Called under ``BoxActivity``'s lock, which keeps the changes in order. `gate`: a
+    /// player's open held for the receiver's wake; with no adapter's thread to wake it, it goes
+    /// on at once.
+    func boxChanged(active: Bool, gate: PowerOnGate? = nil) {
         let running = inbox.withLock { inbox in
             inbox.active = active
-            if inbox.running { inbox.box.append(active) }
+            if inbox.running { inbox.box.append(BoxChange(active: active, gate: gate)) }
             return inbox.running
         }
-        if running { doorbell.ring() }
+        if running { doorbell.ring() } else { gate?.runEnded(at: .now) }
     }
 
     /// What `status` shows; nil without `--cec`.

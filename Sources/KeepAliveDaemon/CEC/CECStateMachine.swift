@@ -16,6 +16,13 @@
 /// in the same period, not even when the adapter gets its address back (a TV that pulls the
 /// hotplug line low in standby, libcec #239/#403).
 ///
+/// Doing no harm (issue 58): only an acknowledged wake counts as one (a refused or aborted
+/// step goes again once the adapter is ready); from Unregistered, where no answer can reach
+/// keepalived, nothing is woken or put in standby; another program's configuration, found after
+/// any of the adapter's state changes, is stepped aside from at once, forgetting what was woken;
+/// Image View On from Unregistered goes only to a TV found in standby at the period's start;
+/// the power-on key never follows the user's Standby and has a deadline.
+///
 /// ```swift
 /// var machine = CECStateMachine(settings: .init())
 /// machine.adapterOpened(configuration: .none, physicalAddress: 0x2000)  // .claim(clearFirst: false)
@@ -39,10 +46,21 @@ struct CECStateMachine: Sendable {
     /// How long the power statuses asked before a wake are waited for: a device that does not
     /// answer by then counts as off (and so as woken by keepalived).
     static let powerStatusWait: Duration = .seconds(1)
+    /// How long the audio system's power status after System Audio Mode Request is waited for
+    /// before the power-on key: CEC gives a follower 1 s to answer, after the two messages'
+    /// own time on the bus. A report later than this is the user's doing, never a reason for
+    /// the key.
+    static let confirmWait: Duration = .seconds(2)
     /// The first wait before claiming a lost logical address again, doubled up to ``reclaimMaximum``
     /// while it keeps being lost: another program clearing it again is not fought in a loop.
     static let reclaimFirst: Duration = .seconds(2)
     static let reclaimMaximum: Duration = .seconds(60)
+    /// How long a claim may take at a physical address before it is made again: the kernel's
+    /// claim of a Playback address (a poll of each of three addresses) takes well under a
+    /// second, and it claims again by itself only when the physical address changes, so a claim
+    /// that failed at a steady address (a driver's error) would otherwise leave keepalived off
+    /// the bus for good. Doubled up to ``reclaimMaximum`` while it keeps failing.
+    static let claimWait: Duration = .seconds(10)
 
     /// What became of a transmitted message.
     enum Outcome: Equatable, Sendable {
@@ -93,6 +111,11 @@ struct CECStateMachine: Sendable {
         case addressLost(reclaimIn: Duration)
         /// Read the adapter's configuration again and report it (``adapterConfiguration(_:physicalAddress:)``).
         case lookAgain
+        /// The claim did not end with an address: unless the adapter has one by now, claim again,
+        /// dropping the configuration the failed claim left.
+        case claimAgain
+        /// Close the adapter without touching its configuration: a reload names another one.
+        case letGo
     }
 
     /// Where keepalived is on the bus, once the kernel claimed its logical address.
@@ -113,8 +136,9 @@ struct CECStateMachine: Sendable {
         /// The power statuses asked, until this deadline: nil for each still unanswered, else
         /// the status it reported.
         case asking(until: Instant, statuses: [UInt8: UInt8?])
-        /// The wake sent; the audio system's power status asked again to see it woke.
-        case confirming
+        /// The wake sent; the audio system's power status asked again to see it woke, until this
+        /// deadline.
+        case confirming(until: Instant)
         /// Nothing more to do until the box goes idle.
         case settled
     }
@@ -130,6 +154,16 @@ struct CECStateMachine: Sendable {
         var switchedOff: Set<UInt8> = []
         /// Another device became the active source since the wake.
         var otherSource = false
+        /// keepalived itself found the TV in standby at the period's start (it reported standby,
+        /// or the period began with the hotplug line low): the one case Image View On may go
+        /// from Unregistered to a TV whose hotplug line is low.
+        var tvFoundOff = false
+        /// keepalived's System Audio Mode Request went out and the audio system has not said
+        /// Set System Audio Mode since: that answer is keepalived's, any other is someone else's.
+        var awaitingAudioMode = false
+        /// The audio system turned System Audio Mode on for someone else in this period (the TV,
+        /// for its own sound over ARC): it is theirs, and never put in standby.
+        var audioInUseByOthers = false
     }
 
     /// What keepalived knows, whatever the adapter's state.
@@ -147,14 +181,18 @@ struct CECStateMachine: Sendable {
         var unheard: Set<UInt8> = []
         /// Announcements sent again after a busy bus in this period: once each.
         var retried: [CECMessage] = []
+        /// The physical address of another device that said it is the active source, until a
+        /// Standby, its Inactive Source or keepalived's own Active Source.
+        var sourceElsewhere: UInt16?
     }
 
     private enum State: Equatable, Sendable {
         /// No adapter open: the node is missing, refused, or was unplugged.
         case closed(Memory)
         /// The adapter is open, without a logical address yet; its physical address, nil while
-        /// the sink holds the hotplug line low (a TV in standby, or no HDMI).
-        case claiming(Memory, physical: UInt16?)
+        /// the sink holds the hotplug line low (a TV in standby, or no HDMI); at `retryAt` the
+        /// claim is made again (armed while there is a physical address).
+        case claiming(Memory, physical: UInt16?, retryAt: Instant? = nil)
         /// Another program's configuration, left alone (no `--cec-take-over`).
         case leftAlone(Memory)
         /// The logical address was taken away; claimed again at `at`, after `backOff`.
@@ -165,13 +203,13 @@ struct CECStateMachine: Sendable {
         var memory: Memory {
             get {
                 switch self {
-                case .closed(let memory), .claiming(let memory, _), .leftAlone(let memory), .lost(let memory, _, _, _), .ready(_, let memory): memory
+                case .closed(let memory), .claiming(let memory, _, _), .leftAlone(let memory), .lost(let memory, _, _, _), .ready(_, let memory): memory
                 }
             }
             set {
                 switch self {
                 case .closed: self = .closed(newValue)
-                case .claiming(_, let physical): self = .claiming(newValue, physical: physical)
+                case .claiming(_, let physical, let retryAt): self = .claiming(newValue, physical: physical, retryAt: retryAt)
                 case .leftAlone: self = .leftAlone(newValue)
                 case .lost(_, let physical, let at, let backOff): self = .lost(newValue, physical: physical, at: at, backOff: backOff)
                 case .ready(let addresses, _): self = .ready(addresses, newValue)
@@ -187,6 +225,9 @@ struct CECStateMachine: Sendable {
     private var nextBackOff = reclaimFirst
     /// When keepalived last became ready.
     private var readySince: Instant?
+    /// The wait before a claim without an address is made again: it grows while claims keep
+    /// failing, and starts over once one succeeds.
+    private var nextClaimWait = claimWait
 
     init(settings: Settings) {
         self.settings = settings
@@ -208,18 +249,48 @@ struct CECStateMachine: Sendable {
     /// When ``timerFired(now:)`` is due, if anything waits for time.
     var deadline: Instant? {
         switch state {
-        case .lost(_, _, let at, _): at
-        case .ready(_, let memory): if case .asking(let until, _) = memory.period.phase { until } else { nil }
-        default: nil
+        case .lost(_, _, let at, _): return at
+        case .claiming(_, _, let retryAt?): return retryAt
+        case .ready(_, let memory):
+            switch memory.period.phase {
+            case .asking(let until, _), .confirming(let until): return until
+            case .idle, .settled: return nil
+            }
+        default: return nil
         }
     }
 
-    /// A reload's settings: they apply from the next change of the box; nothing is sent now. A
-    /// `--cec-take-over` given now takes the adapter left alone.
+    /// Whether the active period's wake of the audio system is still under way: asked, or sent
+    /// and not yet confirmed, or due as soon as the adapter has its address. A player's open
+    /// held for it (`--power-on-wait` with `--cec` alone) goes on once this is false. Nothing is
+    /// under way while another program has the adapter, or without an adapter at all.
+    var waking: Bool {
+        let period = state.memory.period
+        guard period.active, !period.switchedOff.contains(CECMessage.Address.audioSystem) else { return false }
+        switch (state, period.phase) {
+        case (_, .asking), (_, .confirming): return true
+        case (.ready, .idle), (.claiming(_, physical: .some, _), .idle), (.lost, .idle): return true
+        default: return false
+        }
+    }
+
+    /// A reload's settings on the same adapter: they apply from the next change of the box;
+    /// nothing is sent now. A `--cec-take-over` given now takes the adapter left alone.
     mutating func apply(_ settings: Settings) -> Action {
         self.settings = settings
         if settings.takeOver, case .leftAlone = state { return .lookAgain }
         return .none
+    }
+
+    /// A reload's settings. `otherAdapter`: they name another adapter, so the open one is let go
+    /// first, as it is: another program's configuration on it is not keepalived's to clear,
+    /// whatever the new settings say of the next adapter.
+    mutating func reload(_ settings: Settings, otherAdapter: Bool) -> Action {
+        guard otherAdapter else { return apply(settings) }
+        self.settings = settings
+        if case .closed = state { return .none }
+        state = .closed(state.memory)
+        return .letGo
     }
 
     /// The adapter's node was opened and its configuration read.
@@ -227,6 +298,38 @@ struct CECStateMachine: Sendable {
         guard case .closed(let memory) = state else { preconditionFailure("adapterOpened while \(state)") }
         state = .claiming(memory, physical: physicalAddress)
         return configure(configuration)
+    }
+
+    /// The configuration as read again after each of the adapter's state changes: whoever
+    /// configured the adapter last owns it, and a configuration that is not keepalived's means
+    /// another program took the adapter (libcec clears it and claims its own, then follows
+    /// every message exclusively): keepalived steps aside as at its start, since whatever it sent
+    /// now would go out from that program's address and hear nothing back. What it woke in
+    /// the period is forgotten (never put in standby) and nothing more is woken in it. With
+    /// `--cec-take-over` it takes the adapter back after the back-off of a lost address.
+    mutating func configurationChanged(_ configuration: Configuration, physicalAddress: UInt16?, now: Instant) -> Action {
+        switch state {
+        case .closed: preconditionFailure("configurationChanged while closed")
+        case .leftAlone: return adapterConfiguration(configuration, physicalAddress: physicalAddress)
+        case .claiming, .ready, .lost:
+            guard configuration == .foreign else { return .none }
+            var memory = state.memory
+            if memory.period.active {
+                memory.period.woke = []
+                memory.period.phase = .settled
+            }
+            memory.source = false
+            guard settings.takeOver else {
+                state = .leftAlone(memory)
+                return .leaveAlone
+            }
+            if case .lost(_, let physical, let at, let backOff) = state {
+                state = .lost(memory, physical: physical, at: at, backOff: backOff)
+                return .none
+            }
+            state = .claiming(memory, physical: physicalAddress)
+            return addressTakenAway(physicalAddress: physicalAddress ?? 0, now: now)
+        }
     }
 
     /// The configuration read again, after ``Action/lookAgain`` (left alone, or the address lost).
@@ -261,8 +364,9 @@ struct CECStateMachine: Sendable {
         switch state {
         case .closed, .leftAlone:
             preconditionFailure("adapterReady while \(state)")
-        case .claiming(let memory, _), .lost(let memory, _, _, _), .ready(_, let memory):
+        case .claiming(let memory, _, _), .lost(let memory, _, _, _), .ready(_, let memory):
             if case .ready = state {} else { readySince = now }
+            nextClaimWait = Self.claimWait
             state = .ready(addresses, memory)
             guard memory.period.active, memory.period.phase == .idle else { return .none }
             return startWake(at: addresses, now: now)
@@ -270,30 +374,39 @@ struct CECStateMachine: Sendable {
     }
 
     /// The adapter has no logical address (any more). Without a physical address the sink
-    /// holds hotplug low: an active box with `--cec-wake-tv` that has not yet woken the TV in
-    /// this period wakes it from Unregistered, as the kernel allows an unconfigured adapter.
-    /// With a physical address after being ready, the address was taken away: claimed again
-    /// after a back-off.
+    /// holds hotplug low: an active box with `--cec-wake-tv` wakes the TV from Unregistered, as
+    /// the kernel allows an unconfigured adapter, only when keepalived itself found it in
+    /// standby at the period's start and has not sent it Image View On yet: a TV the user
+    /// switches off mid-period may pull hotplug low too, and is not woken again. With a
+    /// physical address after being ready, the address was taken away: claimed again after a
+    /// back-off.
     mutating func adapterUnclaimed(physicalAddress: UInt16?, now: Instant) -> Action {
         switch state {
         case .closed, .leftAlone:
             preconditionFailure("adapterUnclaimed while \(state)")
         case .lost:
             return .none
-        case .claiming(let memory, _):
-            state = .claiming(memory, physical: physicalAddress)
+        case .claiming(let memory, _, _):
+            // A physical address without a logical one: the claim starts now, or failed.
+            state = .claiming(memory, physical: physicalAddress, retryAt: physicalAddress.map { _ in now + nextClaimWait })
             return physicalAddress == nil ? wakeUnplugged() : .none
         case .ready(_, let memory):
             guard let physicalAddress else {
                 state = .claiming(memory, physical: nil)
                 return wakeUnplugged()
             }
-            if let readySince, readySince.duration(to: now) >= Self.reclaimMaximum { nextBackOff = Self.reclaimFirst }
-            let backOff = nextBackOff
-            nextBackOff = min(backOff * 2, Self.reclaimMaximum)
-            state = .lost(memory, physical: physicalAddress, at: now + backOff, backOff: backOff)
-            return .addressLost(reclaimIn: backOff)
+            state = .claiming(memory, physical: physicalAddress)
+            return addressTakenAway(physicalAddress: physicalAddress, now: now)
         }
+    }
+
+    /// Claimed again after a back-off that grows while another program keeps taking it.
+    private mutating func addressTakenAway(physicalAddress: UInt16, now: Instant) -> Action {
+        if let readySince, readySince.duration(to: now) >= Self.reclaimMaximum { nextBackOff = Self.reclaimFirst }
+        let backOff = nextBackOff
+        nextBackOff = min(backOff * 2, Self.reclaimMaximum)
+        state = .lost(state.memory, physical: physicalAddress, at: now + backOff, backOff: backOff)
+        return .addressLost(reclaimIn: backOff)
     }
 
     /// The adapter is gone (unplugged, ENODEV, or let go on a reload) and its node was closed.
@@ -309,9 +422,23 @@ struct CECStateMachine: Sendable {
         switch state {
         case .lost(_, _, let at, _):
             return now >= at ? .lookAgain : .none
-        case .ready(let addresses, let memory):
-            guard case .asking(let until, _) = memory.period.phase, now >= until else { return .none }
-            return wake(at: addresses)
+        case .claiming(let memory, let physical, let retryAt?):
+            guard now >= retryAt else { return .none }
+            nextClaimWait = min(nextClaimWait * 2, Self.reclaimMaximum)
+            state = .claiming(memory, physical: physical)
+            return .claimAgain
+        case .ready(let addresses, var memory):
+            switch memory.period.phase {
+            case .asking(let until, _) where now >= until:
+                return wake(at: addresses)
+            case .confirming(let until) where now >= until:
+                // No answer in time: the wake stands as sent, without the key.
+                memory.period.phase = .settled
+                state = .ready(addresses, memory)
+                return .none
+            default:
+                return .none
+            }
         default:
             return .none
         }
@@ -326,26 +453,36 @@ struct CECStateMachine: Sendable {
         state.memory = memory
         switch state {
         case .ready(let addresses, _): return startWake(at: addresses, now: now)
-        case .claiming(_, physical: nil): return wakeUnplugged()
+        case .claiming(_, physical: nil, _):
+            // The period begins with the hotplug line low: all keepalived can know of a TV in standby.
+            state.memory.period.tvFoundOff = true
+            return wakeUnplugged()
         default: return .none
         }
     }
 
     /// The last output went idle. Standby, if asked for, goes only to what keepalived woke in
     /// this period, that the user did not switch off, and only while nobody else became the
-    /// active source; what it could not reach is forgotten.
+    /// active source; not to an audio system someone else turned System Audio Mode on with
+    /// (the TV, for its own sound over ARC), and never from Unregistered, where nothing
+    /// keepalived woke could be confirmed. What it could not reach is forgotten. keepalived is
+    /// no longer the active source: it stops answering Request Active Source, so that a TV
+    /// switched on later stays where it is rather than jumping to an idle box, and it sends no
+    /// Inactive Source, which would take a TV someone still watches off the box's input.
     mutating func boxIdle() -> Action {
         var memory = state.memory
         precondition(memory.period.active, "boxIdle while idle")
         let period = memory.period
         memory.period = Period()
         memory.retried = []
+        memory.source = false
         state.memory = memory
-        guard settings.standby, case .ready(let addresses, _) = state, !period.otherSource else { return .none }
-        let targets = period.woke.filter { !period.switchedOff.contains($0) }
+        guard settings.standby, case .ready(let addresses, _) = state, addresses.logical != CECMessage.Address.unregistered,
+              !period.otherSource else { return .none }
+        let targets = period.woke.filter {
+            !period.switchedOff.contains($0) && !($0 == CECMessage.Address.audioSystem && period.audioInUseByOthers)
+        }
         guard !targets.isEmpty else { return .none }
-        // The TV switched off is no longer showing the box.
-        if targets.contains(CECMessage.Address.tv) { state.memory.source = false }
         return announce(targets.map { CECMessage.standby(from: addresses.logical, to: $0) })
     }
 
@@ -364,6 +501,7 @@ struct CECStateMachine: Sendable {
             state.memory.unheard.remove(message.destination)
             return .none
         case .notAcknowledged:
+            notSent(message)
             guard state.memory.unheard.insert(message.destination).inserted else { return .none }
             return .noReceiver(message)
         case .failed(let why, let retry):
@@ -371,10 +509,38 @@ struct CECStateMachine: Sendable {
                 state.memory.retried.append(message)
                 return .retry(message, why)
             }
+            notSent(message)
             return .transmitFailed(message, why)
         case .refused:
             return .none
         }
+    }
+
+    /// Only an acknowledged message counts: one nobody took (refused by the kernel while it
+    /// configures the adapter, aborted when a hotplug bounce unconfigures it, not acknowledged)
+    /// woke nothing, so its target is not put in standby for it, and its step of the wake is
+    /// due again: the wake starts over (asking first) once the adapter is ready again.
+    private mutating func notSent(_ message: CECMessage) {
+        var memory = state.memory
+        guard memory.period.active, let opcode = message.opcode else { return }
+        let step: Step? = switch opcode {
+        case CECMessage.Opcode.systemAudioModeRequest: .systemAudioModeRequest
+        case CECMessage.Opcode.imageViewOn: .imageViewOn
+        case CECMessage.Opcode.activeSource: .activeSource
+        case CECMessage.Opcode.userControlPressed: .powerOn
+        default: nil
+        }
+        guard let step, memory.period.sent.remove(step) != nil else { return }
+        switch step {
+        case .systemAudioModeRequest:
+            memory.period.woke.removeAll { $0 == CECMessage.Address.audioSystem }
+            memory.period.awaitingAudioMode = false
+        case .imageViewOn: memory.period.woke.removeAll { $0 == CECMessage.Address.tv }
+        case .activeSource: memory.source = false
+        case .powerOn: break
+        }
+        if memory.period.phase != .idle, step != .powerOn { memory.period.phase = .idle }
+        state.memory = memory
     }
 
     /// Another device's message to keepalived, or a broadcast: what it says of the bus is
@@ -390,25 +556,37 @@ struct CECStateMachine: Sendable {
             // this period.
             if state.memory.period.active { state.memory.period.switchedOff.formUnion([CECMessage.Address.tv, CECMessage.Address.audioSystem]) }
             state.memory.source = false
+            state.memory.sourceElsewhere = nil
             return .none
         case CECMessage.Opcode.reportPowerStatus where toUs:
             return powerStatus(message.initiator, message.operands.first ?? CECMessage.PowerStatus.standby)
         case CECMessage.Opcode.setSystemAudioMode where message.initiator == CECMessage.Address.audioSystem:
-            state.memory.systemAudioMode = message.operands.first == 1
+            let on = message.operands.first == 1
+            state.memory.systemAudioMode = on
+            // Not the answer to keepalived's request: someone else (the TV, for ARC) uses it.
+            if on, state.memory.period.active, !state.memory.period.awaitingAudioMode { state.memory.period.audioInUseByOthers = true }
+            state.memory.period.awaitingAudioMode = false
             return .none
         case CECMessage.Opcode.activeSource:
-            if let address = message.physicalAddress, address != own?.physical { tookOver() }
+            if let address = message.physicalAddress, address != own?.physical { tookOver(by: address) }
             return .none
         case CECMessage.Opcode.routingChange:
-            if message.operands.count >= 4, UInt16(message.operands[2]) << 8 | UInt16(message.operands[3]) != own?.physical { tookOver() }
+            guard message.operands.count >= 4 else { return .none }
+            let address = UInt16(message.operands[2]) << 8 | UInt16(message.operands[3])
+            if address != own?.physical { tookOver(by: address) }
             return .none
         case CECMessage.Opcode.setStreamPath:
             guard let address = message.physicalAddress else { return .none }
             guard let own, address == own.physical else {
-                tookOver()
+                tookOver(by: address)
                 return .none
             }
-            return state.memory.source ? .answer(.activeSource(from: own.logical, physicalAddress: own.physical)) : .none
+            // The TV routes to the box: it is the source now and says so, as a Playback device
+            // must (cec-follower does; cec-compliance expects it), whether it was or not.
+            guard own.logical != CECMessage.Address.unregistered else { return .none }
+            state.memory.source = true
+            state.memory.sourceElsewhere = nil
+            return .answer(.activeSource(from: own.logical, physicalAddress: own.physical))
         case CECMessage.Opcode.requestActiveSource:
             guard let own, state.memory.source else { return .none }
             return .answer(.activeSource(from: own.logical, physicalAddress: own.physical))
@@ -424,8 +602,9 @@ struct CECStateMachine: Sendable {
         }
     }
 
-    private mutating func tookOver() {
+    private mutating func tookOver(by address: UInt16) {
         state.memory.source = false
+        state.memory.sourceElsewhere = address
         if state.memory.period.active { state.memory.period.otherSource = true }
     }
 
@@ -437,6 +616,7 @@ struct CECStateMachine: Sendable {
         case .asking(let until, var statuses):
             guard statuses.keys.contains(device), statuses[device]! == nil else { return .none }
             statuses[device] = .some(status ?? CECMessage.PowerStatus.unknown)
+            if device == CECMessage.Address.tv, status != nil, off { memory.period.tvFoundOff = true }
             memory.period.phase = .asking(until: until, statuses: statuses)
             state = .ready(addresses, memory)
             return statuses.values.contains(where: { $0 == nil }) ? .none : wake(at: addresses)
@@ -445,8 +625,9 @@ struct CECStateMachine: Sendable {
             // Unanswered, the question is closed too: a standby reported later is the user's.
             memory.period.phase = .settled
             // SAMR alone left it in standby (Debian 12's cec-follower, some receivers): the
-            // power-on key, as cec-compliance wakes a device that is not a TV.
-            guard status != nil, off, !memory.period.sent.contains(.powerOn) else {
+            // power-on key, as cec-compliance wakes a device that is not a TV; never after the
+            // user's Standby, which its report may well follow.
+            guard status != nil, off, !memory.period.sent.contains(.powerOn), !memory.period.switchedOff.contains(device) else {
                 state = .ready(addresses, memory)
                 return .none
             }
@@ -463,8 +644,14 @@ struct CECStateMachine: Sendable {
         }
     }
 
-    /// Asks who is on before waking anything.
+    /// Asks who is on before waking anything. From Unregistered nobody's answer can reach
+    /// keepalived (the kernel drops a directed reply to 15, and a broadcast Report Power Status
+    /// is CEC 2.0's), so nothing could be confirmed: nothing is woken.
     private mutating func startWake(at addresses: Addresses, now: Instant) -> Action {
+        guard addresses.logical != CECMessage.Address.unregistered else {
+            state.memory.period.phase = .settled
+            return .none
+        }
         var devices = [CECMessage.Address.audioSystem]
         if settings.wakeTV { devices.append(CECMessage.Address.tv) }
         devices.removeAll { state.memory.period.switchedOff.contains($0) }
@@ -480,19 +667,25 @@ struct CECStateMachine: Sendable {
     /// once per period; what was not on before it is remembered as woken by keepalived.
     private mutating func wake(at addresses: Addresses) -> Action {
         var period = state.memory.period
-        guard case .asking(_, let statuses) = period.phase else { preconditionFailure("wake while \(period.phase)") }
+        guard case .asking(let asked, let statuses) = period.phase else { preconditionFailure("wake while \(period.phase)") }
         func wasOff(_ device: UInt8) -> Bool {
             ![CECMessage.PowerStatus.on, CECMessage.PowerStatus.toOn].contains((statuses[device] ?? nil) ?? CECMessage.PowerStatus.unknown)
         }
         var messages: [CECMessage] = []
         period.phase = .settled
         let audio = CECMessage.Address.audioSystem, tv = CECMessage.Address.tv
-        if !period.switchedOff.contains(audio), period.sent.insert(.systemAudioModeRequest).inserted {
+        // A receiver that is on while another device is the active source plays that source:
+        // asking it for the box's sound would take it from whoever listens. With --cec-wake-tv
+        // the box takes the TV too (Active Source), and the receiver follows.
+        let servesAnother = !wasOff(audio) && state.memory.sourceElsewhere != nil && !settings.wakeTV
+        if !period.switchedOff.contains(audio), !servesAnother, period.sent.insert(.systemAudioModeRequest).inserted {
             messages.append(.systemAudioModeRequest(from: addresses.logical, physicalAddress: addresses.physical))
+            period.awaitingAudioMode = true
             if wasOff(audio) {
                 period.woke.append(audio)
                 messages.append(.giveDevicePowerStatus(from: addresses.logical, to: audio))
-                period.phase = .confirming
+                // From the questions' deadline: at most a second later than from now.
+                period.phase = .confirming(until: asked + Self.confirmWait)
             }
         }
         if settings.wakeTV, !period.switchedOff.contains(tv) {
@@ -503,16 +696,18 @@ struct CECStateMachine: Sendable {
             if period.sent.insert(.activeSource).inserted {
                 messages.append(.activeSource(from: addresses.logical, physicalAddress: addresses.physical))
                 state.memory.source = true
+                state.memory.sourceElsewhere = nil
             }
         }
         state.memory.period = period
         return messages.isEmpty ? .none : announce(messages)
     }
 
-    /// Image View On from Unregistered to a TV that holds hotplug low, once per period.
+    /// Image View On from Unregistered to a TV that holds hotplug low, once per period, and only
+    /// to one keepalived found in standby at the period's start.
     private mutating func wakeUnplugged() -> Action {
         var period = state.memory.period
-        guard settings.wakeTV, period.active, !period.switchedOff.contains(CECMessage.Address.tv),
+        guard settings.wakeTV, period.active, period.tvFoundOff, !period.switchedOff.contains(CECMessage.Address.tv),
               period.sent.insert(.imageViewOn).inserted else { return .none }
         period.woke.append(CECMessage.Address.tv)
         state.memory.period = period

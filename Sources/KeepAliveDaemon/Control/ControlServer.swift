@@ -404,7 +404,7 @@ final class ControlServer: @unchecked Sendable {
             }
             let metadata: Logger.Metadata = ["pid": "\(pid)", "ms": "\((now - arrived).wholeMilliseconds)"]
             if gate.hooksOutlasted {
-                logger.warning("--on-active still runs at --power-on-wait's end: the player's open goes on", metadata: metadata)
+                logger.warning("\(gate.waitingFor) at --power-on-wait's end: the player's open goes on", metadata: metadata)
             } else {
                 logger.info("the player's open goes on: the power is on", metadata: metadata)
             }

@@ -51,7 +51,7 @@ struct DaemonAssembly {
         // --cec: follows the box's activity on a thread of its own (checked by the parse).
         let cec = CECFollower(settings: (try? options.cec.settings) ?? CECFollower.Settings(), logger: logger)
         let activity = try Self.systemResource("create a timer") {
-            try BoxActivity(settings: try options.activitySettings, logger: logger, boxChanged: { cec.boxChanged(active: $0) })
+            try BoxActivity(settings: try options.activitySettings, logger: logger, boxChanged: { cec.boxChanged(active: $0, gate: $1) })
         }
         let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: load,
                                 applying: (logind: logind, linger: linger, activity: activity, cec: cec))

@@ -14,7 +14,7 @@ struct BoxActivityTests {
     func firstAndLast() throws {
         let seen = Mutex<[Bool]>([])
         let activity = try BoxActivity(settings: .init(idleAfter: .milliseconds(50)), logger: Self.logger,
-                                          boxChanged: { active in seen.withLock { $0.append(active) } })
+                                          boxChanged: { active, _ in seen.withLock { $0.append(active) } })
         let mpd = BoxActivity.Player(program: "mpd", card: 0, device: 0)
         let aplay = BoxActivity.Player(program: "aplay", card: 1, device: 0)
         activity.loansChanged(["hw:0,0": mpd])
@@ -34,7 +34,7 @@ struct BoxActivityTests {
     func shortSilence() throws {
         let seen = Mutex<[Bool]>([])
         let activity = try BoxActivity(settings: .init(idleAfter: .seconds(60)), logger: Self.logger,
-                                          boxChanged: { active in seen.withLock { $0.append(active) } })
+                                          boxChanged: { active, _ in seen.withLock { $0.append(active) } })
         activity.loansChanged(["hw:0,0": .init(program: "mpd")])
         activity.loansChanged([:])
         activity.timerFired(on: .claimed("the test's thread"))

@@ -147,24 +147,38 @@ struct PowerOnGateTests {
         activity.finishHooks()
     }
 
-    @Test("--cec without a hook: the first output of an idle box holds the player for --power-on-settle while the receiver wakes; a box already active does not")
+    @Test("--cec without a hook: the first output of an idle box holds the player until the receiver's wake is confirmed, then --power-on-settle; a box already active does not (issue 58)")
     func heldForCEC() throws {
         var settings = BoxActivity.Settings()
         settings.powerOnWait = .seconds(5)
         settings.powerOnSettle = .milliseconds(300)
         settings.cecWakes = true
         let woken = Locked<[Bool]>([])
-        let activity = try BoxActivity(settings: settings, logger: Self.logger, boxChanged: { active in woken.withLock { $0.append(active) } })
-        let before = ContinuousClock.now
+        let handed = Locked<[PowerOnGate]>([])
+        let activity = try BoxActivity(settings: settings, logger: Self.logger, boxChanged: { active, gate in
+            woken.withLock { $0.append(active) }
+            if let gate { handed.withLock { $0.append(gate) } }
+        })
         let gate = try #require(activity.holdForPower(["hw:0,0"], player: Self.mpd))
-        let opensAt = try #require(gate.opensAt, "no hook runs: the settle is the wait")
-        #expect(opensAt >= before + .milliseconds(300) && opensAt <= ContinuousClock.now + .milliseconds(300))
         #expect(woken.withLock { $0 } == [true], "the box became active at the player's arrival: the receiver is woken during the hold")
+        #expect(handed.withLock { $0.count } == 1 && handed.withLock { $0.first } === gate, "--cec has the gate")
+        // Until --cec says the wake is confirmed, nothing but the deadline opens it.
+        #expect(gate.opensAt == nil && !gate.isOpen(at: .now))
+        let confirmed = ContinuousClock.now
+        gate.runEnded(at: confirmed)
+        #expect(gate.opensAt == confirmed + .milliseconds(300) && !gate.hooksOutlasted)
         activity.loansChanged(["hw:0,0": Self.mpd])
         activity.playerArrived(["hw:0,0"])
         // Another card's player while the box is active: the receiver is on already.
         #expect(activity.holdForPower(["hw:1,0"], player: BoxActivity.Player(program: "squeezelite", card: 1, device: 0)) == nil)
         activity.finishHooks()
+        // Nobody to hand it to (no --cec follower): the settle from now, as before.
+        let alone = try BoxActivity(settings: settings, logger: Self.logger)
+        let now = ContinuousClock.now
+        let plain = try #require(alone.holdForPower(["hw:0,0"], player: Self.mpd))
+        let opensAt = try #require(plain.opensAt)
+        #expect(opensAt >= now + .milliseconds(300) && opensAt <= ContinuousClock.now + .milliseconds(300))
+        alone.finishHooks()
     }
 
     @Test("no hold without --power-on-wait, without outputs, nor for a stream on a sink (nobody's open to hold)")

@@ -38,6 +38,25 @@ struct CECFollowerTests {
         #expect(follower.report == nil)
         follower.stop()
     }
+
+    @Test("a player's open held for the receiver's wake goes on at once when there is nothing to wake it: no thread, or no adapter (issue 58)")
+    func gateWithoutAdapter() throws {
+        let idle = CECFollower(settings: .init(), logger: Self.logger)
+        let first = try PowerOnGate(deadline: .now + .seconds(30), settle: .zero)
+        first.addRun()
+        idle.boxChanged(active: true, gate: first)
+        #expect(first.opensAt != nil)
+        idle.stop()
+        let missing = CECFollower(settings: .init(device: "/nonexistent-keepalived-test/cec9"), logger: Self.logger)
+        missing.start()
+        let gate = try PowerOnGate(deadline: .now + .seconds(30), settle: .zero)
+        gate.addRun()
+        missing.boxChanged(active: true, gate: gate)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while gate.opensAt == nil, ContinuousClock.now < deadline { sleep(for: .milliseconds(10)) }
+        #expect(gate.opensAt != nil, "the adapter's thread let it go: nothing is under way without an adapter")
+        missing.stop()
+    }
 }
 
 /// `--cec` in `status`: the text line and the JSON field.

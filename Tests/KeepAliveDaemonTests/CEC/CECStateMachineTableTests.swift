@@ -25,24 +25,41 @@ struct CECStateMachineTableTests: TransitionTable {
     static let audioOnReport = CECMessage(initiator: 5, destination: 4, opcode: CECMessage.Opcode.reportPowerStatus, operands: [0])
     static let broadcastStandby = CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.standby)
     static let askSource = CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.requestActiveSource)
+    static let tvOnReport = CECMessage(initiator: 0, destination: 4, opcode: CECMessage.Opcode.reportPowerStatus, operands: [0])
+    static let streamPathHere = CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.setStreamPath, operands: [0x20, 0x00])
+    static let powerOnKey = CECMessage.userControlPressed(from: 4, to: 5, key: CECMessage.Key.powerOnFunction)
+    static let keyReleased = CECMessage.userControlReleased(from: 4, to: 5)
 
     /// The states, reached through events. Every setup has `--cec-standby`;
-    /// `readyActiveWakeTV` also `--cec-wake-tv`. The active ready ones have woken what reported
-    /// nothing before the wake, and the audio system confirmed it is on.
+    /// `readyActiveWakeTV` and `readyActiveTVOn` also `--cec-wake-tv`. `readyActive` and
+    /// `readyActiveWakeTV` have woken what reported nothing before the wake, and the audio
+    /// system confirmed it is on; `confirming` woke the audio system (it reported standby) and
+    /// waits for its confirmation; `readyActiveTVOn` found both on (nothing woken, the box the
+    /// source); `readyUnregistered` is on the bus as Unregistered (15).
     enum Setup: String, CaseIterable, Codable, Sendable {
         case closed, closedActive, claiming, leftAlone, lost, ready, readyActive, readyActiveWakeTV
+        case confirming, readyUnregistered, readyActiveTVOn
 
         func make() -> Machine {
-            var machine = Machine(settings: .init(wakeTV: self == .readyActiveWakeTV, standby: true))
+            var machine = Machine(settings: .init(wakeTV: self == .readyActiveWakeTV || self == .readyActiveTVOn, standby: true))
             if self == .closedActive { _ = machine.boxActive(now: t0) }
             if self == .closed || self == .closedActive { return machine }
             _ = machine.adapterOpened(configuration: self == .leftAlone ? .foreign : .none, physicalAddress: 0x2000)
             if self == .claiming || self == .leftAlone { return machine }
-            _ = machine.adapterReady(physicalAddress: 0x2000, logicalAddress: 4, now: t0)
+            _ = machine.adapterReady(physicalAddress: 0x2000, logicalAddress: self == .readyUnregistered ? 15 : 4, now: t0)
             if self == .lost { _ = machine.adapterUnclaimed(physicalAddress: 0x2000, now: t0) }
             if self == .readyActive || self == .readyActiveWakeTV {
                 _ = machine.boxActive(now: t0)
                 _ = machine.timerFired(now: t0 + .seconds(2))
+                _ = machine.messageReceived(audioOnReport)
+            }
+            if self == .confirming {
+                _ = machine.boxActive(now: t0)
+                _ = machine.messageReceived(audioStandbyReport)
+            }
+            if self == .readyActiveTVOn {
+                _ = machine.boxActive(now: t0)
+                _ = machine.messageReceived(tvOnReport)
                 _ = machine.messageReceived(audioOnReport)
             }
             return machine
@@ -52,6 +69,10 @@ struct CECStateMachineTableTests: TransitionTable {
     enum Event: String, CaseIterable, Codable, Sendable {
         case opened, openedForeign, ready, unplugged, cleared, lookAgain, lost, active, idle, timer
         case arbitrationLost, reportStandby, standby, requestActiveSource
+        /// Issue 58: the configuration read after a state change (another program's, or
+        /// keepalived's own), a wake the kernel aborted, Set Stream Path to the box, and a
+        /// reload that names another adapter and adds --cec-take-over.
+        case foreign, ours, aborted, streamPath, reloadElsewhere
 
         func apply(to machine: inout Machine) -> Machine.Action {
             switch self {
@@ -69,6 +90,11 @@ struct CECStateMachineTableTests: TransitionTable {
             case .reportStandby: machine.messageReceived(audioStandbyReport)
             case .standby: machine.messageReceived(broadcastStandby)
             case .requestActiveSource: machine.messageReceived(askSource)
+            case .foreign: machine.configurationChanged(.foreign, physicalAddress: 0x2000, now: t0)
+            case .ours: machine.configurationChanged(.ours, physicalAddress: 0x2000, now: t0)
+            case .aborted: machine.transmitResult(request, .failed("aborted"))
+            case .streamPath: machine.messageReceived(streamPathHere)
+            case .reloadElsewhere: machine.reload(.init(wakeTV: machine.settings.wakeTV, standby: true, takeOver: true), otherAdapter: true)
             }
         }
     }
@@ -96,17 +122,26 @@ struct CECStateMachineTableTests: TransitionTable {
     static func ready(active: Bool = false, woke: [UInt8] = [], source: Bool = false, switchedOff: [UInt8] = []) -> Machine.Report {
         .init(state: "ready", addresses: here, active: active, woke: woke, source: source, switchedOff: switchedOff)
     }
+    static func unregistered(active: Bool = false) -> Machine.Report {
+        .init(state: "ready", addresses: Addresses(physical: 0x2000, logical: 15), active: active)
+    }
 
     static let closedRows: Rows = [
         (.ready, .impossible), (.unplugged, .impossible), (.cleared, .impossible), (.lookAgain, .impossible), (.lost, .impossible),
         (.timer, .to(.none, nil)), (.arbitrationLost, .impossible), (.reportStandby, .impossible), (.standby, .impossible),
         (.requestActiveSource, .impossible),
+        // Nothing open: no configuration to read, nothing sent or received, nothing to let go.
+        (.foreign, .impossible), (.ours, .impossible), (.aborted, .impossible), (.streamPath, .impossible),
+        (.reloadElsewhere, .to(.none, nil)),
     ]
     /// Open but not ready: nothing is answered, nothing retried; a Standby while idle changes nothing.
     static let notReadyRows: Rows = [
         (.opened, .impossible), (.openedForeign, .impossible),
         (.arbitrationLost, .to(.transmitFailed(request, "arbitration lost"), nil)),
         (.reportStandby, .to(.none, nil)), (.standby, .to(.none, nil)), (.requestActiveSource, .to(.none, nil)),
+        (.aborted, .to(.transmitFailed(request, "aborted"), nil)),
+        // Without an address of its own the box cannot be the source.
+        (.streamPath, .to(.none, nil)),
     ]
     static let openRows: Rows = [(.opened, .impossible), (.openedForeign, .impossible), (.lookAgain, .impossible)]
 
@@ -135,6 +170,10 @@ struct CECStateMachineTableTests: TransitionTable {
             (.active, .to(.none, claiming(active: true))),
             (.idle, .impossible),
             (.timer, .to(.none, nil)),
+            // Another program configured the adapter while keepalived's claim ran: left alone.
+            (.foreign, .to(.leaveAlone, leftAlone())),
+            (.ours, .to(.none, nil)),
+            (.reloadElsewhere, .to(.letGo, closed())),
         ]),
         (.leftAlone, notReadyRows + [
             (.ready, .impossible), (.unplugged, .impossible), (.cleared, .impossible),
@@ -144,6 +183,11 @@ struct CECStateMachineTableTests: TransitionTable {
             (.active, .to(.none, leftAlone(active: true))),
             (.idle, .impossible),
             (.timer, .to(.none, nil)),
+            // The same program, still there: said once already.
+            (.foreign, .to(.none, nil)),
+            (.ours, .to(.none, claiming())),
+            // Issue 58: the adapter left alone is let go as it is, --cec-take-over or not.
+            (.reloadElsewhere, .to(.letGo, closed())),
         ]),
         (.lost, notReadyRows + [
             (.ready, .to(.none, ready())),
@@ -155,6 +199,10 @@ struct CECStateMachineTableTests: TransitionTable {
             (.idle, .impossible),
             // The back-off is over: the configuration is read again, then claimed.
             (.timer, .to(.lookAgain, nil)),
+            // Whoever cleared it claimed its own: left alone, without waiting for the back-off.
+            (.foreign, .to(.leaveAlone, leftAlone())),
+            (.ours, .to(.none, nil)),
+            (.reloadElsewhere, .to(.letGo, closed())),
         ]),
         (.ready, openRows + [
             (.ready, .to(.none, nil)),
@@ -171,6 +219,13 @@ struct CECStateMachineTableTests: TransitionTable {
             (.standby, .to(.none, nil)),
             // Not the active source: not answered.
             (.requestActiveSource, .to(.none, nil)),
+            // Issue 58: another program took the adapter; whatever it sends is not keepalived's.
+            (.foreign, .to(.leaveAlone, leftAlone())),
+            (.ours, .to(.none, nil)),
+            (.aborted, .to(.transmitFailed(request, "aborted"), nil)),
+            // The TV routes to the box: it answers and is the source.
+            (.streamPath, .to(.answer(ourSource), ready(source: true))),
+            (.reloadElsewhere, .to(.letGo, closed())),
         ]),
         (.readyActive, openRows + [
             // The address back in the same period: nothing woken again.
@@ -187,6 +242,13 @@ struct CECStateMachineTableTests: TransitionTable {
             (.reportStandby, .to(.none, ready(active: true, woke: [5], switchedOff: [5]))),
             (.standby, .to(.none, ready(active: true, woke: [5], switchedOff: [0, 5]))),
             (.requestActiveSource, .to(.none, nil)),
+            // What it woke is forgotten: never put in standby by keepalived from the other program's address.
+            (.foreign, .to(.leaveAlone, leftAlone(active: true))),
+            (.ours, .to(.none, nil)),
+            // Only an acknowledged request counts: not woken, and due again.
+            (.aborted, .to(.transmitFailed(request, "aborted"), ready(active: true))),
+            (.streamPath, .to(.answer(ourSource), ready(active: true, woke: [5], source: true))),
+            (.reloadElsewhere, .to(.letGo, closed(active: true, woke: [5]))),
         ]),
         (.readyActiveWakeTV, openRows + [
             (.ready, .to(.none, nil)),
@@ -203,6 +265,73 @@ struct CECStateMachineTableTests: TransitionTable {
             (.standby, .to(.none, ready(active: true, woke: [5, 0], switchedOff: [0, 5]))),
             // The active source answers.
             (.requestActiveSource, .to(.answer(ourSource), nil)),
+            (.foreign, .to(.leaveAlone, leftAlone(active: true))),
+            (.ours, .to(.none, nil)),
+            (.aborted, .to(.transmitFailed(request, "aborted"), ready(active: true, woke: [0], source: true))),
+            (.streamPath, .to(.answer(ourSource), nil)),
+            (.reloadElsewhere, .to(.letGo, closed(active: true, woke: [5, 0], source: true))),
+        ]),
+        // The audio system woken (it reported standby), its confirmation awaited.
+        (.confirming, openRows + [
+            (.ready, .to(.none, nil)),
+            (.unplugged, .to(.none, claiming(active: true, woke: [5]))),
+            (.cleared, .to(.addressLost(reclaimIn: .seconds(2)), lost(active: true, woke: [5]))),
+            (.lost, .to(.none, closed(active: true, woke: [5]))),
+            (.active, .impossible),
+            (.idle, .to(.announce([.standby(from: 4, to: 5)]), ready())),
+            // No answer by the deadline: the wake stands, without the key.
+            (.timer, .to(.none, nil)),
+            (.arbitrationLost, .to(.retry(request, "arbitration lost"), nil)),
+            // Still in standby after the request: the power-on key.
+            (.reportStandby, .to(.announce([powerOnKey, keyReleased]), nil)),
+            // The user's Standby: never the key after it.
+            (.standby, .to(.none, ready(active: true, woke: [5], switchedOff: [0, 5]))),
+            (.requestActiveSource, .to(.none, nil)),
+            (.foreign, .to(.leaveAlone, leftAlone(active: true))),
+            (.ours, .to(.none, nil)),
+            (.aborted, .to(.transmitFailed(request, "aborted"), ready(active: true))),
+            (.streamPath, .to(.answer(ourSource), ready(active: true, woke: [5], source: true))),
+            (.reloadElsewhere, .to(.letGo, closed(active: true, woke: [5]))),
+        ]),
+        // Unregistered: nobody's answer reaches keepalived, so nothing is woken or put in standby.
+        (.readyUnregistered, openRows + [
+            (.ready, .to(.none, ready())),
+            (.unplugged, .to(.none, claiming())),
+            (.cleared, .to(.addressLost(reclaimIn: .seconds(2)), lost())),
+            (.lost, .to(.none, closed())),
+            (.active, .to(.none, unregistered(active: true))),
+            (.idle, .impossible),
+            (.timer, .to(.none, nil)),
+            (.arbitrationLost, .to(.retry(request, "arbitration lost"), nil)),
+            (.reportStandby, .to(.none, nil)),
+            (.standby, .to(.none, nil)),
+            (.requestActiveSource, .to(.none, nil)),
+            (.foreign, .to(.leaveAlone, leftAlone())),
+            (.ours, .to(.none, nil)),
+            (.aborted, .to(.transmitFailed(request, "aborted"), nil)),
+            (.streamPath, .to(.none, nil)),
+            (.reloadElsewhere, .to(.letGo, closed())),
+        ]),
+        // Both found on: nothing woken, the box the source.
+        (.readyActiveTVOn, openRows + [
+            (.ready, .to(.none, nil)),
+            // The TV switched off by its remote pulls hotplug low: not woken again (issue 58).
+            (.unplugged, .to(.none, claiming(active: true, source: true))),
+            (.cleared, .to(.addressLost(reclaimIn: .seconds(2)), lost(active: true, source: true))),
+            (.lost, .to(.none, closed(active: true, source: true))),
+            (.active, .impossible),
+            // Nothing woken: no Standby; no longer the source, without Inactive Source.
+            (.idle, .to(.none, ready())),
+            (.timer, .to(.none, nil)),
+            (.arbitrationLost, .to(.retry(request, "arbitration lost"), nil)),
+            (.reportStandby, .to(.none, nil)),
+            (.standby, .to(.none, ready(active: true, switchedOff: [0, 5]))),
+            (.requestActiveSource, .to(.answer(ourSource), nil)),
+            (.foreign, .to(.leaveAlone, leftAlone(active: true))),
+            (.ours, .to(.none, nil)),
+            (.aborted, .to(.transmitFailed(request, "aborted"), nil)),
+            (.streamPath, .to(.answer(ourSource), nil)),
+            (.reloadElsewhere, .to(.letGo, closed(active: true, source: true))),
         ]),
     ])
 
@@ -269,7 +398,11 @@ struct CECStateMachineTests {
         #expect(machine.messageReceived(Self.report(0, 0)) == .none)
         #expect(machine.timerFired(now: Self.later) == .announce([.systemAudioModeRequest(from: 4, physicalAddress: 0x1000), .giveDevicePowerStatus(from: 4, to: 5),
                                                                  .activeSource(from: 4, physicalAddress: 0x1000)]))
-        #expect(machine.deadline == nil)
+        // The audio system's confirmation has its own deadline (issue 58).
+        #expect(machine.deadline == Self.t0 + CECStateMachine.powerStatusWait + CECStateMachine.confirmWait)
+        #expect(machine.waking)
+        #expect(machine.timerFired(now: Self.later + .seconds(10)) == .none)
+        #expect(machine.deadline == nil && !machine.waking)
         #expect(machine.report.woke == [5])
     }
 
@@ -339,25 +472,34 @@ struct CECStateMachineTests {
         #expect(alone.boxActive(now: Self.t0) == .none)
     }
 
-    @Test("Request Active Source and Set Stream Path answered only while the box is the source")
+    @Test("Request Active Source answered only while the box is the source; Set Stream Path to the box makes it the source, and is answered (issue 58)")
     func activeSource() {
         var machine = Self.ready(wakeTV: true)
         let request = CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.requestActiveSource)
         let streamPath = CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.setStreamPath, operands: [0x10, 0x00])
+        let elsewhere = CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.setStreamPath, operands: [0x20, 0x00])
         let answer = CECStateMachine.Action.answer(.activeSource(from: 4, physicalAddress: 0x1000))
         #expect(machine.messageReceived(request) == .none)
-        #expect(machine.messageReceived(streamPath) == .none)
         _ = machine.boxActive(now: Self.t0)
         _ = machine.timerFired(now: Self.later)
         #expect(machine.messageReceived(request) == answer)
         #expect(machine.messageReceived(streamPath) == answer)
-        // Idle, still the source: still answered.
+        // Idle: no longer the source, without a word (no Inactive Source), whatever --cec-standby says.
         _ = machine.apply(.init(wakeTV: true, standby: false))
         _ = machine.boxIdle()
-        #expect(machine.messageReceived(request) == answer)
-        _ = machine.messageReceived(CECMessage(initiator: 0, destination: 15, opcode: CECMessage.Opcode.setStreamPath, operands: [0x20, 0x00]))
+        #expect(!machine.report.source)
         #expect(machine.messageReceived(request) == .none)
-        #expect(machine.messageReceived(streamPath) == .none)
+        // The TV routes to another address, then to the box: the box answers and is the source again.
+        _ = machine.messageReceived(elsewhere)
+        #expect(machine.messageReceived(request) == .none)
+        #expect(machine.messageReceived(streamPath) == answer)
+        #expect(machine.report.source)
+        #expect(machine.messageReceived(request) == answer)
+        // From Unregistered an Active Source would name nobody: not answered.
+        var unregistered = CECStateMachine(settings: .init())
+        _ = unregistered.adapterOpened(configuration: .none, physicalAddress: 0x1000)
+        _ = unregistered.adapterReady(physicalAddress: 0x1000, logicalAddress: 15, now: Self.t0)
+        #expect(unregistered.messageReceived(streamPath) == .none)
     }
 
     @Test("a lost address is claimed again after a back-off that doubles up to its bound while it keeps being lost")
