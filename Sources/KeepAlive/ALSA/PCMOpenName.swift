@@ -97,30 +97,6 @@ enum PCMOpenName {
     /// opened. alsa-lib's complaint about an unknown argument goes to its error handler, which
     /// the daemon silences.
     private static func resolves(_ name: String, configurationFile: String?) -> Bool {
-        var tree: OpaquePointer?
-        if let configurationFile {
-            var input: OpaquePointer?
-            guard snd_config_top(&tree) == 0, let top = tree else { return false }
-            guard snd_input_stdio_open(&input, configurationFile, "r") == 0, let input else {
-                snd_config_delete(top)
-                return false
-            }
-            let loaded = snd_config_load(top, input)
-            snd_input_close(input)
-            guard loaded == 0 else {
-                snd_config_delete(top)
-                return false
-            }
-        } else {
-            guard snd_config_update_ref(&tree) >= 0 else { return false }
-        }
-        guard let tree else { return false }
-        defer {
-            if configurationFile == nil { snd_config_unref(tree) } else { _ = snd_config_delete(tree) }
-        }
-        var definition: OpaquePointer?
-        guard snd_config_search_definition(tree, "pcm", name, &definition) >= 0, let definition else { return false }
-        snd_config_delete(definition)
-        return true
+        PCMDefinition.read(name, configurationFile: configurationFile) { _ in true } ?? false
     }
 }

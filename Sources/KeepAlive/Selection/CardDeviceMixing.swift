@@ -75,32 +75,10 @@ package enum CardDeviceMixing: String, Sendable, Equatable {
     /// opened to be asked: vc4-hdmi refuses opens while nothing is plugged in (or the display is in
     /// DVI mode), and the card's own configuration still says what its hardware takes.
     package static func framedByConfiguration(_ alias: String, configurationFile: String? = nil) -> Bool {
-        var tree: OpaquePointer?
-        if let configurationFile {
-            var input: OpaquePointer?
-            guard snd_config_top(&tree) == 0, let top = tree else { return false }
-            guard snd_input_stdio_open(&input, configurationFile, "r") == 0, let input else {
-                snd_config_delete(top)
-                return false
-            }
-            let loaded = snd_config_load(top, input)
-            snd_input_close(input)
-            guard loaded == 0 else {
-                snd_config_delete(top)
-                return false
-            }
-        } else {
-            guard snd_config_update_ref(&tree) >= 0 else { return false }
-        }
-        guard let tree else { return false }
-        defer {
-            if configurationFile == nil { snd_config_unref(tree) } else { _ = snd_config_delete(tree) }
-        }
-        var definition: OpaquePointer?
-        guard snd_config_search_definition(tree, "pcm", alias, &definition) >= 0, let definition else { return false }
-        defer { snd_config_delete(definition) }
-        return string(in: definition, at: "type") == "iec958"
-            && ["IEC958_SUBFRAME_LE", "IEC958_SUBFRAME_BE"].contains(string(in: definition, at: "slave.format"))
+        PCMDefinition.read(alias, configurationFile: configurationFile) { definition in
+            string(in: definition, at: "type") == "iec958"
+                && ["IEC958_SUBFRAME_LE", "IEC958_SUBFRAME_BE"].contains(string(in: definition, at: "slave.format"))
+        } ?? false
     }
 
     private static func string(in tree: OpaquePointer, at key: String) -> String? {
