@@ -295,9 +295,19 @@ def install_package(timeout=180):
     return debs[-1]
 
 
-def keepalived_status(keepalived, socket):
-    """`keepalived status --json` of the daemon on `socket` as a dict, or None when none answers."""
-    r = run([keepalived, "status", "--json", "--socket", socket], timeout=10)
+# The environment of a system service's caller: no user runtime directory or socket variable, so
+# `keepalived status` asks the system daemon (/run/keepalived-audio), as root's shell would.
+ROOT_ENV = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "KEEPALIVED_SOCKET")}
+
+
+def keepalived_status(keepalived, socket=None, env=None, runner=None, timeout=15):
+    """`keepalived status --json` as a dict, or None when no daemon answers (or not in JSON).
+
+    `socket`: the daemon's control socket (default: the one the environment names); `env`: the
+    caller's environment (default: this process's); `runner`: runs the argv and returns a
+    CompletedProcess (another user's: `lambda argv: as_user(argv)`)."""
+    argv = [keepalived, "status", "--json"] + (["--socket", socket] if socket else [])
+    r = (runner or (lambda a: run(a, timeout=timeout, env=env)))(argv)
     try:
         return json.loads(r.stdout)
     except ValueError:

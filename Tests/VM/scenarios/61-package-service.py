@@ -43,7 +43,7 @@ card = int(os.environ.get("VM_CARD_HDA", "0"))
 PCM_NODE = f"/dev/snd/pcmC{card}D0p"
 CTL_NODE = f"/dev/snd/controlC{card}"
 # A root shell as `sudo -i` gives it: no XDG_RUNTIME_DIR, no KEEPALIVED_SOCKET.
-ROOT_ENV = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "KEEPALIVED_SOCKET")}
+ROOT_ENV = vt.ROOT_ENV
 
 
 def show(*props):
@@ -56,11 +56,7 @@ def keepalived(*args, env=ROOT_ENV):
 
 
 def status_json():
-    r = keepalived("status", "--json")
-    try:
-        return json.loads(r.stdout)
-    except ValueError:
-        return None
+    return vt.keepalived_status(K, env=ROOT_ENV)
 
 
 def output():

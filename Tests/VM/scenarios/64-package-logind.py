@@ -45,7 +45,7 @@ CONF = "/etc/keepalived-audio/keepalived-audio.conf"
 USER = "kaudio"
 card = int(os.environ.get("VM_CARD_HDA", "0"))
 PCM_STATUS = f"/proc/asound/card{card}/pcm0p/sub0/status"
-ROOT_ENV = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "KEEPALIVED_SOCKET")}
+ROOT_ENV = vt.ROOT_ENV
 # logind's default InhibitDelayMaxSec (logind.conf(5)); checked against the running logind below.
 DELAY_MAX = 5.0
 
@@ -58,11 +58,7 @@ def show(*props, user=False):
 
 
 def status_json(env=ROOT_ENV, runner=None):
-    r = (runner or (lambda argv: vt.run(argv, timeout=15, env=env)))([K, "status", "--json"])
-    try:
-        return json.loads(r.stdout)
-    except ValueError:
-        return None
+    return vt.keepalived_status(K, env=env, runner=runner)
 
 
 def inhibitors():

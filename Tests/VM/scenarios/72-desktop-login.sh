@@ -26,6 +26,13 @@ card=${VM_CARD_HDA:-0}
 # the stream must be on the card's sink this long after the server made it (guest time): 0.77-2.60 s
 # were measured on a host busy with other guests and builds (Tests/VM/README.md).
 bound=8
+# A guest the host starves (TCG, two guests and the host's test lanes on two cores) stretches
+# that: one CI run saw 13.84 s. The guest's idle time in the window tells a starved guest (busy
+# all along: the server, WirePlumber and keepalived working through their steps) from one where
+# something waited on a timer or missed the sink's event (idle): the requirement's 2 s of idle,
+# within a bound that still catches a stream that never comes.
+idle_bound=2
+starved_bound=40
 logins=3
 
 deb=$(ls -t "$VM_REPO"/dist/keepalived-audio_*_$(dpkg --print-architecture).deb 2>/dev/null | head -1)
@@ -79,7 +86,13 @@ EOF
 cat >/etc/vm-rig/sink-watch.py <<'EOF'
 import json, queue, re, subprocess, sys, threading
 out = sys.argv[1]
-def up(): return float(open("/proc/uptime").read().split()[0])
+def clock():
+    # The guest's uptime and its idle time (one vCPU): how long the guest waited, with nothing
+    # to run, between two events (a slow guest runs all along; a program waiting for a timer
+    # or an event leaves it idle).
+    up, idle = open("/proc/uptime").read().split()[:2]
+    return float(up), float(idle)
+def up(): return clock()[0]
 def listing(what):
     try:
         r = subprocess.run(["pactl", "-f", "json", "list", what], capture_output=True, text=True, timeout=20)
@@ -92,11 +105,13 @@ res.write(f"start {up():.2f}\n")
 # Stamped by a thread of their own as they arrive: a listing takes a good part of a second under
 # TCG, and events read after one would carry its end as their time.
 events = queue.Queue()
+idles = {}  # event time -> the guest's idle time then
 def read():
     sub = subprocess.Popen(["stdbuf", "-oL", "pactl", "subscribe"], stdout=subprocess.PIPE, text=True)
     for line in sub.stdout:
-        t = up()
+        t, idle = clock()
         log.write(f"{t:.2f} {line}")
+        idles[t] = idle
         events.put((t, line))
 threading.Thread(target=read, daemon=True).start()
 seen = []  # (time, line) of every event so far
@@ -123,7 +138,7 @@ while True:
             while not events.empty(): seen.append(events.get())
             made = first("sink", sink, 0)
         # No 'new' event: it was there before the subscription (the check says so).
-        res.write(f"sink {sink} {card[0]['name']} {made if made is not None else up():.2f} {'event' if made is not None else 'present'}\n")
+        res.write(f"sink {sink} {card[0]['name']} {made if made is not None else up():.2f} {'event' if made is not None else 'present'} {idles.get(made, clock()[1]):.2f}\n")
         sink_at = made if made is not None else 0
     for i in listing("sink-inputs"):
         if i.get("sink") == sink and i.get("properties", {}).get("application.process.binary") == "keepalived":
@@ -131,7 +146,7 @@ while True:
             # ('change'). Events read meanwhile count too.
             while not events.empty(): seen.append(events.get())
             at = first("sink-input", i["index"], sink_at)
-            res.write(f"stream {i['index']} {at if at is not None else up():.2f} {'event' if at is not None else 'listed'}\n")
+            res.write(f"stream {i['index']} {at if at is not None else up():.2f} {'event' if at is not None else 'listed'} {idles.get(at, clock()[1]):.2f}\n")
             sys.exit(0)
 EOF
 chmod 644 /etc/vm-rig/sink-watch.py
@@ -208,8 +223,10 @@ while [ $i -lt $logins ]; do
     vm_check $l-sink-made "the card's sink $(field sink 3) made $(awk -v a="$sink_at" -v b="$login_at" 'BEGIN { if (a == "") print "never"; else printf "%.2f s after the login", a - b }'), not there when the watcher began" \
         sh -c "[ -n '$sink_at' ] && [ '$(field sink 5)' = event ]"
     delay=$(awk -v a="$sink_at" -v b="$stream_at" 'BEGIN { if (a == "" || b == "") print "none"; else printf "%.2f", b - a }')
-    vm_check $l-stream-on-sink "keepalived's stream on the card's sink $delay s after the sink appeared (bound $bound s)" \
-        awk -v d="$delay" -v m="$bound" 'BEGIN { exit !(d != "none" && d <= m) }'
+    waited=$(awk -v a="$(field sink 6)" -v b="$(field stream 5)" 'BEGIN { if (a == "" || b == "") print "none"; else printf "%.2f", b - a }')
+    vm_check $l-stream-on-sink "keepalived's stream on the card's sink $delay s after the sink appeared, the guest idle $waited s of them (bound $bound s, or $idle_bound s idle within $starved_bound s)" \
+        awk -v d="$delay" -v w="$waited" -v m="$bound" -v i="$idle_bound" -v s="$starved_bound" \
+            'BEGIN { exit !(d != "none" && (d <= m || (w != "none" && w <= i && d <= s))) }'
     # Kept awake from then on: the sink runs, the codec never powers off. 12 s: twice WirePlumber's
     # 5 s suspend of an idle node, and the 3 s keepalived waits for progress before it recovers.
     sleep 12
