@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -58,6 +59,10 @@ int csystem_peer_in_group(int fd, gid_t group) {
     }
     free(groups);
     return found;
+}
+
+int csystem_memfd(const char *name) {
+    return memfd_create(name, MFD_CLOEXEC);
 }
 
 int csystem_pidfd_open(pid_t pid) {

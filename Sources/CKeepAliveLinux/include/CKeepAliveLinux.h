@@ -1,6 +1,6 @@
 // CKeepAliveLinux: the few Linux calls the daemon and its engine need that Swift's Glibc module hides
 // behind _GNU_SOURCE (which a Swift module cannot set per header): accept4, pipe2, struct ucred,
-// posix_spawn's POSIX_SPAWN_SETSID and pthread_setname_np; and the headers it leaves out
+// posix_spawn's POSIX_SPAWN_SETSID, pthread_setname_np and memfd_create; and the headers it leaves out
 // (signalfd, timerfd, eventfd, malloc). The .c file defines _GNU_SOURCE and exports them with
 // plain types, so nothing in Swift hard-codes a flag value or a structure layout.
 #ifndef CKEEPALIVE_LINUX_H
@@ -55,6 +55,11 @@ int csystem_peer_credentials(int fd, csystem_peer *peer);
 /// one of its supplementary groups when it connected (SO_PEERCRED, SO_PEERGROUPS): 1 or 0, or
 /// -1 with errno set.
 int csystem_peer_in_group(int fd, gid_t group);
+
+/// An anonymous file in memory, close-on-exec (memfd_create): what a rendered loop maps again
+/// and again so that a long loop costs one tile of memory. Returns it, or -1 with errno set
+/// (a seccomp filter may refuse it: the caller then allocates plainly).
+int csystem_memfd(const char *name);
 
 /// A descriptor that polls readable once process `pid` has exited (pidfd_open, Linux 5.3;
 /// glibc 2.36 has no wrapper). Returns it, or -1 with errno set.

@@ -16,7 +16,7 @@ final class RenderedLoop {
     /// them loops without a seam.
     let cycleFrames: Int
     let bytesPerFrame: Int
-    private let storage: UnsafeMutableRawBufferPointer
+    private let memory: LoopMemory
 
     /// Frames of one pass of `clip` at `rate`: rate conversion happens when rendering, once, so
     /// the device needs no resampler in its chain.
@@ -42,7 +42,8 @@ final class RenderedLoop {
         self.cycleFrames = cycleFrames
         frameCount = passFrames * passes
         bytesPerFrame = format.bytesPerFrame
-        storage = .allocate(byteCount: frameCount * bytesPerFrame, alignment: 16)
+        memory = LoopMemory(byteCount: frameCount * bytesPerFrame, cycleBytes: cycleFrames * bytesPerFrame)
+        let storage = memory.base
         let sampleBytes = format.sampleFormat.bytesPerSample
         let step = Double(sourceFrames) / Double(passFrames)
         for frame in 0..<passFrames {
@@ -54,7 +55,7 @@ final class RenderedLoop {
                 let source = channel % clip.channels
                 let a = clip.sample(frame: before, channel: source)
                 let value = weight == 0 ? a : a + (clip.sample(frame: after, channel: source) - a) * weight
-                quantizer.store(value, at: storage.baseAddress! + frame * bytesPerFrame + channel * sampleBytes)
+                quantizer.store(value, at: storage + frame * bytesPerFrame + channel * sampleBytes)
             }
         }
         tile(passes: passes, format: format)
@@ -78,41 +79,46 @@ final class RenderedLoop {
         self.cycleFrames = cycleFrames
         frameCount = passFrames * passes
         bytesPerFrame = format.bytesPerFrame
-        storage = .allocate(byteCount: frameCount * bytesPerFrame, alignment: 16)
+        memory = LoopMemory(byteCount: frameCount * bytesPerFrame, cycleBytes: cycleFrames * bytesPerFrame)
         for frame in 0..<passFrames {
-            quantizer.store(sample(frame), channels: format.channels, at: storage.baseAddress! + frame * bytesPerFrame)
+            quantizer.store(sample(frame), channels: format.channels, at: memory.base + frame * bytesPerFrame)
         }
         tile(passes: passes, format: format)
     }
 
     /// Copies the first pass over the rest of the loop, then frames the whole loop where the
     /// device takes IEC 60958 subframes (each copy of a pass sits elsewhere in its blocks, so the
-    /// framing comes after the copies).
+    /// framing comes after the copies). Only the memory's distinct bytes are written: in tiled
+    /// memory (``LoopMemory``) the rest is the same tile mapped again, whole cycles of it, so
+    /// framing it twice would frame subframes.
     private func tile(passes: Int, format: OutputFormat) {
         let passBytes = passFrames * bytesPerFrame
-        for pass in 1..<passes {
-            (storage.baseAddress! + pass * passBytes).copyMemory(from: storage.baseAddress!, byteCount: passBytes)
+        for pass in 1..<min(passes, memory.distinctBytes / passBytes) {
+            (memory.base + pass * passBytes).copyMemory(from: memory.base, byteCount: passBytes)
         }
         if format.framing == .iec958 {
             IEC958Framer(sampleRate: format.sampleRate)
-                .frame(storage.baseAddress!, frames: frameCount, channels: format.channels, firstFrameInBlock: 0)
+                .frame(memory.base, frames: min(frameCount, memory.distinctBytes / bytesPerFrame), channels: format.channels, firstFrameInBlock: 0)
         }
     }
 
-    deinit { storage.deallocate() }
+    deinit { memory.release() }
+
+    /// Whether the loop is one tile mapped again and again (``LoopMemory``).
+    var isTiled: Bool { memory.isTiled }
 
     /// The address of frame `frame` (0 ≤ frame < frameCount).
     func frames(from frame: Int) -> UnsafeRawPointer {
-        UnsafeRawPointer(storage.baseAddress! + frame * bytesPerFrame)
+        UnsafeRawPointer(memory.base + frame * bytesPerFrame)
     }
 
     /// The largest sample magnitude, as a fraction of full scale (of the samples inside the
     /// subframes, for an IEC958-only device).
     func peak(format: SampleFormat, framing: OutputFraming = .linear) -> Double {
         var peak = 0.0
-        let count = storage.count / format.bytesPerSample
+        let count = min(frameCount * bytesPerFrame, memory.distinctBytes) / format.bytesPerSample
         for index in 0..<count {
-            let pointer = storage.baseAddress! + index * format.bytesPerSample
+            let pointer = memory.base + index * format.bytesPerSample
             let value = framing == .iec958
                 ? Double(IEC958Framer.sample(of: UInt32(littleEndian: pointer.loadUnaligned(as: UInt32.self)))) / format.fullScale
                 : SampleQuantizer.load(format, at: pointer)
