@@ -128,15 +128,36 @@ public struct KeepAliveConfigurationError: Error, Hashable, Sendable, CustomStri
     public let level: Level?
     /// For a level rule, the level that ``level`` may not exceed; nil otherwise.
     public let limit: Level?
+    /// For ``Code/signal``, the signal's own error, whose ``KeepAliveSignalError/code`` says which
+    /// of its rules it broke; nil otherwise.
+    ///
+    /// ```swift
+    /// do {
+    ///     try OutputConfiguration(signal: .sine(frequency: -1)).validate()
+    /// } catch where error.signalError?.code == .frequencyOutOfRange {
+    ///     print("pick a frequency above 0")
+    /// } catch {
+    ///     print(error)
+    /// }
+    /// ```
+    public let signalError: KeepAliveSignalError?
+    /// For ``Code/schedule``, the schedule's own error, whose ``PlayScheduleError/code`` says
+    /// which of its rules it broke; nil otherwise.
+    public let scheduleError: PlayScheduleError?
     /// The broken rule, in words a command-line tool can print as is.
     public let description: String
 
-    private init(_ code: Code, _ description: String, device: String? = nil, level: Level? = nil, limit: Level? = nil) {
+    private init(
+        _ code: Code, _ description: String, device: String? = nil, level: Level? = nil, limit: Level? = nil,
+        signalError: KeepAliveSignalError? = nil, scheduleError: PlayScheduleError? = nil
+    ) {
         self.code = code
         self.description = description
         self.device = device
         self.level = level
         self.limit = limit
+        self.signalError = signalError
+        self.scheduleError = scheduleError
     }
 
     /// A ``KeepAliveService`` was given no output device.
@@ -162,13 +183,13 @@ public struct KeepAliveConfigurationError: Error, Hashable, Sendable, CustomStri
     /// The retry delays are not positive and ordered, or the jitter is outside 0…1.
     public static let invalidRetryPolicy = KeepAliveConfigurationError(
         .invalidRetryPolicy, "retry delays must be positive with the maximum not below the first, and jitter within 0 to 1")
-    /// The signal's parameters are out of range.
+    /// The signal's parameters are out of range; ``signalError`` keeps the signal's own error.
     public static func signal(_ error: KeepAliveSignalError) -> KeepAliveConfigurationError {
-        KeepAliveConfigurationError(.signal, error.description)
+        KeepAliveConfigurationError(.signal, error.description, signalError: error)
     }
-    /// The play/pause schedule is out of range.
+    /// The play/pause schedule is out of range; ``scheduleError`` keeps the schedule's own error.
     public static func schedule(_ error: PlayScheduleError) -> KeepAliveConfigurationError {
-        KeepAliveConfigurationError(.schedule, error.description)
+        KeepAliveConfigurationError(.schedule, error.description, scheduleError: error)
     }
     /// An output's own ceiling is above the configuration's: the global ceiling stays a ceiling.
     public static func outputCeilingAboveCeiling(device: String, ceiling: Level, limit: Level) -> KeepAliveConfigurationError {

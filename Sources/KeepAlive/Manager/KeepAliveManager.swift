@@ -116,7 +116,7 @@ public final class KeepAliveManager: Sendable {
     ///
     /// ```swift
     /// for await event in manager.events.cancelOnGracefulShutdown() {
-    ///     if case .recovered(let device, let reason, _) = event { logger.notice("\(device) back after \(reason)") }
+    ///     if event.kind == .recovered, let device = event.device, let reason = event.reason { logger.notice("\(device) back after \(reason)") }
     /// }
     /// ```
     public var events: AsyncStream<KeepAliveEvent> { broadcaster.subscribe() }
@@ -280,7 +280,7 @@ public final class KeepAliveManager: Sendable {
 
     /// Logs a lifecycle event once and publishes it.
     private func announce(_ event: KeepAliveEvent, _ outputs: ManagerStateMachine.Outputs) {
-        switch event {
+        switch event.storage {
         case .started:
             let configuration = outputs.configuration
             logger.info("starting", metadata: [
@@ -292,7 +292,7 @@ public final class KeepAliveManager: Sendable {
         case .paused(let device, let reason), .resumed(let device, let reason):
             var metadata: Logger.Metadata = ["reason": "\(reason)"]
             if let device { metadata["device"] = "\(device)" }
-            if case .paused = event { logger.notice("paused", metadata: metadata) } else { logger.notice("resumed", metadata: metadata) }
+            if case .paused = event.storage { logger.notice("paused", metadata: metadata) } else { logger.notice("resumed", metadata: metadata) }
         default:
             break
         }
@@ -326,7 +326,7 @@ public final class KeepAliveManager: Sendable {
                 return (fields.logging.changed(from: old, to: state, at: now), fields.status.lastError)
             }
             guard let level else { return }
-            switch state {
+            switch state.storage {
             case .playing, .starting, .stopped, .paused:
                 logger.log(level: level, "\(state)", metadata: metadata)
             case .waitingForDevice, .recovering:

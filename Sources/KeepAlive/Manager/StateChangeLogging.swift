@@ -34,7 +34,7 @@ struct StateChangeLogging: Sendable, Equatable {
 
     /// The level to log the change from `old` to `new` at.
     mutating func changed(from old: KeepAliveState, to new: KeepAliveState, at now: ContinuousClock.Instant) -> Logger.Level {
-        switch new {
+        switch new.storage {
         case .waitingForDevice(.busy):
             state = .quietWait(until: nil)
             return .info

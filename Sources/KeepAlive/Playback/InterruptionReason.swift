@@ -4,7 +4,7 @@ import Glibc
 ///
 /// ```swift
 /// for await event in manager.events {
-///     if case .recovered(let device, let reason, let downtime) = event {
+///     if let device = event.device, let reason = event.reason, let downtime = event.downtime {
 ///         print("\(device) back after \(reason) in \(downtime)")
 ///     }
 /// }

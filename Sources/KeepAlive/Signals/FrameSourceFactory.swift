@@ -45,7 +45,7 @@ func makeFrameSource(
     let source: any FrameSource
     let loopFrames = max(minimumLoopFrames ?? format.periodFrames, 1)
     let sampleFormat = format.sampleFormat
-    switch signal {
+    switch signal.storage {
     case .openOnly:
         return nil
     case .clip:

@@ -1,7 +1,7 @@
 /// What a keep-alive stream plays.
 ///
 /// Devices differ in what they count as "signal": some wake on any open stream, some on any
-/// non-zero sample, some only on a real waveform or broadband energy. Each case is one answer,
+/// non-zero sample, some only on a real waveform or broadband energy. Each signal is one answer,
 /// from the most discreet to the most robust; all of them obey the level ceiling.
 ///
 /// Parsed from a command-line word, `NAME` or `NAME:FREQUENCY` (an optional `Hz` suffix is
@@ -12,19 +12,36 @@
 /// let pulses = try KeepAliveSignal(parsing: "fluctuate")    // .fluctuate(perSecond: 50)
 /// print(KeepAliveSignal.pink, signal)                       // pink sine:20
 /// ```
-public enum KeepAliveSignal: Sendable, Hashable, CustomStringConvertible {
+///
+/// A struct, not an enumeration, so that the library can add a signal without breaking anyone's
+/// `switch`: switch over ``kind`` with a `default`, and read a signal's parameter from
+/// ``frequency``. Signals are made and compared as an enumeration's cases were
+/// (`signal == .sine(frequency: 20)`).
+public struct KeepAliveSignal: Sendable, Hashable, CustomStringConvertible {
+    /// The library's own exhaustive view: its switches (the frame source factory's above all)
+    /// must still handle every signal, and only an embedder's may end in `default`.
+    enum Storage: Sendable, Hashable {
+        case clip, zero, white, pink, brown, openOnly
+        case fluctuate(perSecond: Double)
+        case sine(frequency: Double)
+    }
+
+    let storage: Storage
+
+    init(_ storage: Storage) { self.storage = storage }
+
     /// The embedded or given WAV clip, looped at the volume (the seed's behaviour, the default).
     ///
     /// ```swift
     /// let configuration = KeepAliveConfiguration(defaults: OutputConfiguration(clip: try Clip(contentsOfFile: "blip.wav")))  // played by .clip
     /// ```
-    case clip
+    public static let clip = KeepAliveSignal(.clip)
     /// Digital zeros: a running stream with nothing in it, for devices that only need a stream.
     ///
     /// ```swift
     /// let signal = try KeepAliveSignal(parsing: "zero")   // .zero
     /// ```
-    case zero
+    public static let zero = KeepAliveSignal(.zero)
     /// Digital zeros with one frame of the smallest non-zero sample the format has (one LSB; in
     /// float, the value of a 24-bit LSB) `perSecond` times a second, alternately +1 and -1 LSB.
     /// The volume does not apply (the pulse is always one LSB); the ceiling does.
@@ -32,38 +49,38 @@ public enum KeepAliveSignal: Sendable, Hashable, CustomStringConvertible {
     /// ```swift
     /// let signal = KeepAliveSignal.fluctuate(perSecond: 50)   // S16: +1, 0 × 959, -1, 0 × 959, … at 48 kHz
     /// ```
-    case fluctuate(perSecond: Double)
+    public static func fluctuate(perSecond: Double) -> KeepAliveSignal { KeepAliveSignal(.fluctuate(perSecond: perSecond)) }
     /// A sine wave of `frequency` Hz whose peak is the volume (within one LSB). Must be under half
     /// the device rate.
     ///
     /// ```swift
     /// let signal = KeepAliveSignal.sine(frequency: 20)   // 20 Hz, at the edge of hearing
     /// ```
-    case sine(frequency: Double)
+    public static func sine(frequency: Double) -> KeepAliveSignal { KeepAliveSignal(.sine(frequency: frequency)) }
     /// White noise (flat spectrum) whose peak is at most the volume.
     ///
     /// ```swift
     /// let signal = try KeepAliveSignal(parsing: "white")   // .white
     /// ```
-    case white
+    public static let white = KeepAliveSignal(.white)
     /// Pink noise (-3 dB per octave) whose peak is at most the volume.
     ///
     /// ```swift
     /// let signal = try KeepAliveSignal(parsing: "pink")   // .pink
     /// ```
-    case pink
+    public static let pink = KeepAliveSignal(.pink)
     /// Brown noise (-6 dB per octave) whose peak is at most the volume.
     ///
     /// ```swift
     /// let signal = try KeepAliveSignal(parsing: "brown")   // .brown
     /// ```
-    case brown
+    public static let brown = KeepAliveSignal(.brown)
     /// No audio at all: the device is only held open (opened, configured, never written).
     ///
     /// ```swift
     /// let signal = try KeepAliveSignal(parsing: "open-only")   // .openOnly
     /// ```
-    case openOnly
+    public static let openOnly = KeepAliveSignal(.openOnly)
 
     /// The signal played when none is chosen: ``clip``.
     ///
@@ -136,9 +153,52 @@ public enum KeepAliveSignal: Sendable, Hashable, CustomStringConvertible {
         guard value.isFinite, value > 0, value <= Self.maximumFrequency else {
             throw .frequencyOutOfRange(signal: signal.name, frequency: value)
         }
-        switch signal {
+        switch signal.storage {
         case .fluctuate: self = .fluctuate(perSecond: value)
         default: self = .sine(frequency: value)
+        }
+    }
+
+    /// Which signal this is, without its parameter: what a `switch` matches.
+    ///
+    /// ```swift
+    /// let signal = try KeepAliveSignal(parsing: "sine:20")
+    /// if signal.kind == .sine, let frequency = signal.frequency { print("\(frequency) Hz") }
+    /// ```
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        /// The kind's name, as `openOnly`.
+        public let description: String
+        private init(_ name: String) { description = name }
+
+        /// ``KeepAliveSignal/clip``.
+        public static let clip = Kind("clip")
+        /// ``KeepAliveSignal/zero``.
+        public static let zero = Kind("zero")
+        /// ``KeepAliveSignal/fluctuate(perSecond:)``, at any rate.
+        public static let fluctuate = Kind("fluctuate")
+        /// ``KeepAliveSignal/sine(frequency:)``, at any frequency.
+        public static let sine = Kind("sine")
+        /// ``KeepAliveSignal/white``.
+        public static let white = Kind("white")
+        /// ``KeepAliveSignal/pink``.
+        public static let pink = Kind("pink")
+        /// ``KeepAliveSignal/brown``.
+        public static let brown = Kind("brown")
+        /// ``KeepAliveSignal/openOnly``.
+        public static let openOnly = Kind("openOnly")
+    }
+
+    /// Which signal this is, without its parameter.
+    public var kind: Kind {
+        switch storage {
+        case .clip: .clip
+        case .zero: .zero
+        case .fluctuate: .fluctuate
+        case .sine: .sine
+        case .white: .white
+        case .pink: .pink
+        case .brown: .brown
+        case .openOnly: .openOnly
         }
     }
 
@@ -148,7 +208,7 @@ public enum KeepAliveSignal: Sendable, Hashable, CustomStringConvertible {
     /// print(KeepAliveSignal.sine(frequency: 20).name)  // sine
     /// ```
     public var name: String {
-        switch self {
+        switch storage {
         case .clip: "clip"
         case .zero: "zero"
         case .fluctuate: "fluctuate"
@@ -167,7 +227,7 @@ public enum KeepAliveSignal: Sendable, Hashable, CustomStringConvertible {
     /// print(KeepAliveSignal.fluctuate(perSecond: 25).frequency ?? 0)  // 25.0
     /// ```
     public var frequency: Double? {
-        switch self {
+        switch storage {
         case .fluctuate(let perSecond): perSecond
         case .sine(let frequency): frequency
         default: nil
@@ -214,7 +274,7 @@ public enum KeepAliveSignal: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``KeepAliveSignalError``.
     public func validate(sampleRate: Int) throws(KeepAliveSignalError) {
         try validate()
-        switch self {
+        switch storage {
         case .sine(let frequency) where frequency * 2 >= Double(sampleRate):
             throw .frequencyNotBelowNyquist(frequency: frequency, sampleRate: sampleRate)
         case .fluctuate(let perSecond) where perSecond > Double(sampleRate):

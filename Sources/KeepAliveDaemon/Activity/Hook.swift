@@ -45,6 +45,69 @@ struct Hook: Equatable, Sendable {
         case abandoned(pid_t)
     }
 
+    /// A hook past its timeout: SIGTERM to its group, SIGKILL a second later, given up
+    /// ``Hook/abandonAfter`` after that. The wait loop's decisions, without a process, so that
+    /// each step is tested without waiting for one.
+    ///
+    /// ```swift
+    /// var escalation = Hook.Escalation(started: .now, timeout: .seconds(30))
+    /// let action = escalation.next(at: .now + .seconds(31))   // .terminate
+    /// ```
+    struct Escalation: Equatable, Sendable {
+        /// How long SIGTERM has to end the group before SIGKILL.
+        static let killAfter: Duration = .seconds(1)
+
+        enum State: Equatable, Sendable {
+            /// Within its timeout.
+            case running
+            /// Overran: its group has had SIGTERM, at `since`.
+            case terminated(since: ContinuousClock.Instant)
+            /// SIGTERM did not end it: SIGKILL too (SIGTERM's time kept: the wait for it to
+            /// end is counted from there).
+            case killed(terminatedSince: ContinuousClock.Instant)
+        }
+
+        /// What the wait loop does now.
+        enum Action: Equatable, Sendable {
+            /// Waits on.
+            case wait
+            /// SIGTERM to the group.
+            case terminate
+            /// SIGKILL to the group.
+            case kill
+            /// Stops waiting (``Outcome/abandoned(_:)``).
+            case abandon
+        }
+
+        let started: ContinuousClock.Instant
+        let timeout: Duration
+        private(set) var state = State.running
+
+        init(started: ContinuousClock.Instant, timeout: Duration) {
+            self.started = started
+            self.timeout = timeout
+        }
+
+        /// Whether it was ever signalled: an exit after that is a timeout, whatever its status.
+        var timedOut: Bool { state != .running }
+
+        /// The step due at `now`, taken.
+        mutating func next(at now: ContinuousClock.Instant) -> Action {
+            switch state {
+            case .running:
+                guard started.duration(to: now) > timeout else { return .wait }
+                state = .terminated(since: now)
+                return .terminate
+            case .terminated(let since):
+                guard since.duration(to: now) > Self.killAfter else { return .wait }
+                state = .killed(terminatedSince: since)
+                return .kill
+            case .killed(let since):
+                return since.duration(to: now) > Self.killAfter + Hook.abandonAfter ? .abandon : .wait
+            }
+        }
+    }
+
     /// Processes given up on (``Outcome/abandoned(_:)``), collected once they end so that none
     /// stays a zombie: each run looks.
     private static let abandoned = Locked<[pid_t]>([])
@@ -96,7 +159,7 @@ struct Hook: Equatable, Sendable {
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         var open = true
-        var killedAt: ContinuousClock.Instant?
+        var escalation = Escalation(started: started, timeout: timeout)
         func flush(_ all: Bool) {
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 log(Array(pending[..<newline]), logger: logger)
@@ -107,7 +170,6 @@ struct Hook: Equatable, Sendable {
                 pending = []
             }
         }
-        var killed = false
         while true {
             var status: Int32 = 0
             let ended = waitpid(pid, &status, WNOHANG)
@@ -116,18 +178,15 @@ struct Hook: Equatable, Sendable {
                 // running may hold the pipe open for as long as it likes.
                 if open { while drain(output, into: &pending, buffer: &buffer) == .more {} }
                 flush(true)
-                if killedAt != nil { return .timedOut }
+                if escalation.timedOut { return .timedOut }
                 let signal = status & 0x7f
                 return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
             }
-            let now = ContinuousClock.now
-            if killedAt == nil, started.duration(to: now) > timeout {
-                kill(-pid, SIGTERM)
-                killedAt = now
-            } else if let killedAt, !killed, killedAt.duration(to: now) > .seconds(1) {
-                kill(-pid, SIGKILL)
-                killed = true
-            } else if let killedAt, killedAt.duration(to: now) > .seconds(1) + Self.abandonAfter {
+            switch escalation.next(at: .now) {
+            case .wait: break
+            case .terminate: kill(-pid, SIGTERM)
+            case .kill: kill(-pid, SIGKILL)
+            case .abandon:
                 flush(true)
                 Self.abandoned.withLock { $0.append(pid) }
                 return .abandoned(pid)

@@ -172,7 +172,7 @@ package struct TestCommand: ParsableCommand {
         while true {
             guard let output = manager.outputs.first else { return .failure(Failure(reason: "no output")) }
             if output.state == .playing { break }
-            if case .waitingForDevice(let reason) = output.state, reason == .noDevice || reason == .permissionDenied {
+            if output.state.kind == .waitingForDevice, let reason = output.state.reason, reason == .noDevice || reason == .permissionDenied {
                 return .failure(Failure(reason: describe(output)))
             }
             if clock.now >= deadline {

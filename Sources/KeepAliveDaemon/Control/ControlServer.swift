@@ -220,33 +220,34 @@ final class ControlServer: @unchecked Sendable {
     private func serve() {
         serverThread.claim()
         var clients: [Client] = []
-        var descriptors: [pollfd] = []
+        var set = ControlPollSet()
+        set.watch(.stop, stopSignal)
         var backoff = AcceptBackoff()
         var warnedBusy = Set<uid_t>()
         let clock = ContinuousClock()
         while true {
             let now = clock.now
-            descriptors.removeAll(keepingCapacity: true)
-            descriptors.append(pollfd(fd: stopSignal, events: Int16(POLLIN), revents: 0))
             // Left out while accept fails: a client waiting keeps it readable, every turn.
-            descriptors.append(pollfd(fd: backoff.listens(at: now) ? listener : -1, events: Int16(POLLIN), revents: 0))
-            descriptors.append(pollfd(fd: events?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
+            set.watch(.listener, backoff.listens(at: now) ? listener : -1)
+            set.watch(.events, events?.descriptor ?? -1)
             // A client waiting for a reload: its reply's descriptor, not its own.
-            for client in clients { descriptors.append(pollfd(fd: client.pending?.descriptor ?? client.fd, events: Int16(POLLIN), revents: 0)) }
+            set.watchClients(clients.lazy.map { $0.pending?.descriptor ?? $0.fd })
             // Rounded up: a deadline less than 1 ms ahead would otherwise be polled for at once,
             // again and again.
             let nearest = clients.filter { !$0.subscribed }.map(\.deadline).min().map { now.duration(to: $0).pollTimeout } ?? -1
             let timeout = DaemonRuntime.earliest(nearest, backoff.rest(at: now).map(\.pollTimeout) ?? -1)
-            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
-            if ready < 0, errno != EINTR { logger.error("control socket poll failed", metadata: ["error": "\(Errno(errno))"]) ; return }
-            if descriptors[0].revents != 0 { break }
+            // Interrupted by a signal, nothing is ready, and the turn's deadlines are still looked at.
+            do { _ = try set.wait(timeout: timeout) } catch {
+                logger.error("control socket poll failed", metadata: ["error": "\(error)"])
+                return
+            }
+            if set.isReady(.stop) { break }
             var closing = Set<Int32>()
-            for (index, descriptor) in descriptors.enumerated().dropFirst(Self.fixedDescriptors) where descriptor.revents != 0 {
-                let client = index - Self.fixedDescriptors
+            for client in clients.indices where set.isClientReady(client) {
                 let open = clients[client].pending == nil ? readRequests(&clients[client]) : replyPending(&clients[client], timedOut: false)
                 if !open { closing.insert(clients[client].fd) }
             }
-            if descriptors[2].revents != 0, let events { send(events.take(), to: clients, closing: &closing) }
+            if set.isReady(.events), let events { send(events.take(), to: clients, closing: &closing) }
             let expired = clock.now
             for index in clients.indices where !clients[index].subscribed && clients[index].deadline < expired && !closing.contains(clients[index].fd) {
                 if clients[index].pending != nil {
@@ -262,7 +263,7 @@ final class ControlServer: @unchecked Sendable {
                 backoff.descriptorFreed()
             }
             let later = clock.now
-            if descriptors[1].revents != 0 || backoff.retries(at: later) { acceptClients(&clients, backoff: &backoff, warnedBusy: &warnedBusy, at: later) }
+            if set.isReady(.listener) || backoff.retries(at: later) { acceptClients(&clients, backoff: &backoff, warnedBusy: &warnedBusy, at: later) }
         }
         // The daemon stops, its outputs already closed (DaemonRuntime.stop): a player held for
         // the power goes on to the card now, told so, rather than reading a closed socket.
@@ -281,9 +282,6 @@ final class ControlServer: @unchecked Sendable {
         }
         for client in clients { close(client.fd) }
     }
-
-    /// The stop pipe, the listener and the event lines come before the clients in each poll.
-    private static let fixedDescriptors = 3
 
     /// Sends each event line to every subscriber; one that cannot take a line now is closed.
     private func send(_ lines: [String], to clients: [Client], closing: inout Set<Int32>) {

@@ -55,7 +55,7 @@ struct SoundOptions: ParsableArguments {
         if signal != nil || frequency != nil {
             var parsed = signal ?? base.signal
             if let frequency {
-                switch parsed {
+                switch parsed.kind {
                 case .sine: parsed = .sine(frequency: frequency)
                 case .fluctuate: parsed = .fluctuate(perSecond: frequency)
                 default: throw CleanExit.failure("--frequency applies to sine and fluctuate, not \(parsed.name)", code: SysExit.usage)

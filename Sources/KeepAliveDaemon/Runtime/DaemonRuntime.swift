@@ -127,7 +127,7 @@ final class DaemonRuntime: @unchecked Sendable {
         try control.start()
         let hints = HintWatcher()
         manager.observe { [doorbell] event in
-            switch event {
+            switch event.kind {
             case .stateChanged, .started, .stopped: doorbell.ring()
             default: break
             }

@@ -135,6 +135,56 @@ enum OutputPlanner {
         return Int(positional[1]).map { HardwareDevice(card: card, device: $0) }
     }
 
+    /// Plays each output of `configuration` that a sound server's sink carries through a stream of
+    /// keepalived's own into that sink (its ``OutputSettings/serverSink``, the sink's defaults
+    /// and rate), rather than through the plug-in its name opens; returns the sinks named so
+    /// (not the default sink, which the server itself follows), whose streams the watcher keeps.
+    ///
+    /// - `view`: the server's view now, nil while none answers.
+    /// - `inForce`: the outputs' settings in force, read while no server answers.
+    /// - `sinkBuffer`: the buffer a sink's stream gets unless the output gives its own.
+    ///
+    /// ```swift
+    /// var configuration = KeepAliveConfiguration(devices: ["default", "pulse:DEVICE=tv"])
+    /// let kept = OutputPlanner.playThroughSinks(&configuration, view: view, inForce: [:], sinkBuffer: .seconds(8))  // ["tv"]
+    /// ```
+    static func playThroughSinks(
+        _ configuration: inout KeepAliveConfiguration, view: SoundServerView?, inForce: [String: OutputSettings], sinkBuffer: Duration?
+    ) -> Set<String> {
+        var kept: Set<String> = []
+        for device in configuration.devices where configuration.outputSettings[device]?.serverSink == nil {
+            let follows = ServerDefaultOutput.followsDefaultSink(device)
+            // The default sink is followed by the server itself: nothing to move back. (With no
+            // sink at all, or no answer yet, OutputScanner.defaultSinkWait held it back.)
+            guard let view, let sink = follows ? view.sinks.first(where: { $0.name == view.defaultSink }) : view.sink(forPCM: device) else {
+                // A server that went away leaves the output on keepalived's own stream, which
+                // fails to open until a server answers, as the plug-in would. Planned as the
+                // plug-in during an outage, the output reopened through it, and kept the
+                // plug-in's libpulse thread and connection (threaded-ml, a socket, an eventfd,
+                // pipes) once the server was back: its settings then change in place, without
+                // a reopen. A server that never answered leaves it to the plug-in (`pipewire`
+                // without pipewire-pulse plays only through it).
+                if follows, view != nil || inForce[device]?.serverSink == ServerDefaultOutput.defaultSink {
+                    var settings = configuration.outputSettings[device] ?? OutputSettings()
+                    settings.serverSink = ServerDefaultOutput.defaultSink
+                    if settings.bufferDuration == nil { settings.bufferDuration = sinkBuffer }
+                    configuration.outputSettings[device] = settings
+                }
+                continue
+            }
+            if !follows { kept.insert(sink.name) }
+            var settings = SinkDefaults.settings(
+                for: sink.kind, rate: sink.sampleRate, under: configuration.outputSettings[device], buffer: sinkBuffer, ceiling: configuration.defaults.ceiling)
+            // Played through a stream of keepalived's own, not the plug-in `device` names,
+            // at the sink's rate: coming back after another program's track, it then moves
+            // the sink to no rate of its own.
+            settings.serverSink = follows ? ServerDefaultOutput.defaultSink : sink.name
+            if settings.deviceFormat == nil { settings.deviceFormat = sink.sampleRate.map { DeviceFormat(rate: $0) } }
+            configuration.outputSettings[device] = settings
+        }
+        return kept
+    }
+
     /// Whether the choice picks `sink`, by which options, and why each other option does not.
     static func verdict(for sink: ServerSink, choice: OutputChoice) -> SinkVerdict {
         var verdict = SinkVerdict()

@@ -229,38 +229,8 @@ final class OutputScanner: Sendable {
         let view = server.view
         // While no server answers, what the outputs in force play through.
         let inForce = view == nil ? manager.withLock({ $0 })?.configuration.outputSettings ?? [:] : [:]
-        var kept: Set<String> = []
-        defer { if view != nil { state.withLock { $0.watcher }?.keep(kept) } }
-        for device in configuration.devices where configuration.outputSettings[device]?.serverSink == nil {
-            let follows = ServerDefaultOutput.followsDefaultSink(device)
-            // The default sink is followed by the server itself: nothing to move back. (With no
-            // sink at all, or no answer yet, defaultSinkWait held it back above.)
-            guard let view, let sink = follows ? view.sinks.first(where: { $0.name == view.defaultSink }) : view.sink(forPCM: device) else {
-                // A server that went away leaves the output on keepalived's own stream, which
-                // fails to open until a server answers, as the plug-in would. Planned as the
-                // plug-in during an outage, the output reopened through it, and kept the
-                // plug-in's libpulse thread and connection (threaded-ml, a socket, an eventfd,
-                // pipes) once the server was back: its settings then change in place, without
-                // a reopen. A server that never answered leaves it to the plug-in (`pipewire`
-                // without pipewire-pulse plays only through it).
-                if follows, view != nil || inForce[device]?.serverSink == ServerDefaultOutput.defaultSink {
-                    var settings = configuration.outputSettings[device] ?? OutputSettings()
-                    settings.serverSink = ServerDefaultOutput.defaultSink
-                    if settings.bufferDuration == nil { settings.bufferDuration = choice.sinkBuffer }
-                    configuration.outputSettings[device] = settings
-                }
-                continue
-            }
-            if !follows { kept.insert(sink.name) }
-            var settings = SinkDefaults.settings(
-                for: sink.kind, rate: sink.sampleRate, under: configuration.outputSettings[device], buffer: choice.sinkBuffer, ceiling: configuration.defaults.ceiling)
-            // Played through a stream of keepalived's own, not the plug-in `device` names,
-            // at the sink's rate: coming back after another program's track, it then moves
-            // the sink to no rate of its own.
-            settings.serverSink = follows ? ServerDefaultOutput.defaultSink : sink.name
-            if settings.deviceFormat == nil { settings.deviceFormat = sink.sampleRate.map { DeviceFormat(rate: $0) } }
-            configuration.outputSettings[device] = settings
-        }
+        let kept = OutputPlanner.playThroughSinks(&configuration, view: view, inForce: inForce, sinkBuffer: choice.sinkBuffer)
+        if view != nil { state.withLock { $0.watcher }?.keep(kept) }
         return configuration
     }
 

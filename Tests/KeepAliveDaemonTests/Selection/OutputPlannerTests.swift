@@ -215,4 +215,42 @@ struct SinkDefaultsTests {
         #expect(OutputConfiguration().applying(settings).generatedSignalRate == 44100)
         #expect(OutputConfiguration().applying(OutputSettings()).generatedSignalRate == nil)
     }
+
+    @Test("an output a server's sink carries plays through keepalived's own stream into it, at its rate; the default sink's names follow the server's default; other names are left as they are")
+    func playThroughSinks() {
+        var hdmi = OutputPlannerTests.hdmi
+        hdmi.sampleRate = 44100
+        let view = SoundServerView(server: "pulseaudio 16.1", defaultSink: OutputPlannerTests.analog.name, sinks: [hdmi, OutputPlannerTests.analog, OutputPlannerTests.speaker])
+        let own = OutputSettings(bufferDuration: .seconds(1), serverSink: "chosen")
+        var configuration = KeepAliveConfiguration(devices: ["pulse", hdmi.pcm, OutputPlannerTests.speaker.pcm, "hw:CARD=Intel,DEV=0", "pulse:DEVICE=gone", "mine"])
+        configuration.outputSettings["mine"] = own
+        let kept = OutputPlanner.playThroughSinks(&configuration, view: view, inForce: [:], sinkBuffer: SinkDefaults.buffer)
+        // The default sink is the server's to follow: its stream is not one the watcher keeps.
+        #expect(kept == [hdmi.name, OutputPlannerTests.speaker.name])
+        #expect(configuration.outputSettings["pulse"]?.serverSink == ServerDefaultOutput.defaultSink)
+        #expect(configuration.outputSettings["pulse"]?.bufferDuration == SinkDefaults.buffer)
+        let tv = configuration.outputSettings[hdmi.pcm]
+        #expect(tv?.serverSink == hdmi.name && tv?.deviceFormat == DeviceFormat(rate: 44100) && tv?.bufferDuration == SinkDefaults.buffer)
+        #expect(configuration.outputSettings[OutputPlannerTests.speaker.pcm]?.signal == BluetoothDefaults.signal)
+        #expect(configuration.outputSettings["hw:CARD=Intel,DEV=0"] == nil)
+        #expect(configuration.outputSettings["pulse:DEVICE=gone"] == nil, "a sink the server does not list: the plug-in, which retries")
+        #expect(configuration.outputSettings["mine"] == own, "an output that names its sink already is left alone")
+
+        // No sink buffer (--buffer given): the configuration's own buffer, not the sink's 8 s.
+        var buffered = KeepAliveConfiguration(devices: [hdmi.pcm])
+        _ = OutputPlanner.playThroughSinks(&buffered, view: view, inForce: [:], sinkBuffer: nil)
+        #expect(buffered.outputSettings[hdmi.pcm]?.bufferDuration == nil)
+    }
+
+    @Test("while no server answers, an output that played on the default sink's stream stays on it (no plug-in thread kept after the server is back); one that never did is left to the plug-in")
+    func playThroughSinksWithoutServer() {
+        var outage = KeepAliveConfiguration(devices: ["pulse", "pipewire", OutputPlannerTests.hdmi.pcm])
+        let inForce = ["pulse": OutputSettings(serverSink: ServerDefaultOutput.defaultSink), OutputPlannerTests.hdmi.pcm: OutputSettings(serverSink: OutputPlannerTests.hdmi.name)]
+        let kept = OutputPlanner.playThroughSinks(&outage, view: nil, inForce: inForce, sinkBuffer: SinkDefaults.buffer)
+        #expect(kept == [])
+        #expect(outage.outputSettings["pulse"]?.serverSink == ServerDefaultOutput.defaultSink)
+        #expect(outage.outputSettings["pulse"]?.bufferDuration == SinkDefaults.buffer)
+        #expect(outage.outputSettings["pipewire"] == nil)
+        #expect(outage.outputSettings[OutputPlannerTests.hdmi.pcm] == nil, "a named sink's output waits on the plug-in until the server lists its sink again")
+    }
 }

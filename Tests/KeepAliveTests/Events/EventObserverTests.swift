@@ -124,7 +124,7 @@ struct EventObserverTests {
             #expect(slice.count == perCycle)
             guard slice.count == perCycle else { break }
             #expect(slice[0] == .started)
-            if case .opened(let opened, _) = slice[1] { #expect(opened == device) } else { Issue.record("cycle \(cycle): \(slice[1])") }
+            if slice[1].kind == .opened { #expect(slice[1].device == device) } else { Issue.record("cycle \(cycle): \(slice[1])") }
             #expect(slice[2] == .stateChanged(device: device, state: .playing))
             #expect(slice[3] == .stateChanged(device: device, state: .stopped))
             #expect(slice[4] == .stopped)

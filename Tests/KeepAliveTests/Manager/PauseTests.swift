@@ -44,8 +44,8 @@ struct PauseTests {
 
         manager.stop()
         let seen = events.withLock { $0 }
-        #expect(seen.filter { if case .paused = $0 { true } else { false } } == [.paused(device: nil, reason: .locked), .paused(device: nil, reason: .sleep)])
-        #expect(seen.filter { if case .resumed = $0 { true } else { false } } == [.resumed(device: nil, reason: .sleep), .resumed(device: nil, reason: .locked)])
+        #expect(seen.filter { $0.kind == .paused } == [.paused(device: nil, reason: .locked), .paused(device: nil, reason: .sleep)])
+        #expect(seen.filter { $0.kind == .resumed } == [.resumed(device: nil, reason: .sleep), .resumed(device: nil, reason: .locked)])
         #expect(seen.contains(.stateChanged(device: "null", state: .paused(.locked))))
         #expect(seen.contains(.stateChanged(device: "null", state: .paused(.sleep))))
         #expect(seen.last == .stopped)

@@ -174,7 +174,7 @@ struct ServiceTests {
         let group = ServiceGroup(services: [keepAlive], logger: Support.quietLogger)
         let running = Task { try await group.run() }
         try await Support.waitUntil("the output to wait") { keepAlive.manager.state == .waitingForDevice(.noDevice) }
-        try await Support.waitUntil("a few retries") { events.events.filter { if case .error = $0 { true } else { false } }.count >= 3 }
+        try await Support.waitUntil("a few retries") { events.events.filter { $0.kind == .error }.count >= 3 }
         let shutdownAt = ContinuousClock.now
         await group.triggerGracefulShutdown()
         try await running.value  // does not throw

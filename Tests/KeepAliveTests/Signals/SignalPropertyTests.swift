@@ -152,7 +152,7 @@ struct SignalPropertyTests {
             #expect(peak <= scenario.ceiling.linear, "\(scenario): peak \(peak)")
             // Each signal's own level rule, on top of the ceiling.
             let lsb = scenario.format.sampleFormat.leastSignificantBit
-            switch scenario.signal {
+            switch scenario.signal.kind {
             case .zero:
                 #expect(peak == 0, "\(scenario): zero played \(peak)")
             case .fluctuate:

@@ -37,18 +37,23 @@ struct Announcer: Service {
     /// Logs what happens to the outputs until graceful shutdown.
     private func follow() async {
         for await event in events.cancelOnGracefulShutdown() {
-            switch event {
-            case .opened(let device, let format):
+            // KeepAliveEvent grows in minor releases: a switch over its kind with a default keeps
+            // this compiling; each event's fields are its accessors, nil where it has none.
+            switch event.kind {
+            case .opened:
+                guard let device = event.device, let format = event.format else { break }
                 logger.info("output opened", metadata: ["device": "\(device)", "format": "\(format)"])
-            case .stateChanged(let device, .waitingForDevice(let reason)),
-                 .stateChanged(let device, .recovering(let reason)):
+            case .stateChanged:
+                // Waiting for the device or recovering: the states with an interruption's reason.
+                guard let device = event.device, let reason = event.state?.reason else { break }
                 logger.warning("output lost; announcements wait", metadata: ["device": "\(device)", "reason": "\(reason)"])
-            case .recovered(let device, let reason, let downtime):
+            case .recovered:
+                guard let device = event.device, let reason = event.reason, let downtime = event.downtime else { break }
                 logger.notice("output recovered", metadata: ["device": "\(device)", "reason": "\(reason)", "downtime": "\(downtime)"])
-            case .paused(_, let reason):
+            case .paused:
+                guard let reason = event.pauseReason else { break }
                 logger.notice("keep-alive paused; announcements wait", metadata: ["reason": "\(reason)"])
             default:
-                // KeepAliveEvent grows in minor releases: a default keeps this compiling.
                 break
             }
         }
