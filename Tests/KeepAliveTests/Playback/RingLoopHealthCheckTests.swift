@@ -112,6 +112,15 @@ struct RingLoopHealthCheckTests {
         #expect(check.healthLooked(at: at(65_000), .running(position: 100_000)) == .stalled(for: .seconds(60), since: at(5_000)))
     }
 
+    /// The quiet path (USB, a Raspberry Pi) looks every 15 s: a stall it finds lasted 15 s, and
+    /// the downtime reported starts then, not 45 s earlier.
+    @Test("a stall on the quiet path: reported as the 15 s it lasted")
+    func stalledQuiet() {
+        var check = checking(quiet: true)
+        #expect(check.timedOut(at: at(20_000)) == .lookAtHealth)
+        #expect(check.healthLooked(at: at(20_000), .running(position: 100_000)) == .stalled(for: .seconds(15), since: at(5_000)))
+    }
+
     @Test("a timeout before any position was read is a caller's bug")
     func timedOutUnfilled() async {
         await #expect(processExitsWith: .failure) {

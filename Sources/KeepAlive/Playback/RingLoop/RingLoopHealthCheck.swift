@@ -137,7 +137,8 @@ struct RingLoopHealthCheck {
         guard let position, let before else { return .none }
         let moved = played(from: before, to: position)
         if moved <= 0 {
-            return .stalled(for: RingLoopPlayback.healthCheckInterval, since: now - RingLoopPlayback.healthCheckInterval)
+            // This open's own interval: on the quiet path the last look was 15 s ago, not a minute.
+            return .stalled(for: interval, since: now - interval)
         }
         return .played(min(moved, rate * Int(interval.components.seconds) * 2))
     }
