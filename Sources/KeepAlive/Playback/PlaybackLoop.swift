@@ -33,7 +33,9 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// hands it a new one through `pending`.
     var configuration: OutputConfiguration
     private let reporter: @Sendable (PlaybackReport) -> Void
-    let doorbell = Doorbell()
+    /// The doorbell, or why it could not be made: then ``start()`` reports that as the output's
+    /// fault, as it does a thread that cannot start, and no thread runs.
+    private let madeDoorbell: Result<Doorbell, DoorbellError>
     private var thread: JoinableThread?
     let clock = ContinuousClock()
 
@@ -41,11 +43,24 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         self.device = device
         self.configuration = configuration
         self.reporter = report
+        madeDoorbell = Result { () throws(DoorbellError) in try Doorbell() }
     }
 
-    /// Starts the thread; a thread that cannot be started is reported as a fault of the output.
+    /// The playback thread's doorbell: only that thread waits on it, and it starts only once the
+    /// doorbell was made.
+    var doorbell: Doorbell {
+        guard case .success(let doorbell) = madeDoorbell else { preconditionFailure("a playback thread ran without its doorbell") }
+        return doorbell
+    }
+
+    /// Starts the thread; a thread that cannot be started, or its doorbell not made, is reported
+    /// as a fault of the output.
     func start() {
         precondition(thread == nil, "playback loop started twice")
+        if case .failure(let error) = madeDoorbell {
+            report(.fault(.unknown, "\(error)"))
+            return
+        }
         do {
             thread = try startThread(named: "keepalive-play") { [self] in run() }
         } catch {
@@ -65,12 +80,12 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     func apply(_ configuration: OutputConfiguration) {
         pending.withLock { $0 = configuration }
         pendingGeneration.add(1, ordering: .releasing)
-        doorbell.ring()
+        if case .success(let doorbell) = madeDoorbell { doorbell.ring() }
     }
 
     /// Asks the thread to stop and waits for it: the stream is dropped, never drained.
     func stopAndJoin() {
-        doorbell.raise()
+        if case .success(let doorbell) = madeDoorbell { doorbell.raise() }
         thread.take()?.join()
     }
 

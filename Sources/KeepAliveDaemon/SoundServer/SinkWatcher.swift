@@ -29,7 +29,7 @@ import Glibc
 final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     let logger: Logger
     /// Rung when the server's view changed in a way a selection sees, or it came or went.
-    let doorbell = Doorbell()
+    let doorbell: Doorbell
 
     private let listing: ServerWatchers
     // Touched only on the listing's thread, or with its lock held.
@@ -41,10 +41,13 @@ final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     private let published = Locked<SoundServerReachability>(.unknown)
     private let everOwned = Locked<Set<Int>>([])
     /// Rung on every publication, also one that changes nothing a selection sees.
-    private let answered = Doorbell()
+    private let answered: Doorbell
 
-    /// Loads libpulse. Throws its loader's message when it cannot.
-    init(logger: Logger) throws(ServerWatchers.LibraryMissing) {
+    /// Loads libpulse. Throws its loader's message when it cannot, or ``DoorbellError`` when
+    /// the process is out of descriptors: either way the caller follows no server and says why.
+    init(logger: Logger) throws {
+        doorbell = try Doorbell()
+        answered = try Doorbell()
         listing = try ServerWatchers.shared(logger: logger)
         self.logger = logger
     }
