@@ -704,8 +704,8 @@ extension InternalDocExamples {
     // Sources/KeepAliveDaemon/Runtime/LogindFollower.swift
     static func example94() async throws {
         let follower = try LogindFollower(manager: manager, policy: try options.playback.session.policy, logger: logger)
-        // in the poll loop, after every wakeup:
-        follower.process(idleTimerFired: fds[6].revents != 0)
+        // on the main loop, after every wakeup (DaemonRuntime.handleReady), the idle timer readable or not:
+        follower.process(idleTimerFired: true, on: runtime.mainLoop)
     }
 
     // Sources/KeepAliveDaemon/Runtime/LogindWatcher.swift
@@ -818,8 +818,8 @@ extension InternalDocExamples {
     static func example111() async throws {
         if let reservations = DeviceReservations.open(logger: logger) {
             reservations.onReleaseRequest = { card in closeOutputs(on: card) }
-            reservations.hold([0: "dmix:CARD=Intel,DEV=0"])
-            if reservations.process() { rescan() }   // after poll says the bus is readable
+            reservations.hold([0: "dmix:CARD=Intel,DEV=0"], on: runtime.mainLoop)
+            if reservations.process(on: runtime.mainLoop) { rescan() }   // after poll says the bus is readable
         }
     }
 

@@ -25,8 +25,13 @@ enum PlaybackReport: Sendable {
 /// every decision about when to write the ``StreamPacer``'s.
 ///
 /// Concurrency: everything but `doorbell`, `pending` and `thread` is confined to the playback
-/// thread once it runs. `doorbell` and `pending` are thread-safe. `thread` is written by
-/// `start()` and read by `join()`, both called by the owning manager under its lifecycle lock.
+/// thread once it runs: it claims ``owner`` first, each open (`openAndPlay`) and each way of
+/// playing's call about a fault (``lose(_:_:since:)``, ``recover(_:code:operation:dryAt:restarted:)``,
+/// ``prepareFailed(_:)``, ``sawWhilePlaying()``, ``ringNotReplayed(_:)``) checks it in every build
+/// (`preconditionOwned`), and the calls made per period or per write (``pendingRequest(_:_:)``,
+/// ``flowing()``) in debug and test builds (`assertOwned`). `doorbell` and `pending` are
+/// thread-safe. `thread` is written by `start()` and read by `join()`, both called by the owning
+/// manager under its lifecycle lock. So `@unchecked Sendable`.
 final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     let device: String
     /// The configuration in force, confined to the playback thread once it runs; ``apply(_:)``
@@ -38,11 +43,14 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     private let madeDoorbell: Result<Doorbell, DoorbellError>
     private var thread: JoinableThread?
     let clock = ContinuousClock()
+    /// The playback thread, once it runs: what only it may touch is checked against it.
+    let owner: ThreadOwner
 
     init(device: String, configuration: OutputConfiguration, report: @escaping @Sendable (PlaybackReport) -> Void) {
         self.device = device
         self.configuration = configuration
         self.reporter = report
+        owner = ThreadOwner("\(device)'s playback thread")
         madeDoorbell = Result { () throws(DoorbellError) in try Doorbell() }
     }
 
@@ -123,6 +131,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     private var ringLoopRefused = false
 
     private func run() {
+        owner.claim()
         machine = RecoveryStateMachine(retry: configuration.retry, seed: Self.seed(Int(bitPattern: Unmanaged.passUnretained(self).toOpaque())))
         let watcher = DeviceWatcher()
         self.watcher = watcher
@@ -151,6 +160,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// before returning (a retry opens a fresh handle, and a hardware device is free for others
     /// meanwhile).
     private func openAndPlay() -> PlaybackOutcome {
+        owner.preconditionOwned("PlaybackLoop.openAndPlay")
         let pcm: PCMDevice
         do { pcm = try PCMDevice(name: device, serverSink: configuration.serverSink) } catch { return openFailed(error) }
         defer {
@@ -278,6 +288,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// A stop, or a configuration handed over by ``apply(_:)`` and rendered for `format` (a reload
     /// allocates here, once, never in the steady state); nil when there is neither.
     func pendingRequest(_ pcm: PCMDevice, _ format: OutputFormat) -> PlaybackRequest? {
+        owner.assertOwned("PlaybackLoop.pendingRequest")
         if doorbell.isRaised {
             pcm.drop()
             return .stop
@@ -340,16 +351,19 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     }
 
     func ringNotReplayed(_ message: String) -> PlaybackOutcome {
+        owner.preconditionOwned("PlaybackLoop.ringNotReplayed")
         ringLoopRefused = true
         report(.notice(message))
         return .reconfigure
     }
 
     func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant?) -> PlaybackOutcome {
-        perform(machine.lost(reason, message, since: since, seen: seenWhileOpen(), at: clock.now))
+        owner.preconditionOwned("PlaybackLoop.lose")
+        return perform(machine.lost(reason, message, since: since, seen: seenWhileOpen(), at: clock.now))
     }
 
     func flowing() {
+        owner.assertOwned("PlaybackLoop.flowing")
         perform(machine.flowing(at: clock.now))
     }
 
@@ -358,6 +372,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         // server is behind it. The kernel raises it on an unplugged USB card, and the stream's
         // state may not say DISCONNECTED yet when poll returns (seen in the VM under load: an
         // unplug reported as a lost server).
+        owner.preconditionOwned("PlaybackLoop.recover")
         var code = code
         if !serverMayBeBehind, InterruptionReason(streamError: code) == .serverGone,
            code == -ENOTCONN || pcm.state == SND_PCM_STATE_DISCONNECTED || playsOn.map(Self.nodeGone) == true {
@@ -369,10 +384,12 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     }
 
     func prepareFailed(_ code: Int32) -> PlaybackOutcome {
-        perform(machine.repairFailed(code, message: ALSAError(code: code, operation: "prepare").description, at: clock.now))
+        owner.preconditionOwned("PlaybackLoop.prepareFailed")
+        return perform(machine.repairFailed(code, message: ALSAError(code: code, operation: "prepare").description, at: clock.now))
     }
 
     func sawWhilePlaying() -> PlaybackOutcome? {
+        owner.preconditionOwned("PlaybackLoop.sawWhilePlaying")
         let action = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
         return action == .none ? nil : perform(action)
     }

@@ -183,9 +183,9 @@ final class DaemonRuntime: @unchecked Sendable {
         for source in loop.poll.ready {
             guard handle(source, &loop) else { return false }
         }
-        logind.process(idleTimerFired: loop.poll.isReady(.idleTimer))
+        logind.process(idleTimerFired: loop.poll.isReady(.idleTimer), on: mainLoop)
         // Also when nothing came: a call (reserving a card) may have queued what arrived.
-        if scanner.reservations?.process() == true {
+        if scanner.reservations?.process(on: mainLoop) == true {
             // A program took or let go of a card: the outputs follow, and a server that just
             // started is asked at once.
             loop.reservedFor = nil
@@ -249,7 +249,7 @@ final class DaemonRuntime: @unchecked Sendable {
     private func followOutputs(_ loop: inout Loop) {
         let devices = manager.configuration.devices
         if let reservations = scanner.reservations, devices != loop.reservedFor {
-            reservations.hold(scanner.cardsOpened(by: devices))
+            reservations.hold(scanner.cardsOpened(by: devices), on: mainLoop)
             loop.reservedFor = devices
         }
         if let linger, devices != loop.lingeredFor {

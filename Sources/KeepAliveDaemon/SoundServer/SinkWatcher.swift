@@ -23,9 +23,11 @@ import Glibc
 /// watcher.stop()
 /// ```
 ///
-/// Concurrency: its mutable state is touched on the sound server connection's thread or with its
-/// loop locked; what other threads read (`reachability`, `formerServerCards`, the sinks kept) is
-/// behind ``Locked``: so `@unchecked Sendable`.
+/// Concurrency: its mutable state (`warnedUnreachable`, `homes`) is touched on the sound server
+/// connection's thread or with its loop locked, which each callback checks in every build
+/// (``ServerWatchers/preconditionLocked(_:file:line:)``: the connection's own check); what other
+/// threads read (`reachability`, `formerServerCards`, the sinks kept) is behind ``Locked``: so
+/// `@unchecked Sendable`.
 final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     let logger: Logger
     /// Rung when the server's view changed in a way a selection sees, or it came or went.
@@ -124,6 +126,7 @@ final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     func connectionReady() {}
 
     func connectionLost(_ lost: String) {
+        listing.preconditionLocked("SinkWatcher.connectionLost")
         let pipewire = PipeWireWithoutPulse.socket()
         let error = PipeWireWithoutPulse.explain(lost, socket: pipewire)
         if case .connected(let view) = reachability {
@@ -146,6 +149,7 @@ final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     }
 
     func serverListed(_ view: SoundServerView) {
+        listing.preconditionLocked("SinkWatcher.serverListed")
         if warnedUnreachable, reachability.view == nil {
             logger.notice("the sound server answers", metadata: ["server": "\(view.server)", "sinks": "\(view.sinks.count)"])
         }

@@ -26,4 +26,27 @@ struct SinkWatcherTests {
             }
         }
     }
+
+    /// libpulse's own thread runs the callbacks; the test holds the loop's lock instead. The
+    /// connection needs no server: it only keeps trying.
+    @Test("its callbacks with the connection's loop locked, and only so: off it the process stops, in every build")
+    func callbacksLocked() async throws {
+        await #expect(processExitsWith: .success) {
+            let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+            let watcher = try SinkWatcher(logger: logger)
+            watcher.start()
+            try ServerWatchers.shared(logger: logger).withLock { watcher.serverListed(SoundServerView(server: "test", sinks: [])) }
+            watcher.stop()
+        }
+        await #expect(processExitsWith: .failure) {
+            let watcher = try SinkWatcher(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            watcher.start()
+            watcher.serverListed(SoundServerView(server: "test", sinks: []))
+        }
+        await #expect(processExitsWith: .failure) {
+            let watcher = try SinkWatcher(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            watcher.start()
+            watcher.connectionLost("off the loop")
+        }
+    }
 }
