@@ -56,6 +56,21 @@ struct RingLoopHealthCheck {
         case playing(position: Int?, replay: RingReplayCheck)
     }
 
+    /// What the machine holds, for its tests' tables: nothing before the first position is read;
+    /// then the last position, and when the replay is to be looked at next (nil: it went round,
+    /// or could not be told).
+    enum Phase: Equatable, Sendable {
+        case unfilled
+        case playing(position: Int?, replayDue: ContinuousClock.Instant?)
+    }
+
+    var phase: Phase {
+        switch state {
+        case .unfilled: .unfilled
+        case .playing(let position, let replay): .playing(position: position, replayDue: replay.deadline)
+        }
+    }
+
     /// How long the loop sleeps between health checks, and so how long a stall it finds lasted.
     let interval: Duration
     let rate: Int
