@@ -80,7 +80,7 @@ struct DaemonAssembly {
             throw SysExit.cannotCreate
         }
         let notifier = SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, withheld: { scanner.withheld() }, logger: logger)
-        runtime = try Self.systemResource("wake the main loop") {
+        runtime = try Self.systemResource("set up the main loop") {
             try DaemonRuntime(
                 manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans, notifier: notifier,
                 scanner: scanner, logind: logind, linger: linger, activity: activity, signals: signals, logger: logger)

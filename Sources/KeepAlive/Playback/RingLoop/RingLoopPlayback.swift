@@ -5,8 +5,10 @@ import Glibc
 /// starts it, and lets the hardware replay it for ever (the stream's stop threshold is the
 /// boundary and the kernel writes no silence). The thread then sleeps on the PCM's descriptors
 /// for errors only (a suspend, an unplug or a stopped stream raise POLLERR or POLLHUP) and on
-/// its doorbell, and looks at the stream's health every ``healthCheckInterval``: running, and
-/// its position moving. After any prepare the ring is filled again.
+/// its doorbell, and looks at the stream's health every ``healthCheckInterval`` (every
+/// ``quietHealthCheckInterval`` where it does not sleep on the PCM): running, and its position
+/// moving. After any prepare the ring is filled again. When to look and what a look means is
+/// ``RingLoopHealthCheck``'s; the loop sleeps, reads and acts.
 ///
 /// Once, two rings and a second after each fill, it checks that the hardware went round the
 /// ring, and where it has not yet, a second later that its position still moves; an underrun
