@@ -8,7 +8,7 @@ import Synchronization
 /// for tens of seconds).
 ///
 /// ```swift
-/// let doorbell = Doorbell()
+/// let doorbell = try Doorbell()
 /// doorbell.ring()        // from the manager: look at the pending configuration
 /// doorbell.raise()       // from the manager: stop
 /// ```
@@ -23,6 +23,10 @@ import Synchronization
 /// (release on raise, acquire on read) and the eventfd is only written, polled and drained,
 /// all safe from any thread; only the playback thread waits, so only it arms the timer. The
 /// descriptors are closed in `deinit`, after the last user let go.
+///
+/// Made only where its owner can say so when it cannot be (``DoorbellError``): a process out of
+/// descriptors is a fault to report, never a reason for the library to stop the program that
+/// embeds it.
 package final class Doorbell: Sendable {
     /// An eventfd: readable once signalled.
     package let descriptor: Int32
@@ -31,11 +35,15 @@ package final class Doorbell: Sendable {
     private let timer: Int32
     private let raised = Atomic<Bool>(false)
 
-    package init() {
+    package init() throws(DoorbellError) {
         descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        precondition(descriptor >= 0, "eventfd failed: errno \(errno)")
+        guard descriptor >= 0 else { throw DoorbellError(call: "eventfd", code: errno) }
         timer = timerfd_create(CLOCK_BOOTTIME, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
-        precondition(timer >= 0, "timerfd_create failed: errno \(errno)")
+        guard timer >= 0 else {
+            let code = errno
+            close(descriptor)
+            throw DoorbellError(call: "timerfd_create", code: code)
+        }
     }
 
     deinit {
@@ -132,4 +140,19 @@ package final class Doorbell: Sendable {
                                   tv_nsec: nanoseconds % 1_000_000_000)
         return timerfd_settime(timer, Int32(TFD_TIMER_ABSTIME), &value, nil) == 0
     }
+}
+
+/// A ``Doorbell`` could not be made: the kernel refused one of its descriptors (`EMFILE` when
+/// the process is out of descriptors, `ENFILE` when the system is, `ENOMEM`).
+///
+/// ```swift
+/// do { _ = try Doorbell() } catch { logger.error("\(error)") }
+/// ```
+package struct DoorbellError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The call that failed: `eventfd` or `timerfd_create`.
+    package let call: String
+    /// Its `errno`.
+    package let code: Int32
+
+    package var description: String { "cannot create a doorbell: \(call): \(String(cString: strerror(code))) (errno \(code))" }
 }

@@ -25,27 +25,50 @@ enum PlaybackReport: Sendable {
 /// every decision about when to write the ``StreamPacer``'s.
 ///
 /// Concurrency: everything but `doorbell`, `pending` and `thread` is confined to the playback
-/// thread once it runs. `doorbell` and `pending` are thread-safe. `thread` is written by
-/// `start()` and read by `join()`, both called by the owning manager under its lifecycle lock.
+/// thread once it runs: it claims ``owner`` first, each open (`openAndPlay`) and each way of
+/// playing's call about a fault (``lose(_:_:since:)``, ``recover(_:code:operation:dryAt:restarted:)``,
+/// ``prepareFailed(_:)``, ``sawWhilePlaying()``, ``ringNotReplayed(_:)``) checks it in every build
+/// (`preconditionOwned`), and the calls made per period or per write (``pendingRequest(_:_:)``,
+/// ``flowing()``) in debug and test builds (`assertOwned`). `doorbell` and `pending` are
+/// thread-safe. `thread` is written by `start()` and read by `join()`, both called by the owning
+/// manager under its lifecycle lock. So `@unchecked Sendable`.
 final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     let device: String
     /// The configuration in force, confined to the playback thread once it runs; ``apply(_:)``
     /// hands it a new one through `pending`.
     var configuration: OutputConfiguration
     private let reporter: @Sendable (PlaybackReport) -> Void
-    let doorbell = Doorbell()
+    /// The doorbell, or why it could not be made: then ``start()`` reports that as the output's
+    /// fault, as it does a thread that cannot start, and no thread runs.
+    private let madeDoorbell: Result<Doorbell, DoorbellError>
     private var thread: JoinableThread?
     let clock = ContinuousClock()
+    /// The playback thread, once it runs: what only it may touch is checked against it.
+    let owner: ThreadOwner
 
     init(device: String, configuration: OutputConfiguration, report: @escaping @Sendable (PlaybackReport) -> Void) {
         self.device = device
         self.configuration = configuration
         self.reporter = report
+        owner = ThreadOwner("\(device)'s playback thread")
+        madeDoorbell = Result { () throws(DoorbellError) in try Doorbell() }
     }
 
-    /// Starts the thread; a thread that cannot be started is reported as a fault of the output.
+    /// The playback thread's doorbell: only that thread waits on it, and it starts only once the
+    /// doorbell was made.
+    var doorbell: Doorbell {
+        guard case .success(let doorbell) = madeDoorbell else { preconditionFailure("a playback thread ran without its doorbell") }
+        return doorbell
+    }
+
+    /// Starts the thread; a thread that cannot be started, or its doorbell not made, is reported
+    /// as a fault of the output.
     func start() {
         precondition(thread == nil, "playback loop started twice")
+        if case .failure(let error) = madeDoorbell {
+            report(.fault(.unknown, "\(error)"))
+            return
+        }
         do {
             thread = try startThread(named: "keepalive-play") { [self] in run() }
         } catch {
@@ -65,12 +88,12 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     func apply(_ configuration: OutputConfiguration) {
         pending.withLock { $0 = configuration }
         pendingGeneration.add(1, ordering: .releasing)
-        doorbell.ring()
+        if case .success(let doorbell) = madeDoorbell { doorbell.ring() }
     }
 
     /// Asks the thread to stop and waits for it: the stream is dropped, never drained.
     func stopAndJoin() {
-        doorbell.raise()
+        if case .success(let doorbell) = madeDoorbell { doorbell.raise() }
         thread.take()?.join()
     }
 
@@ -108,6 +131,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     private var ringLoopRefused = false
 
     private func run() {
+        owner.claim()
         machine = RecoveryStateMachine(retry: configuration.retry, seed: Self.seed(Int(bitPattern: Unmanaged.passUnretained(self).toOpaque())))
         let watcher = DeviceWatcher()
         self.watcher = watcher
@@ -136,6 +160,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// before returning (a retry opens a fresh handle, and a hardware device is free for others
     /// meanwhile).
     private func openAndPlay() -> PlaybackOutcome {
+        owner.preconditionOwned("PlaybackLoop.openAndPlay")
         let pcm: PCMDevice
         do { pcm = try PCMDevice(name: device, serverSink: configuration.serverSink) } catch { return openFailed(error) }
         defer {
@@ -263,6 +288,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     /// A stop, or a configuration handed over by ``apply(_:)`` and rendered for `format` (a reload
     /// allocates here, once, never in the steady state); nil when there is neither.
     func pendingRequest(_ pcm: PCMDevice, _ format: OutputFormat) -> PlaybackRequest? {
+        owner.assertOwned("PlaybackLoop.pendingRequest")
         if doorbell.isRaised {
             pcm.drop()
             return .stop
@@ -325,16 +351,19 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     }
 
     func ringNotReplayed(_ message: String) -> PlaybackOutcome {
+        owner.preconditionOwned("PlaybackLoop.ringNotReplayed")
         ringLoopRefused = true
         report(.notice(message))
         return .reconfigure
     }
 
     func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant?) -> PlaybackOutcome {
-        perform(machine.lost(reason, message, since: since, seen: seenWhileOpen(), at: clock.now))
+        owner.preconditionOwned("PlaybackLoop.lose")
+        return perform(machine.lost(reason, message, since: since, seen: seenWhileOpen(), at: clock.now))
     }
 
     func flowing() {
+        owner.assertOwned("PlaybackLoop.flowing")
         perform(machine.flowing(at: clock.now))
     }
 
@@ -343,6 +372,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         // server is behind it. The kernel raises it on an unplugged USB card, and the stream's
         // state may not say DISCONNECTED yet when poll returns (seen in the VM under load: an
         // unplug reported as a lost server).
+        owner.preconditionOwned("PlaybackLoop.recover")
         var code = code
         if !serverMayBeBehind, InterruptionReason(streamError: code) == .serverGone,
            code == -ENOTCONN || pcm.state == SND_PCM_STATE_DISCONNECTED || playsOn.map(Self.nodeGone) == true {
@@ -354,10 +384,12 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     }
 
     func prepareFailed(_ code: Int32) -> PlaybackOutcome {
-        perform(machine.repairFailed(code, message: ALSAError(code: code, operation: "prepare").description, at: clock.now))
+        owner.preconditionOwned("PlaybackLoop.prepareFailed")
+        return perform(machine.repairFailed(code, message: ALSAError(code: code, operation: "prepare").description, at: clock.now))
     }
 
     func sawWhilePlaying() -> PlaybackOutcome? {
+        owner.preconditionOwned("PlaybackLoop.sawWhilePlaying")
         let action = machine.sawWhilePlaying(seenWhileOpen(), at: clock.now)
         return action == .none ? nil : perform(action)
     }

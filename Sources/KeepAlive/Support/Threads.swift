@@ -22,7 +22,7 @@ package struct ThreadStartError: Error, Equatable, Sendable, CustomStringConvert
 /// joined at all.
 ///
 /// ```swift
-/// let stopped = Doorbell()
+/// let stopped = try Doorbell()
 /// let thread = try startThread(named: "keepalive-play") { _ = stopped.wait(.seconds(60)) }   // a playback thread's wait
 /// stopped.ring()
 /// thread.join()

@@ -54,7 +54,9 @@ final class CECFollower: Sendable {
     }
 
     let logger: Logger
-    let doorbell = Doorbell()
+    /// The adapter's thread's doorbell, or why it could not be made: then ``start()`` treats it
+    /// as a thread that cannot start (logged, and `--cec` does nothing).
+    private let madeDoorbell: Result<Doorbell, DoorbellError>
     private let inbox: Locked<Inbox>
     private let published = Locked<CECReport?>(nil)
     private let thread = Locked<JoinableThread?>(nil)
@@ -62,6 +64,19 @@ final class CECFollower: Sendable {
     init(settings: Settings, logger: Logger) {
         self.logger = logger
         inbox = Locked(Inbox(settings: settings))
+        madeDoorbell = Result { () throws(DoorbellError) in try Doorbell() }
+    }
+
+    /// The adapter's thread's doorbell: only that thread waits on it, and it starts only once
+    /// the doorbell was made.
+    var doorbell: Doorbell {
+        guard case .success(let doorbell) = madeDoorbell else { preconditionFailure("the CEC adapter's thread ran without its doorbell") }
+        return doorbell
+    }
+
+    /// Rings the adapter's thread, which runs only with its doorbell.
+    private func ring() {
+        if case .success(let doorbell) = madeDoorbell { doorbell.ring() }
     }
 
     /// Starts the adapter's thread when `--cec` names an adapter; a failure to start is logged
@@ -76,6 +91,7 @@ final class CECFollower: Sendable {
         }
         guard starts else { return }
         do {
+            _ = try madeDoorbell.get()
             var handle: JoinableThread? = try startThread(named: "keepalive-cec") { [self] in
                 CECAdapter(follower: self).run()
             }
@@ -94,7 +110,7 @@ final class CECFollower: Sendable {
         }
         guard changed else { return }
         start()
-        doorbell.ring()
+        ring()
     }
 
     /// The box became active (the first output with real audio) or idle (the last output went
@@ -107,7 +123,7 @@ final class CECFollower: Sendable {
             if inbox.running { inbox.box.append(BoxChange(active: active, gate: gate)) }
             return inbox.running
         }
-        if running { doorbell.ring() } else { gate?.runEnded(at: .now) }
+        if running { ring() } else { gate?.runEnded(at: .now) }
     }
 
     /// What `status` shows; nil without `--cec`.
@@ -119,7 +135,7 @@ final class CECFollower: Sendable {
     /// Ends the thread (the daemon's stop); the adapter's addresses stay claimed by the kernel.
     func stop() {
         inbox.withLock { $0.stopping = true }
-        doorbell.raise()
+        if case .success(let doorbell) = madeDoorbell { doorbell.raise() }
         guard let handle = thread.withLock({ $0.take() }) else { return }
         handle.join()
     }

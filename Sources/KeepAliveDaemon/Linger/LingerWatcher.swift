@@ -27,8 +27,10 @@ import Glibc
 /// ```
 ///
 /// Concurrency: its timers and machines are touched only on the sound server connection's thread or
-/// with its loop locked (``SoundServerConnection/preconditionLocked(_:file:line:)``); what other
-/// threads read is behind ``Locked``: so `@unchecked Sendable`.
+/// with its loop locked, which every callback, its timer and ``follow(_:)``'s work check in every
+/// build (``ServerWatchers/preconditionLocked(_:file:line:)``, the connection's
+/// ``SoundServerConnection/preconditionLocked(_:file:line:)``); what other threads read is behind
+/// ``Locked``: so `@unchecked Sendable`.
 final class LingerWatcher: SoundServerListener, @unchecked Sendable {
     let duration: Duration
     let manager: KeepAliveManager
@@ -109,6 +111,7 @@ final class LingerWatcher: SoundServerListener, @unchecked Sendable {
     }
 
     private func follow(locked outputs: [String]) {
+        listing.preconditionLocked("LingerWatcher.follow")
         let now = ContinuousClock.now
         for output in machines.keys where !outputs.contains(output) {
             machines.removeValue(forKey: output)
@@ -136,11 +139,13 @@ final class LingerWatcher: SoundServerListener, @unchecked Sendable {
     // MARK: - SoundServerListener, on the listing's thread
 
     func connectionReady() {
+        listing.preconditionLocked("LingerWatcher.connectionReady")
         if warnedUnreachable { logger.notice("--linger: the sound server answers again") }
         warnedUnreachable = false
     }
 
     func connectionLost(_ error: String) {
+        listing.preconditionLocked("LingerWatcher.connectionLost")
         if !warnedUnreachable {
             warnedUnreachable = true
             logger.warning("--linger: cannot watch the sound server (\(error)): keeping \(outputs.joined(separator: ", ")) awake; retrying")
@@ -153,6 +158,7 @@ final class LingerWatcher: SoundServerListener, @unchecked Sendable {
     }
 
     func serverListed(_ view: SoundServerView) {
+        listing.preconditionLocked("LingerWatcher.serverListed")
         defaultSinkName = view.defaultSink
         sinkNames = Dictionary(view.sinks.map { ($0.index, $0.name) }, uniquingKeysWith: { first, _ in first })
         // Another keepalived's stream keeps a sink awake; it is not a sound that needs it (two
@@ -189,6 +195,7 @@ final class LingerWatcher: SoundServerListener, @unchecked Sendable {
     }
 
     private func lingerTimerFired() {
+        listing.preconditionLocked("LingerWatcher.lingerTimerFired")
         let now = ContinuousClock.now
         for (output, deadline) in deadlines.sorted(by: { $0.key < $1.key }) where deadline <= now {
             deadlines.removeValue(forKey: output)

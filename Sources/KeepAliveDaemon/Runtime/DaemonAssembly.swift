@@ -6,8 +6,12 @@ import Logging
 /// place that knows them all. `RunCommand` parses the options, assembles, and runs; each part
 /// gets only what it uses.
 ///
-/// A part the system refuses (a timer, an eventfd, the signalfd, the control socket) ends the
-/// command here, its error printed and its exit code thrown (`SysExit`): nothing has played yet.
+/// A part the system refuses ends the command here, its error printed and its exit code thrown
+/// (`SysExit`), before anything has played: the signalfd, a timer, an eventfd (the reloads'
+/// queue, the main loop's doorbell) with EX_OSERR (``systemResource(_:_:)``); the control
+/// socket with EX_CANTCREAT, or EX_TEMPFAIL when another daemon already answers there. `--cec`'s
+/// doorbell is the exception: refused, it turns HDMI-CEC off at ``run()`` and the daemon plays on,
+/// as when its thread cannot start.
 ///
 /// ```swift
 /// let playback = try options.currentOptions()   // `options`: the parsed `keepalived run`
@@ -76,9 +80,11 @@ struct DaemonAssembly {
             throw SysExit.cannotCreate
         }
         let notifier = SystemdNotifier(manager: manager, awaited: { scanner.choice.awaited }, withheld: { scanner.withheld() }, logger: logger)
-        runtime = DaemonRuntime(
-            manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans, notifier: notifier,
-            scanner: scanner, logind: logind, linger: linger, activity: activity, signals: signals, logger: logger)
+        runtime = try Self.systemResource("set up the main loop") {
+            try DaemonRuntime(
+                manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans, notifier: notifier,
+                scanner: scanner, logind: logind, linger: linger, activity: activity, signals: signals, logger: logger)
+        }
         self.cec = cec
         self.stopRequest = stopRequest
     }

@@ -16,9 +16,9 @@ import Glibc
 /// reply) and each rescan, so none can overwrite another with a plan made from older options.
 ///
 /// ```swift
-/// let runtime = DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
-///                             notifier: notifier, scanner: scanner, logind: logind, linger: linger, activity: activity,
-///                             signals: signals, logger: logger)
+/// let runtime = try DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
+///                                 notifier: notifier, scanner: scanner, logind: logind, linger: linger, activity: activity,
+///                                 signals: signals, logger: logger)
 /// try runtime.run()   // returns after SIGTERM, SIGINT or a `stop` request
 /// ```
 ///
@@ -46,7 +46,7 @@ final class DaemonRuntime: @unchecked Sendable {
     let logger: Logger
     private let signals: SignalDescriptor
     /// Rung by playback threads on every event, raised by a `stop` request. Thread-safe.
-    let doorbell = Doorbell()
+    let doorbell: Doorbell
     /// The thread ``run()`` runs on: every reload, rescan and loan's return is applied there.
     let mainLoop = ThreadOwner("the daemon's main loop")
 
@@ -68,7 +68,8 @@ final class DaemonRuntime: @unchecked Sendable {
     }
 
     init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, reloads: MainLoopQueue, loans: PlayerLoans, notifier: SystemdNotifier?,
-         scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, activity: BoxActivity, signals: SignalDescriptor, logger: Logger) {
+         scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, activity: BoxActivity, signals: SignalDescriptor, logger: Logger) throws(DoorbellError) {
+        doorbell = try Doorbell()
         self.manager = manager
         self.control = control
         self.reloader = reloader
@@ -182,9 +183,9 @@ final class DaemonRuntime: @unchecked Sendable {
         for source in loop.poll.ready {
             guard handle(source, &loop) else { return false }
         }
-        logind.process(idleTimerFired: loop.poll.isReady(.idleTimer))
+        logind.process(idleTimerFired: loop.poll.isReady(.idleTimer), on: mainLoop)
         // Also when nothing came: a call (reserving a card) may have queued what arrived.
-        if scanner.reservations?.process() == true {
+        if scanner.reservations?.process(on: mainLoop) == true {
             // A program took or let go of a card: the outputs follow, and a server that just
             // started is asked at once.
             loop.reservedFor = nil
@@ -248,7 +249,7 @@ final class DaemonRuntime: @unchecked Sendable {
     private func followOutputs(_ loop: inout Loop) {
         let devices = manager.configuration.devices
         if let reservations = scanner.reservations, devices != loop.reservedFor {
-            reservations.hold(scanner.cardsOpened(by: devices))
+            reservations.hold(scanner.cardsOpened(by: devices), on: mainLoop)
             loop.reservedFor = devices
         }
         if let linger, devices != loop.lingeredFor {

@@ -7,13 +7,18 @@ import Logging
 ///
 /// ```swift
 /// let follower = try LogindFollower(manager: manager, policy: try options.playback.session.policy, logger: logger)
-/// // in the poll loop, after every wakeup:
-/// follower.process(idleTimerFired: fds[6].revents != 0)
+/// // on the main loop, after every wakeup (DaemonRuntime.handleReady), the idle timer readable or not:
+/// follower.process(idleTimerFired: true, on: runtime.mainLoop)
 /// ```
 /// A system bus that goes away (dbus-daemon restarted) leaves the outputs playing and is
 /// tried again (``ReconnectBackoff``).
 ///
-/// Concurrency: everything but ``policyChanged(_:)`` runs on the main thread.
+/// Concurrency: the watcher, the machine and the backoff are the main loop's: made on the main
+/// thread before it claims its ``ThreadOwner``, then touched only by
+/// ``process(idleTimerFired:on:)``, which checks that owner in every build (`preconditionOwned`).
+/// ``policyChanged(_:)`` runs on any thread: it only hands the policy over behind ``Locked`` and
+/// arms the timer. The poll's accessors (`busDescriptor`, `busEvents`, `pollTimeout`) are read by
+/// the main loop between turns, unchecked. So `@unchecked Sendable`.
 final class LogindFollower: @unchecked Sendable {
     let manager: KeepAliveManager
     let logger: Logger
@@ -51,8 +56,9 @@ final class LogindFollower: @unchecked Sendable {
         idleTimer.arm(after: .zero)
     }
 
-    /// Reads what logind said and acts on it.
-    func process(idleTimerFired: Bool) {
+    /// Reads what logind said and acts on it; on the main loop only.
+    func process(idleTimerFired: Bool, on mainLoop: ThreadOwner) {
+        mainLoop.preconditionOwned("LogindFollower.process")
         let now = LogindWatcher.monotonicNow()
         if let policy = pendingPolicy.withLock({ $0.take() }), policy != machine.policy {
             perform(machine.policyChanged(policy, now: now))

@@ -344,7 +344,7 @@ final class OutputScanner: Sendable {
         guard next.devices != current.devices || next.outputSettings != current.outputSettings else { return false }
         // Reservations first: a card is let go before it closes (a server that waits for the
         // close then finds it free) and reserved before it opens.
-        reservations?.hold(cardsOpened(by: next.devices))
+        reservations?.hold(cardsOpened(by: next.devices), on: mainLoop)
         // New PCMs may come from an edited configuration file, which opens would not see; a
         // sink that came or went changed none.
         let reload = state.withLock { state in

@@ -14,7 +14,7 @@ import Glibc
 /// planner which cards another program holds, which a selection never opens.
 ///
 /// Runs on the daemon's main thread: the bus's descriptor joins the main `poll` and
-/// ``process()`` handles what came; only ``reservedByOthers`` may be read from any thread.
+/// ``process(on:)`` handles what came; only ``reservedByOthers`` may be read from any thread.
 /// Without a session bus (a system service) ``open(logger:)`` returns `nil`. A bus that goes away
 /// (its daemon restarted) is closed after one warning and tried again (``ReconnectBackoff``);
 /// meanwhile the cards last known to be others' stay theirs, and once back keepalived reserves
@@ -23,13 +23,17 @@ import Glibc
 /// ```swift
 /// if let reservations = DeviceReservations.open(logger: logger) {
 ///     reservations.onReleaseRequest = { card in closeOutputs(on: card) }
-///     reservations.hold([0: "dmix:CARD=Intel,DEV=0"])
-///     if reservations.process() { rescan() }   // after poll says the bus is readable
+///     reservations.hold([0: "dmix:CARD=Intel,DEV=0"], on: runtime.mainLoop)
+///     if reservations.process(on: runtime.mainLoop) { rescan() }   // after poll says the bus is readable
 /// }
 /// ```
 ///
-/// Concurrency: its bus and the names it holds are the main loop's; what the status reads from
-/// other threads (`others`) is behind ``Locked``: so `@unchecked Sendable`.
+/// Concurrency: its bus and the names it holds are the main loop's: connected on the main thread
+/// before the loop claims its ``ThreadOwner``, then changed only by ``process(on:)`` (the bus's
+/// callbacks, a release request, a reconnection) and ``hold(_:on:)``, which check that owner in
+/// every build (`preconditionOwned`). The poll's accessors (`descriptor`, `events`,
+/// `pollTimeout`) are read by the main loop between turns, unchecked. What the status and the
+/// planner read from other threads (`others`) is behind ``Locked``: so `@unchecked Sendable`.
 final class DeviceReservations: @unchecked Sendable {
     /// Below every other program's: PulseAudio asks with 0, WirePlumber with -20, JACK with more.
     static let priority = Int32.min
@@ -49,11 +53,11 @@ final class DeviceReservations: @unchecked Sendable {
     private var backoff = ReconnectBackoff(connectedAt: LogindWatcher.monotonicNow())
     /// The reservations keepalived holds, by card.
     private var held: [Int: Held] = [:]
-    /// Names whose owner changed since the last ``process()``: their application is read then,
+    /// Names whose owner changed since the last ``process(on:)``: their application is read then,
     /// outside the signal's callback.
     private var changedNames: [(card: Int, owner: String)] = []
     private var changed = false
-    /// Cards whose reservation another program took since the last ``process()``.
+    /// Cards whose reservation another program took since the last ``process(on:)``.
     private var taken: [Int] = []
     /// Cards another program holds (its application's name), and cards given up on request.
     private let others = Locked<Others>(Others())
@@ -90,10 +94,11 @@ final class DeviceReservations: @unchecked Sendable {
     }
 
     /// Runs when a program asks for a card keepalived holds, on the main thread inside
-    /// ``process()``; the card's outputs must be closed when it returns.
+    /// ``process(on:)``; the card's outputs must be closed when it returns.
     var onReleaseRequest: ((Int) -> Void)?
 
-    private init(logger: Logger) {
+    /// Not connected: ``open(logger:)`` connects. A test's way to one without a session bus.
+    init(logger: Logger) {
         self.logger = logger
     }
 
@@ -177,7 +182,8 @@ final class DeviceReservations: @unchecked Sendable {
 
     /// Handles what the bus brought; true when another program took or let go of a card, or the
     /// bus went away or came back (the caller rescans, and reserves its cards again).
-    func process() -> Bool {
+    func process(on mainLoop: ThreadOwner) -> Bool {
+        mainLoop.preconditionOwned("DeviceReservations.process")
         guard let bus else { return reconnectIfDue() }
         while true {
             let result = sd_bus_process(bus, nil)
@@ -239,7 +245,8 @@ final class DeviceReservations: @unchecked Sendable {
     /// Reserves exactly `cards` (card → the PCM keepalived opens on it), at the lowest priority:
     /// the new ones are asked for, the others let go. A card another program holds is not asked
     /// for.
-    func hold(_ cards: [Int: String]) {
+    func hold(_ cards: [Int: String], on mainLoop: ThreadOwner) {
+        mainLoop.preconditionOwned("DeviceReservations.hold")
         guard let bus else { return }
         for card in held.keys where cards[card] == nil { release(card, on: bus) }
         let othersHold = reservedByOthers

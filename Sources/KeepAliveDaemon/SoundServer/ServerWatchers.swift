@@ -30,7 +30,9 @@ import Logging
 /// ```
 ///
 /// Concurrency: `connection` and `watchers` change only under ``membership`` with the loop locked,
-/// and are read on the loop's thread or with it locked: so `@unchecked Sendable`.
+/// and are read on the loop's thread or with it locked: so `@unchecked Sendable`. Checked in every
+/// build (``preconditionLocked(_:file:line:)``, the connection's own check) by the callbacks that
+/// hand a listing on, by ``moveSinkInput(_:to:)``, and by SinkWatcher's and LingerWatcher's callbacks.
 final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     let facilities = UInt32(CPULSE_WATCH_SINKS | CPULSE_WATCH_CARDS | CPULSE_WATCH_SERVER | CPULSE_WATCH_SINK_INPUTS)
     let firstRetry: Duration = .milliseconds(250)
@@ -165,20 +167,33 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     /// Asks the server to move sink input `index` to the sink called `sink`; false when the
     /// request cannot be sent. On the loop's thread or with the loop locked.
     func moveSinkInput(_ index: UInt32, to sink: String) -> Bool {
-        guard let context = connection?.context else { return false }
+        guard let connection else { return false }
+        connection.preconditionLocked("ServerWatchers.moveSinkInput")
+        guard let context = connection.context else { return false }
         return cpulse_move_sink_input(context, index, sink) == 0
     }
 
-    /// Whether the connection is ready now. On the loop's thread or with the loop locked.
+    /// Whether the connection is ready now. On the loop's thread or with the loop locked
+    /// (``SoundServerConnection/isReady`` checks).
     var isReady: Bool { connection?.isReady ?? false }
+
+    /// Stops the process, in every build, unless the caller may touch what the watchers keep: on
+    /// the connection's loop thread or with its loop locked
+    /// (``SoundServerConnection/preconditionLocked(_:file:line:)``), or while no watcher is joined,
+    /// when no loop runs for them and ``withLock(_:)`` takes no lock.
+    func preconditionLocked(_ what: @autoclosure () -> String = "", file: StaticString = #fileID, line: UInt = #line) {
+        connection?.preconditionLocked(what(), file: file, line: line)
+    }
 
     // MARK: - SoundServerUser, with the loop locked: passed on to every watcher
 
     func connectionReady() {
+        preconditionLocked("ServerWatchers.connectionReady")
         for watcher in watchers { watcher.connectionReady() }
     }
 
     func serverListed(_ view: SoundServerView) {
+        preconditionLocked("ServerWatchers.serverListed")
         listings += 1
         logger.debug("listed the sound server", metadata: ["listing": "\(listings)", "sinks": "\(view.sinks.count)",
                                                           "streams": "\(view.streams.count)", "watchers": "\(watchers.count)"])
@@ -186,6 +201,7 @@ final class ServerWatchers: SoundServerUser, @unchecked Sendable {
     }
 
     func connectionLost(_ error: String) {
+        preconditionLocked("ServerWatchers.connectionLost")
         for watcher in watchers { watcher.connectionLost(error) }
     }
 }

@@ -23,13 +23,15 @@ import Glibc
 /// watcher.stop()
 /// ```
 ///
-/// Concurrency: its mutable state is touched on the sound server connection's thread or with its
-/// loop locked; what other threads read (`reachability`, `formerServerCards`, the sinks kept) is
-/// behind ``Locked``: so `@unchecked Sendable`.
+/// Concurrency: its mutable state (`warnedUnreachable`, `homes`) is touched on the sound server
+/// connection's thread or with its loop locked, which each callback checks in every build
+/// (``ServerWatchers/preconditionLocked(_:file:line:)``: the connection's own check); what other
+/// threads read (`reachability`, `formerServerCards`, the sinks kept) is behind ``Locked``: so
+/// `@unchecked Sendable`.
 final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     let logger: Logger
     /// Rung when the server's view changed in a way a selection sees, or it came or went.
-    let doorbell = Doorbell()
+    let doorbell: Doorbell
 
     private let listing: ServerWatchers
     // Touched only on the listing's thread, or with its lock held.
@@ -41,10 +43,13 @@ final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     private let published = Locked<SoundServerReachability>(.unknown)
     private let everOwned = Locked<Set<Int>>([])
     /// Rung on every publication, also one that changes nothing a selection sees.
-    private let answered = Doorbell()
+    private let answered: Doorbell
 
-    /// Loads libpulse. Throws its loader's message when it cannot.
-    init(logger: Logger) throws(ServerWatchers.LibraryMissing) {
+    /// Loads libpulse. Throws its loader's message when it cannot, or ``DoorbellError`` when
+    /// the process is out of descriptors: either way the caller follows no server and says why.
+    init(logger: Logger) throws {
+        doorbell = try Doorbell()
+        answered = try Doorbell()
         listing = try ServerWatchers.shared(logger: logger)
         self.logger = logger
     }
@@ -121,6 +126,7 @@ final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     func connectionReady() {}
 
     func connectionLost(_ lost: String) {
+        listing.preconditionLocked("SinkWatcher.connectionLost")
         let pipewire = PipeWireWithoutPulse.socket()
         let error = PipeWireWithoutPulse.explain(lost, socket: pipewire)
         if case .connected(let view) = reachability {
@@ -143,6 +149,7 @@ final class SinkWatcher: SoundServerListener, @unchecked Sendable {
     }
 
     func serverListed(_ view: SoundServerView) {
+        listing.preconditionLocked("SinkWatcher.serverListed")
         if warnedUnreachable, reachability.view == nil {
             logger.notice("the sound server answers", metadata: ["server": "\(view.server)", "sinks": "\(view.sinks.count)"])
         }

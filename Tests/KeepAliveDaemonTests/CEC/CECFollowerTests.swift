@@ -1,6 +1,8 @@
 import _KeepalivedControlProtocol
 import Glibc
+import KeepAlive
 import Logging
+import TestSupport
 import Testing
 
 @testable import KeepAliveDaemon
@@ -56,6 +58,30 @@ struct CECFollowerTests {
         while gate.opensAt == nil, ContinuousClock.now < deadline { sleep(for: .milliseconds(10)) }
         #expect(gate.opensAt != nil, "the adapter's thread let it go: nothing is under way without an adapter")
         missing.stop()
+    }
+}
+
+/// A process out of descriptors when the follower is made: `--cec` is off, as when its thread
+/// cannot start, and the daemon plays on. In a child process (an exit test), whose descriptor
+/// limit is lowered around the call.
+@Suite("CEC follower without descriptors")
+struct CECFollowerDescriptorTests {
+    @Test("no doorbell: the thread never starts, the box's changes go nowhere, a held open goes on at once")
+    func noDoorbell() async {
+        await #expect(processExitsWith: .success) {
+            let limit = leaveDescriptors(0)
+            let follower = CECFollower(settings: .init(device: "/nonexistent-keepalived-test/cec9"),
+                                       logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            restoreDescriptorLimit(limit)
+            follower.start()
+            precondition(follower.take().thread == .failedToStart)
+            let gate = try PowerOnGate(deadline: .now + .seconds(30), settle: .zero)
+            gate.addRun()
+            follower.boxChanged(active: true, gate: gate)
+            precondition(gate.opensAt != nil, "the open was held with no thread to let it go")
+            follower.apply(.init(device: "/nonexistent-keepalived-test/cec8"))
+            follower.stop()
+        }
     }
 }
 

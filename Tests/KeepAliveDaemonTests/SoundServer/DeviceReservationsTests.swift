@@ -1,3 +1,5 @@
+import KeepAlive
+import Logging
 import Testing
 
 @testable import KeepAliveDaemon
@@ -28,5 +30,33 @@ struct DeviceReservationsTests {
         #expect(DeviceReservations.namePrefix + "0" == "org.freedesktop.ReserveDevice1.Audio0")
         #expect(DeviceReservations.pathPrefix + "0" == "/org/freedesktop/ReserveDevice1/Audio0")
         #expect(DeviceReservations.priority == Int32.min, "below every other program's: keepalived yields every card")
+    }
+}
+
+/// ``DeviceReservations``' claim: its bus and the names it holds are the main loop's. Without a
+/// bus (an unconnected one): the check comes before any use of it.
+@Suite("Device reservations: the main loop's")
+struct DeviceReservationsOwnerTests {
+    @Test("held on the thread that claimed the main loop")
+    func onTheMainLoop() {
+        let reservations = DeviceReservations(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        reservations.hold([0: "hw:0,0"], on: ThreadOwner.claimed("the test's thread"))
+        #expect(reservations.heldCards.isEmpty, "no bus: nothing reserved")
+    }
+
+    @Test("processed or held off the main loop: the process stops, in every build")
+    func offTheMainLoopStops() async {
+        await #expect(processExitsWith: .failure) {
+            let reservations = DeviceReservations(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            _ = reservations.process(on: ThreadOwner("the daemon's main loop"))
+        }
+        await #expect(processExitsWith: .failure) {
+            let reservations = DeviceReservations(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            let mainLoop = ThreadOwner("the daemon's main loop")
+            // Claimed by another thread.
+            let other = try startThread(named: "owner-test") { mainLoop.claim() }
+            other.join()
+            reservations.hold([:], on: mainLoop)
+        }
     }
 }

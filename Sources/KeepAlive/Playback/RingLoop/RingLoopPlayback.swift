@@ -5,8 +5,10 @@ import Glibc
 /// starts it, and lets the hardware replay it for ever (the stream's stop threshold is the
 /// boundary and the kernel writes no silence). The thread then sleeps on the PCM's descriptors
 /// for errors only (a suspend, an unplug or a stopped stream raise POLLERR or POLLHUP) and on
-/// its doorbell, and looks at the stream's health every ``healthCheckInterval``: running, and
-/// its position moving. After any prepare the ring is filled again.
+/// its doorbell, and looks at the stream's health every ``healthCheckInterval`` (every
+/// ``quietHealthCheckInterval`` where it does not sleep on the PCM): running, and its position
+/// moving. After any prepare the ring is filled again. When to look and what a look means is
+/// ``RingLoopHealthCheck``'s; the loop sleeps, reads and acts.
 ///
 /// Once, two rings and a second after each fill, it checks that the hardware went round the
 /// ring, and where it has not yet, a second later that its position still moves; an underrun
@@ -56,13 +58,12 @@ struct RingLoopPlayback {
             // Errors only: with period interrupts off nothing else could wake the thread.
             for index in descriptors.indices { descriptors[index].events = 0 }
         }
-        let healthCheckInterval = node == nil ? Self.healthCheckInterval : Self.quietHealthCheckInterval
         descriptors.append(pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0))
         let pcmCount = descriptors.count - 1
-        let rate = format.sampleRate
-        let ringDuration = Duration.nanoseconds(Int64(format.bufferFrames) * 1_000_000_000 / Int64(max(rate, 1)))
-        /// Whether the ring written at the last fill goes round.
-        var replay = RingReplayCheck(ringFrames: format.bufferFrames, ringDuration: ringDuration, boundary: pcm.boundary)
+        let ringDuration = Duration.nanoseconds(Int64(format.bufferFrames) * 1_000_000_000 / Int64(max(format.sampleRate, 1)))
+        // Every judgement is the check's; the loop sleeps, reads the device and acts.
+        var check = RingLoopHealthCheck(quiet: node != nil, ringFrames: format.bufferFrames, ringDuration: ringDuration,
+                                        boundary: pcm.boundary, rate: format.sampleRate)
         let ringFrames = format.bufferFrames
 
         func notReplayed(_ reason: RingReplayCheck.Reason) -> PlaybackOutcome {
@@ -92,21 +93,28 @@ struct RingLoopPlayback {
             if result < 0 { return fail(result, "start") }
             context.report(.wrote(format.bufferFrames))
             context.flowing()
-            replay.filled(at: context.clock.now, position: pcm.playedPosition)
+            check.filled(at: context.clock.now, position: pcm.playedPosition)
             return nil
         }
 
         /// Handles a stream error; nil to go on playing (the ring is filled again when the
         /// buffer was emptied).
         func fail(_ code: Int32, _ operation: String) -> PlaybackOutcome? {
-            if case .notReplayed(let reason) = replay.streamFailed(code) { return notReplayed(reason) }
+            if case .notReplayed(let reason) = check.streamFailed(code) { return notReplayed(reason) }
             var restarted = false
             if let outcome = context.recover(pcm, code: code, operation: operation, dryAt: nil, restarted: &restarted) { return outcome }
             return restarted ? fillAndStart() : nil
         }
 
+        /// Handles a stream error found while playing; nil to go on from the position now.
+        func failWhilePlaying(_ code: Int32, _ operation: String) -> PlaybackOutcome? {
+            if let outcome = fail(code, operation) { return outcome }
+            check.playing(position: pcm.playedPosition)
+            return nil
+        }
+
         if let outcome = fillAndStart() { return outcome }
-        var position = pcm.playedPosition
+        check.playing(position: pcm.playedPosition)
         while true {
             switch context.pendingRequest(pcm, format) {
             case .stop:
@@ -124,12 +132,12 @@ struct RingLoopPlayback {
                 let result = pcm.prepare()
                 if result < 0 { return context.prepareFailed(result) }
                 if let outcome = fillAndStart() { return outcome }
-                position = pcm.playedPosition
+                check.playing(position: pcm.playedPosition)
                 continue
             case nil:
                 break
             }
-            let timeout = replay.deadline.map { context.clock.now.duration(to: $0) } ?? healthCheckInterval
+            let timeout = check.sleep(from: context.clock.now)
             let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
                 for index in fds.indices { fds[index].revents = 0 }
                 return poll(fds.baseAddress, nfds_t(fds.count), timeout.pollTimeout)
@@ -145,52 +153,45 @@ struct RingLoopPlayback {
             if ready > 0, let node {
                 // The card's PCM node changed: gone at an unplug. The stream's state says.
                 node.drain()
-                if let code = Self.stateError(pcm.state) ?? (node.exists ? nil : -ENODEV) {
-                    if let outcome = fail(code, "state") { return outcome }
-                    position = pcm.playedPosition
-                }
+                if let code = Self.stateError(pcm.state) ?? (node.exists ? nil : -ENODEV),
+                   let outcome = failWhilePlaying(code, "state") { return outcome }
                 continue
             }
             if ready > 0 {
                 let events = descriptors.withUnsafeMutableBufferPointer { pcm.revents($0.baseAddress!, count: pcmCount) }
-                if let code = pcm.streamError(fromEvents: events) {
-                    if let outcome = fail(code, "poll") { return outcome }
-                    position = pcm.playedPosition
-                }
+                if let code = pcm.streamError(fromEvents: events), let outcome = failWhilePlaying(code, "poll") { return outcome }
                 continue
             }
-            if let deadline = replay.deadline {
-                let now = context.clock.now
-                guard now >= deadline else { continue }
-                // The position first: reading it is what updates the state of a PCM that learns
-                // of an underrun only when asked (alsa-lib's ioplug).
+            let now = context.clock.now
+            let action: RingLoopHealthCheck.Action
+            switch check.timedOut(at: now) {
+            case .lookAtReplay:
+                // The position first: reading it updates the state of an ioplug PCM.
                 let position = pcm.playedPosition
                 let stream: RingReplayCheck.Stream = switch pcm.state {
                 case SND_PCM_STATE_RUNNING: .running(position: position)
                 case SND_PCM_STATE_XRUN: .underrun
                 default: .other
                 }
-                if case .notReplayed(let reason) = replay.looked(at: now, stream) { return notReplayed(reason) }
+                action = check.replayLooked(at: now, stream)
+            case .lookAtHealth:
+                action = check.healthLooked(at: now, Self.stateError(pcm.state).map { .failed($0) } ?? .running(position: pcm.playedPosition))
+            case let other:
+                action = other
+            }
+            switch action {
+            case .none, .lookAtReplay, .lookAtHealth:
                 continue
+            case .recover(let code):
+                if let outcome = failWhilePlaying(code, "state") { return outcome }
+            case .notReplayed(let reason):
+                return notReplayed(reason)
+            case .stalled(let stalledFor, let since):
+                return context.lose(.stalled, "the device's position did not move for \(PlaybackLoop.format(stalledFor)) (ring loop)", since: since)
+            case .played(let frames):
+                // The heartbeat, and the count in `status`.
+                context.report(.wrote(frames))
             }
-            // The health check: still running, and the hardware still moving through the ring.
-            if let code = Self.stateError(pcm.state) {
-                if let outcome = fail(code, "state") { return outcome }
-                position = pcm.playedPosition
-                continue
-            }
-            guard let now = pcm.playedPosition, let before = position else {
-                position = pcm.playedPosition
-                continue
-            }
-            let moved = pcm.framesPlayed(from: before, to: now)
-            if moved <= 0 {
-                return context.lose(.stalled, "the device's position did not move for \(PlaybackLoop.format(Self.healthCheckInterval)) (ring loop)",
-                                    since: context.clock.now - Self.healthCheckInterval)
-            }
-            position = now
-            // Frames played since the last look: the heartbeat, and the count in `status`.
-            context.report(.wrote(min(moved, rate * Int(healthCheckInterval.components.seconds) * 2)))
         }
     }
 
