@@ -17,9 +17,9 @@ struct ControlServerTests {
         let reloads = Mutex<[MainLoopRequest]>([])
         let releases = Atomic<Int>(0)
         let refuseReloads: Bool
-        let releaseAnswer: ControlServer.ReleaseAnswer
+        let releaseAnswer: ReleaseAnswer
 
-        init(refuseReloads: Bool = false, releaseAnswer: ControlServer.ReleaseAnswer = .reply(.failure("no release here"))) {
+        init(refuseReloads: Bool = false, releaseAnswer: ReleaseAnswer = .reply(.failure("no release here"))) {
             self.refuseReloads = refuseReloads
             self.releaseAnswer = releaseAnswer
         }
