@@ -2,6 +2,7 @@ import CKeepalivedPCM
 import Glibc
 import KeepAlive
 import Logging
+import TestSupport
 import Testing
 
 @testable import KeepAliveDaemon
@@ -9,7 +10,7 @@ import Testing
 /// The held open of `--power-on-wait`: when its gate opens, and which releases get one.
 @Suite("Power-on wait: the gate and who is held")
 struct PowerOnGateTests {
-    static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    static let logger = Logger.quiet
 
     static func readable(_ fd: Int32) -> Bool {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
