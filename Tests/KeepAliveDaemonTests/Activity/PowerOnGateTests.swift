@@ -62,10 +62,8 @@ struct PowerOnGateTests {
         }
         // The first active runs (0.4 s); twenty flaps meanwhile, ending active.
         activity.loansChanged(["hw:0,0": Self.mpd])
-        var waited = 0
-        while ((try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? "").isEmpty, waited < 1000 {
-            usleep(10_000)
-            waited += 1
+        pollUntil(timeout: .seconds(10), every: .milliseconds(10)) {
+            !((try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? "").isEmpty
         }
         for round in 0..<20 {
             idleNow()
