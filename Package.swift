@@ -103,9 +103,9 @@ let package = Package(
                 .unsafeFlags(["-Xclang-linker", "-no-pie"], .when(platforms: [.linux], configuration: .release)),
             ]
         ),
-        // What the test targets share: file reading that LeakSanitizer accepts, and the time
-        // bounds that stretch under a sanitizer.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // What the test targets share: file reading that LeakSanitizer accepts, the time
+        // bounds that stretch under a sanitizer, waiting for a state, a logger that drops all.
+        .target(name: "TestSupport", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(
             name: "KeepAliveTests",
             dependencies: [

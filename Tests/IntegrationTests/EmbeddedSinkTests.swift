@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import KeepAlive
 import Logging
+import TestSupport
 import Testing
 
 extension Integration {

@@ -89,12 +89,7 @@ extension Integration {
             try await daemon.waitForLog("cannot watch the sound server")
             try await daemon.waitForLog("the sound server cannot be watched: keeping pulse awake (--linger)")
             // The line comes just before the resume: the status follows within moments.
-            var resumed = try await Self.status(socket: socket)
-            let deadline = ContinuousClock.now + .seconds(2).underSanitizer
-            while resumed.state == "paused", ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-                resumed = try await Self.status(socket: socket)
-            }
+            let resumed = try await Self.status(socket: socket) { $0.state != "paused" }
             #expect(resumed.state != "paused", "the output must try to play while the server is away: \(resumed)")
 
             try await server.start(suspendTimeout: 1)

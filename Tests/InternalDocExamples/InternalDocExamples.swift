@@ -384,6 +384,7 @@ extension InternalDocExamples {
     static func example45() async throws {
         poll(&fds, 1, ContinuousClock.now.duration(to: deadline).pollTimeout)
         logger.info("released", metadata: ["ms": "\(took.wholeMilliseconds)"])
+        let limit = Duration.seconds(2).timeval   // a socket's SO_RCVTIMEO
     }
 
     // Sources/KeepAlive/Support/LockOrder.swift
@@ -615,46 +616,77 @@ extension InternalDocExamples {
         if now.openBy == nil { print("closed") } else if let format = now.format { print(format) }
     }
 
-    // Sources/KeepAliveDaemon/Options/CECOptions.swift
+    // Sources/KeepAliveDaemon/Logind/LogindFollower.swift
     static func example78() async throws {
+        let follower = try LogindFollower(manager: manager, policy: try options.playback.session.policy, logger: logger)
+        // on the main loop, after every wakeup (DaemonRuntime.handleReady), the idle timer readable or not:
+        follower.process(idleTimerFired: true, on: runtime.mainLoop)
+    }
+
+    // Sources/KeepAliveDaemon/Logind/LogindWatcher.swift
+    static func example79() async throws {
+        if let logind = LogindWatcher.open(logger: logger) {
+            for event in logind.process() { print(event) }
+        }
+    }
+
+    // Sources/KeepAliveDaemon/Logind/PauseStateMachine.swift
+    static func example80() async throws {
+        var machine = PauseStateMachine(policy: .init(pauseWhen: [.locked]))
+        machine.prepareForSleep(true)   // .sleep: pause for sleep, then release the sleep lock
+        machine.prepareForSleep(false)  // .wake: take the sleep lock, then resume
+    }
+
+    // Sources/KeepAliveDaemon/MainLoop/MainLoopQueue.swift
+    static func example81() async throws {
+        // The control socket's thread:
+        let reply = queue.reload(trigger: "control socket")
+        // The main loop, once `queue.descriptor` polled readable:
+        for request in queue.take() { request.fulfil(reloader.reload(trigger: request.trigger, on: runtime.mainLoop)) }
+    }
+
+    // Sources/KeepAliveDaemon/MainLoop/MainLoopRequest.swift
+    static func example82() async throws {
+        let request = try MainLoopRequest.awaited(trigger: "control socket")
+        queue.submit(request)
+        let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
+    }
+
+    // Sources/KeepAliveDaemon/Options/CECOptions.swift
+    static func example83() async throws {
         let options = try CECOptions.parse(["--cec", "/dev/cec0", "--cec-standby"])
         try options.settings   // device /dev/cec0, standby on, the TV left alone
     }
 
     // Sources/KeepAliveDaemon/Options/CommandLineWithOptionsFile.swift
-    static func example79() async throws {
+    static func example84() async throws {
         let merged = try CommandLineWithOptionsFile.parse(RunCommand.self, commandLine: words, file: "/etc/k.conf")
     }
 
     // Sources/KeepAliveDaemon/Options/DurationArgument.swift
-    static func example80() async throws {
+    static func example85() async throws {
         try DurationArgument.parse("10min")   // .seconds(600)
     }
 
     // Sources/KeepAliveDaemon/Options/DurationArgument.swift
-    static func example81() async throws {
+    static func example86() async throws {
         try DurationArgument.parse("90s", option: "--on-idle-after", atLeast: .seconds(1), written: "1s")   // .seconds(90)
     }
 
     // Sources/KeepAliveDaemon/Options/OutputOptions.swift
-    static func example82() async throws {
+    static func example87() async throws {
         let options = try OutputOptions.parse(["--volume", "-50dB", "--on-active", "gpioset gpiochip0 17=1"])
         let hooks = try options.activity(hookTimeout: .seconds(30))   // onActive: gpioset …
     }
 
     // Sources/KeepAliveDaemon/Options/SoundOptions.swift
-    static func example83() async throws {
+    static func example88() async throws {
         let dac = try SoundOptions.parse(["--signal", "sine", "--frequency", "30", "--volume", "-50dB"])
         let settings = try dac.settings(over: configuration.defaults)   // signal sine:30, volume -50 dB
     }
 
-    // Sources/KeepAliveDaemon/Runtime/Bus.swift
-    static func example84() async throws {
-        guard let bus = Bus.system.open(toFollow: "logind", logger: logger) else { return }   // not followed
-    }
-
     // Sources/KeepAliveDaemon/Runtime/DaemonAssembly.swift
-    static func example85() async throws {
+    static func example89() async throws {
         let playback = try options.currentOptions()   // `options`: the parsed `keepalived run`
         let daemon = try DaemonAssembly(options: playback, base: try playback.makeConfiguration(), playerGroup: nil,
                                         paths: RuntimePaths(socketOverride: nil), logFile: nil,
@@ -663,7 +695,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/DaemonRuntime.swift
-    static func example86() async throws {
+    static func example90() async throws {
         let runtime = try DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
                                         notifier: notifier, scanner: scanner, logind: logind, linger: linger, activity: activity,
                                         signals: signals, logger: logger)
@@ -671,138 +703,85 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/HintWatcher.swift
-    static func example87() async throws {
+    static func example91() async throws {
         let watcher = HintWatcher()
         // poll(watcher.descriptor) readable → watcher.drain() → rescan
     }
 
-    // Sources/KeepAliveDaemon/Runtime/IntervalTimer.swift
-    static func example88() async throws {
-        let watchdog = try IntervalTimer()
-        watchdog.arm(after: .seconds(30), every: .seconds(30))
-    }
-
-    // Sources/KeepAliveDaemon/Runtime/LogindFollower.swift
-    static func example89() async throws {
-        let follower = try LogindFollower(manager: manager, policy: try options.playback.session.policy, logger: logger)
-        // on the main loop, after every wakeup (DaemonRuntime.handleReady), the idle timer readable or not:
-        follower.process(idleTimerFired: true, on: runtime.mainLoop)
-    }
-
-    // Sources/KeepAliveDaemon/Runtime/LogindWatcher.swift
-    static func example90() async throws {
-        if let logind = LogindWatcher.open(logger: logger) {
-            for event in logind.process() { print(event) }
-        }
-    }
-
-    // Sources/KeepAliveDaemon/Runtime/MainLoopQueue.swift
-    static func example91() async throws {
-        // The control socket's thread:
-        let reply = queue.reload(trigger: "control socket")
-        // The main loop, once `queue.descriptor` polled readable:
-        for request in queue.take() { request.fulfil(reloader.reload(trigger: request.trigger, on: runtime.mainLoop)) }
-    }
-
-    // Sources/KeepAliveDaemon/Runtime/MainLoopRequest.swift
-    static func example92() async throws {
-        let request = try MainLoopRequest.awaited(trigger: "control socket")
-        queue.submit(request)
-        let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
-    }
-
-    // Sources/KeepAliveDaemon/Runtime/PauseStateMachine.swift
-    static func example93() async throws {
-        var machine = PauseStateMachine(policy: .init(pauseWhen: [.locked]))
-        machine.prepareForSleep(true)   // .sleep: pause for sleep, then release the sleep lock
-        machine.prepareForSleep(false)  // .wake: take the sleep lock, then resume
-    }
-
     // Sources/KeepAliveDaemon/Runtime/PollSet.swift
-    static func example94() async throws {
+    static func example92() async throws {
         var set = PollSet()
         set.watch(.signals, signals.descriptor)
         if try set.wait(timeout: -1), set.isReady(.signals) { /* read the signals */ }
     }
 
-    // Sources/KeepAliveDaemon/Runtime/ReconnectBackoff.swift
-    static func example95() async throws {
-        let now = LogindWatcher.monotonicNow()
-        var backoff = ReconnectBackoff(connectedAt: now)
-        backoff.lost(at: now)                      // the bus went away
-        let later = LogindWatcher.monotonicNow()
-        if backoff.isDue(at: later) {
-            if let bus = Bus.system.open(toFollow: "logind", logger: logger) { backoff.connected(at: later) } else { backoff.failed(at: later) }
-        }
-    }
-
     // Sources/KeepAliveDaemon/Runtime/SignalDescriptor.swift
-    static func example96() async throws {
+    static func example93() async throws {
         let signals = try SignalDescriptor(signals: [SIGTERM, SIGINT, SIGHUP])
         if let received = signals.next() { print("got signal \(received)") }
     }
 
     // Sources/KeepAliveDaemon/Runtime/SystemdNotifier.swift
-    static func example97() async throws {
+    static func example94() async throws {
         if let notifier = SystemdNotifier(manager: manager, awaited: { "output" }, logger: logger) { notifier.update() }
     }
 
     // Sources/KeepAliveDaemon/Selection/BluetoothDefaults.swift
-    static func example98() async throws {
+    static func example95() async throws {
         let settings = BluetoothDefaults.settings(under: configuration.outputSettings["bluealsa"], ceiling: configuration.defaults.ceiling)
         settings.signal   // .sine(frequency: 30), unless the user chose one
     }
 
     // Sources/KeepAliveDaemon/Selection/CardHolders.swift
-    static func example99() async throws {
+    static func example96() async throws {
         let holders = CardHolders.scan()    // [0: [pulseaudio (pid 812, uid 1000)]]
     }
 
     // Sources/KeepAliveDaemon/Selection/MixingProbes.swift
-    static func example100() async throws {
+    static func example97() async throws {
         let mixing = probes.mixing(for: hints) { pcm in OutputPlanner.cardRefusal(pcm, in: offer) == nil }
         // ["vc4hdmi0,0": .iec958Only, "Headphones,0": .mixable]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputChoice.swift
-    static func example101() async throws {
+    static func example98() async throws {
         let choice = OutputChoice(selection: .all, bluetooth: true, exclusions: [try OutputExclusion("*Headset*")])
         choice.flags   // ["--all", "--bluetooth"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example102() async throws {
+    static func example99() async throws {
         let offer = OutputOffer(hints: ALSADevice.playbackDevices(), server: watcher.reachability)
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example103() async throws {
+    static func example100() async throws {
         let picks = OutputPlanner.pick(OutputChoice(selection: .digital), in: offer)
         picks.map(\.pcm)   // ["pulse:DEVICE=alsa_output.pci-0000_00_1f.3.hdmi-stereo"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example104() async throws {
+    static func example101() async throws {
         var configuration = KeepAliveConfiguration(devices: ["default", "pulse:DEVICE=tv"])
         let kept = OutputPlanner.playThroughSinks(&configuration, view: view, inForce: [:], sinkBuffer: .seconds(8))  // ["tv"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputScanner.swift
-    static func example105() async throws {
+    static func example102() async throws {
         let scanner = OutputScanner(logger: logger)
         scanner.use(base, choice: OutputChoice(selection: .digital))
         let configuration = scanner.planned()     // the named outputs and the digital ones found now
     }
 
     // Sources/KeepAliveDaemon/Selection/SinkDefaults.swift
-    static func example106() async throws {
+    static func example103() async throws {
         let settings = SinkDefaults.settings(for: .hdmi, rate: 44100, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
         settings.bufferDuration        // 8 s
         settings.generatedSignalRate   // 44100
     }
 
     // Sources/KeepAliveDaemon/SoundServer/DeviceReservations.swift
-    static func example107() async throws {
+    static func example104() async throws {
         if let reservations = DeviceReservations.open(logger: logger) {
             reservations.onReleaseRequest = { card in closeOutputs(on: card) }
             reservations.hold([0: "dmix:CARD=Intel,DEV=0"], on: runtime.mainLoop)
@@ -811,17 +790,17 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/PipeWireWithoutPulse.swift
-    static func example108() async throws {
+    static func example105() async throws {
         let why = PipeWireWithoutPulse.explain("Connection refused", socket: PipeWireWithoutPulse.socket())
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerDefaultOutput.swift
-    static func example109() async throws {
+    static func example106() async throws {
         ServerDefaultOutput.followsDefaultSink("default")   // true on a desktop, false on a box (dmix)
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerWatchers.swift
-    static func example110() async throws {
+    static func example107() async throws {
         final class Printer: SoundServerListener {
             func connectionReady() {}
             func serverListed(_ view: SoundServerView) { print(view.sinks.map(\.name)) }
@@ -835,7 +814,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SinkWatcher.swift
-    static func example111() async throws {
+    static func example108() async throws {
         let watcher = try SinkWatcher(logger: logger)
         watcher.start()
         let first = watcher.waitForAnswer(timeout: .seconds(2))
@@ -844,7 +823,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SoundServerReachability.swift
-    static func example112() async throws {
+    static func example109() async throws {
         switch watcher.reachability {
         case .unknown: break                        // not answered yet: pick no card meanwhile
         case .unreachable(let why): print(why)      // none for this user: the cards are keepalived's
@@ -853,12 +832,34 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/StreamHomes.swift
-    static func example113() async throws {
+    static func example110() async throws {
         var homes = StreamHomes()
         let now = ContinuousClock.now
         _ = homes.observe(streams: [7: "tv"], kept: ["tv"], sinks: ["tv"], at: now)                 // 7's home: tv
         homes.observe(streams: [7: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: now)            // [Move(stream: 7, sink: "tv")]
         homes.forgetAll()                                                                            // the server went away
+    }
+
+    // Sources/KeepAliveDaemon/Support/Bus.swift
+    static func example111() async throws {
+        guard let bus = Bus.system.open(toFollow: "logind", logger: logger) else { return }   // not followed
+    }
+
+    // Sources/KeepAliveDaemon/Support/IntervalTimer.swift
+    static func example112() async throws {
+        let watchdog = try IntervalTimer()
+        watchdog.arm(after: .seconds(30), every: .seconds(30))
+    }
+
+    // Sources/KeepAliveDaemon/Support/ReconnectBackoff.swift
+    static func example113() async throws {
+        let now = monotonicNow()
+        var backoff = ReconnectBackoff(connectedAt: now)
+        backoff.lost(at: now)                      // the bus went away
+        let later = monotonicNow()
+        if backoff.isDue(at: later) {
+            if let bus = Bus.system.open(toFollow: "logind", logger: logger) { backoff.connected(at: later) } else { backoff.failed(at: later) }
+        }
     }
 
     // Sources/KeepAliveDaemon/Support/SerialCalls.swift

@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import TestSupport
 import Testing
 @testable import KeepAlive
 
@@ -14,8 +15,7 @@ struct LibraryHygieneTests {
         configuration.defaults.retry = RetryPolicy(initialDelay: .milliseconds(5), maximumDelay: .milliseconds(10))
         let manager = try KeepAliveManager(configuration: configuration, logger: Logger(label: "test"))
         manager.start()
-        let deadline = ContinuousClock.now + .seconds(5)
-        while manager.outputs.first?.lastError == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        _ = try? await waitUntil("the open to fail") { manager.outputs.first?.lastError != nil }
         manager.stop()
         #expect(manager.outputs.first?.lastError != nil, "the open was tried and failed")
         #expect(Self.alsaErrorHandler() == before)

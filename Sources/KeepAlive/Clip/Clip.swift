@@ -152,3 +152,18 @@ public struct Clip: Sendable, Equatable {
         .unreadableFile(path: path, reason: String(cString: strerror(code)))
     }
 }
+
+// Beside the encoding rather than with the sample formats: a clip reads levels (fullScale), so
+// the levels must not read clips back.
+extension SampleFormat {
+    /// The format closest to a clip's own encoding, asked of the device first.
+    init(closestTo encoding: Clip.Encoding) {
+        switch encoding {
+        case .integer(8): self = .u8
+        case .integer(16): self = .s16
+        case .integer(24): self = .s24
+        case .integer: self = .s32
+        case .float: self = .float32
+        }
+    }
+}

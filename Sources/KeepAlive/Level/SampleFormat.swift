@@ -62,17 +62,6 @@ public enum SampleFormat: String, Sendable, CaseIterable, CustomStringConvertibl
         guard let match = Self.allCases.first(where: { $0.alsaFormat == alsaFormat }) else { return nil }
         self = match
     }
-
-    /// The format closest to a clip's own encoding, asked of the device first.
-    init(closestTo encoding: Clip.Encoding) {
-        switch encoding {
-        case .integer(8): self = .u8
-        case .integer(16): self = .s16
-        case .integer(24): self = .s24
-        case .integer: self = .s32
-        case .float: self = .float32
-        }
-    }
 }
 
 /// Full scale of a signed integer sample of `bits` bits: 2^(bits - 1) steps (128 for 8-bit,

@@ -111,8 +111,7 @@ public struct OutputConfiguration: Sendable, Equatable {
     }
 
     var bufferMicroseconds: Int {
-        let (seconds, attoseconds) = bufferDuration.components
-        return Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000)
+        Int(bufferDuration.microseconds)
     }
 
     /// Whether an open device plays the same frames under `other`: they differ at most in what

@@ -132,12 +132,9 @@ package final class Doorbell: Sendable {
     private func arm(at deadline: ContinuousClock.Instant) -> Bool {
         // A deadline already past still arms the timer, a nanosecond ahead: a zero value disarms it.
         let left = max(ContinuousClock.now.duration(to: deadline), .nanoseconds(1))
-        var now = timespec()
-        guard clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return false }
-        let nanoseconds = Int(now.tv_nsec) + Int(left.components.attoseconds / 1_000_000_000)
+        guard let expiry = left.fromNow(on: CLOCK_BOOTTIME) else { return false }
         var value = itimerspec()
-        value.it_value = timespec(tv_sec: now.tv_sec + Int(left.components.seconds) + nanoseconds / 1_000_000_000,
-                                  tv_nsec: nanoseconds % 1_000_000_000)
+        value.it_value = expiry
         return timerfd_settime(timer, Int32(TFD_TIMER_ABSTIME), &value, nil) == 0
     }
 }

@@ -85,8 +85,7 @@ public struct PlaySchedule: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static func seconds(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        return KeepAliveSignal.format(Double(seconds) + Double(attoseconds) / 1e18)
+        KeepAliveSignal.format(duration.seconds)
     }
 }
 

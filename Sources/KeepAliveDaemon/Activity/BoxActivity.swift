@@ -291,10 +291,9 @@ final class BoxActivity: Sendable {
     }
 
     private func announce(_ event: String, output: String, player: Player, hook: Hook?, gate: PowerOnGate? = nil) {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
+        let now = Duration.reading(of: CLOCK_REALTIME)
         let line = ActivityEvent(event: event, output: output, program: player.program, card: player.card, device: player.device,
-                                 sink: player.sink, time: Double(now.tv_sec) + Double(now.tv_nsec / 1_000_000) / 1000)
+                                 sink: player.sink, time: Double(now.wholeMilliseconds) / 1000)
         events.publish(line)
         guard let hook else { return }
         var environment = ["KEEPALIVED_EVENT": event, "KEEPALIVED_OUTPUT": output, "KEEPALIVED_PROGRAM": player.program]

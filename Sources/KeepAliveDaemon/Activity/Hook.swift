@@ -29,7 +29,7 @@ struct Hook: Equatable, Sendable {
 
     /// - Throws: `CleanExit` (64) naming `option` when the words do not split or name nothing.
     init(option: String, command: String) throws {
-        guard let words = OptionsFile.split(command), let first = words.first, !first.isEmpty else {
+        guard let words = ShellWords.split(command), let first = words.first, !first.isEmpty else {
             throw CleanExit.failure("\(option) '\(command)': give a command and its arguments, as in \(option) 'gpioset gpiochip0 17=1' (no shell: quote words, nothing else)", code: SysExit.usage)
         }
         arguments = words

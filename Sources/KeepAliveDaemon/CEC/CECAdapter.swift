@@ -215,11 +215,9 @@ final class CECAdapter {
                    pollfd(fd: descriptor, events: Int16(POLLIN | POLLPRI), revents: 0),
                    pollfd(fd: node, events: Int16(POLLIN), revents: 0)]
         let retry = node >= 0 ? Self.retryInterval : Self.pollInterval
-        var timeout: Int32 = descriptor < 0 && device != nil ? Int32(retry.components.seconds * 1000) : -1
+        var timeout: Int32 = descriptor < 0 && device != nil ? retry.pollTimeout : -1
         if descriptor >= 0, let deadline = machine.deadline {
-            let left = ContinuousClock.now.duration(to: deadline)
-            let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-            timeout = Int32(min(milliseconds, 60_000))
+            timeout = min(ContinuousClock.now.duration(to: deadline).pollTimeout, 60_000)
         }
         let woken = poll(&fds, 3, timeout)
         // The machine's timers are its events too: whatever woke the poll, one that is due fires.

@@ -1,4 +1,5 @@
 import Glibc
+import KeepAlive
 import _KeepalivedControlProtocol
 
 /// Sends one request to a running daemon's control socket and reads its reply.
@@ -28,8 +29,7 @@ enum ControlClient {
         case .failure(let error): return .failure(.failed("cannot connect to \(paths.socket): \(error)"))
         }
         defer { close(fd) }
-        let (seconds, attoseconds) = timeout.components
-        var limit = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        var limit = timeout.timeval
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         // A daemon that refuses the peer answers and hangs up at once, maybe before the request

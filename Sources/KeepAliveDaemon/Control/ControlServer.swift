@@ -48,19 +48,6 @@ final class ControlServer: @unchecked Sendable {
         var release: @Sendable (ReleaseRequest, _ pid: Int32, _ arrived: ContinuousClock.Instant, _ hungUp: () -> Bool) -> ReleaseAnswer
     }
 
-    /// How a release is answered.
-    enum ReleaseAnswer: Sendable {
-        /// At once: the device is released, or why not.
-        case reply(ControlReply)
-        /// With `reply` once `closing` is finished: keepalived's outputs on the device are
-        /// closed.
-        case afterClose(OutputsClosing, reply: ControlReply)
-        /// Once `gate` opens (`--power-on-wait`: the amplifier first): then `release` releases
-        /// the device and says how it is answered (never after another gate); its argument says
-        /// whether the player stopped waiting.
-        case afterPowerOn(PowerOnGate, release: @Sendable (_ hungUp: () -> Bool) -> ReleaseAnswer)
-    }
-
     /// A group whose members may ask for a `release`: its name and id.
     struct PlayerGroup: Sendable {
         var name: String
@@ -235,7 +222,7 @@ final class ControlServer: @unchecked Sendable {
             // Rounded up: a deadline less than 1 ms ahead would otherwise be polled for at once,
             // again and again.
             let nearest = clients.filter { !$0.subscribed }.map(\.deadline).min().map { now.duration(to: $0).pollTimeout } ?? -1
-            let timeout = DaemonRuntime.earliest(nearest, backoff.rest(at: now).map(\.pollTimeout) ?? -1)
+            let timeout = earliestPollTimeout(nearest, backoff.rest(at: now).map(\.pollTimeout) ?? -1)
             // Interrupted by a signal, nothing is ready, and the turn's deadlines are still looked at.
             do { _ = try set.wait(timeout: timeout) } catch {
                 logger.error("control socket poll failed", metadata: ["error": "\(error)"])

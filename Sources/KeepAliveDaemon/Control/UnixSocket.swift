@@ -62,10 +62,3 @@ enum UnixSocket {
         return true
     }
 }
-
-/// An errno value with its text.
-struct Errno: Error, CustomStringConvertible, Equatable {
-    let code: Int32
-    init(_ code: Int32) { self.code = code }
-    var description: String { String(cString: strerror(code)) }
-}

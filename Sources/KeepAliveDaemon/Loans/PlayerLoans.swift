@@ -79,7 +79,7 @@ final class PlayerLoans: Sendable {
     /// Answers a player's release on the control socket's thread: at once, or, with
     /// `--power-on-wait`, once the amplifier of an idle output is on (``BoxActivity``'s
     /// ``PowerOnGate``; keepalived still plays there meanwhile), then releases.
-    func answer(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ControlServer.ReleaseAnswer {
+    func answer(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ReleaseAnswer {
         let device = HardwareDevice(card: request.card, device: request.device)
         let player = BoxActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
         let outputs = scanner.outputs(on: device)
@@ -98,7 +98,7 @@ final class PlayerLoans: Sendable {
     /// `hungUp` says whether the player has stopped waiting: a release it no longer waits for is
     /// not applied (its open went on to the hardware without it, and dropping keepalived's
     /// stream now would only leave the card without its keep-alive).
-    func release(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ControlServer.ReleaseAnswer {
+    func release(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ReleaseAnswer {
         let device = HardwareDevice(card: request.card, device: request.device)
         let holder = LoanStateMachine.Holder(pid: pid, program: request.program)
         let player = "\(request.program ?? "?") (pid \(pid))"

@@ -20,10 +20,10 @@ struct SubstreamState: Equatable, Sendable {
         let directory = proc + device.procDirectory
         var state = SubstreamState()
         for sub in 0..<32 {
-            guard let status = CardHolders.readFile("\(directory)/sub\(sub)/status") else { break }
+            guard let status = readSmallFile("\(directory)/sub\(sub)/status") else { break }
             guard let owner = CardHolders.ownerPID(status: status) else { continue }
             state.openBy = owner
-            state.format = format(hwParams: CardHolders.readFile("\(directory)/sub\(sub)/hw_params") ?? "")
+            state.format = format(hwParams: readSmallFile("\(directory)/sub\(sub)/hw_params") ?? "")
             break
         }
         return state

@@ -57,33 +57,7 @@ enum OptionsFile {
         if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
             value = String(value.dropFirst().dropLast())
         }
-        guard let words = split(value) else { throw .unbalancedQuote(path) }
-        return words
-    }
-
-    /// Shell-like word splitting: white space separates, quotes group, nothing is expanded.
-    static func split(_ text: String) -> [String]? {
-        var words: [String] = []
-        var current = ""
-        var inWord = false
-        var quote: Character?
-        for character in text {
-            if let open = quote {
-                if character == open { quote = nil } else { current.append(character) }
-            } else if character == "\"" || character == "'" {
-                quote = character
-                inWord = true
-            } else if character == " " || character == "\t" || character == "\r" {
-                if inWord { words.append(current) }
-                current = ""
-                inWord = false
-            } else {
-                current.append(character)
-                inWord = true
-            }
-        }
-        guard quote == nil else { return nil }
-        if inWord { words.append(current) }
+        guard let words = ShellWords.split(value) else { throw .unbalancedQuote(path) }
         return words
     }
 }

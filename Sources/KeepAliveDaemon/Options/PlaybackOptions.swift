@@ -122,14 +122,14 @@ struct PlaybackOptions: ParsableArguments {
 
     /// The outputs named one by one: `--device`s, then `--output`s' names (played like a device).
     var namedDevices: [String] {
-        let outputNames = outputSpecs.compactMap { OptionsFile.split($0)?.first }
+        let outputNames = outputSpecs.compactMap { ShellWords.split($0)?.first }
         return devices + outputNames.filter { !devices.contains($0) }
     }
 
     /// One `--output 'NAME OPTIONS…'`, parsed: its name and its options.
     /// - Throws: `CleanExit` (64) naming the output and what was wrong.
     static func outputOptions(_ spec: String) throws -> (name: String, options: OutputOptions) {
-        guard let words = OptionsFile.split(spec), let name = words.first, !name.hasPrefix("-") else {
+        guard let words = ShellWords.split(spec), let name = words.first, !name.hasPrefix("-") else {
             throw CleanExit.failure("--output '\(spec)': give the output's PCM name first, then its options (--output 'hw:CARD=DAC --volume -50dB')", code: SysExit.usage)
         }
         do {
@@ -194,15 +194,5 @@ extension PlaybackOptions {
         default:
             "\(error)"
         }
-    }
-}
-
-/// An error whose message is printed as is before exiting with a chosen code.
-struct CleanExit: Error, CustomStringConvertible {
-    let description: String
-    let code: ExitCode
-
-    static func failure(_ message: String, code: ExitCode) -> CleanExit {
-        CleanExit(description: message, code: code)
     }
 }

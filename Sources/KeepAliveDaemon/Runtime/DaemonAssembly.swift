@@ -49,13 +49,15 @@ struct DaemonAssembly {
         let linger = LingerController(plan: lingerPlan, manager: manager, logger: logger)
         let started = ContinuousClock.now
         let stopRequest = StopRequest()
+        let policy = try Self.checkedOption { try options.session.policy }
         let logind = try Self.systemResource("create a timer") {
-            try LogindFollower(manager: manager, policy: (try? options.session.policy) ?? PauseStateMachine.Policy(), logger: logger)
+            try LogindFollower(manager: manager, policy: policy, logger: logger)
         }
-        // --cec: follows the box's activity on a thread of its own (checked by the parse).
-        let cec = CECFollower(settings: (try? options.cec.settings) ?? CECFollower.Settings(), logger: logger)
+        // --cec: follows the box's activity on a thread of its own.
+        let cec = CECFollower(settings: try Self.checkedOption { try options.cec.settings }, logger: logger)
+        let activitySettings = try Self.checkedOption { try options.activitySettings }
         let activity = try Self.systemResource("create a timer") {
-            try BoxActivity(settings: try options.activitySettings, logger: logger, boxChanged: { cec.boxChanged(active: $0, gate: $1) })
+            try BoxActivity(settings: activitySettings, logger: logger, boxChanged: { cec.boxChanged(active: $0, gate: $1) })
         }
         let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: load,
                                 applying: (logind: logind, linger: linger, activity: activity, cec: cec))
@@ -100,6 +102,20 @@ struct DaemonAssembly {
         do { try runtime.run() } catch {
             printError("keepalived: error: \(error)")
             throw error is ControlSocketError ? SysExit.cannotCreate : SysExit.osError
+        }
+    }
+
+    /// Reads an option's value that the parse has already checked. An error here is a fault (a
+    /// check the parse lacks, or options that changed after it), so it ends the command with its
+    /// message and EX_USAGE (or the exit code it names) rather than a default that would run
+    /// the daemon other than it was told.
+    static func checkedOption<Value>(_ read: () throws -> Value) throws -> Value {
+        do { return try read() } catch let exit as CleanExit {
+            printError("keepalived: error: \(exit.description)")
+            throw exit.code
+        } catch {
+            printError("keepalived: error: \(error)")
+            throw SysExit.usage
         }
     }
 

@@ -55,13 +55,6 @@ final class DaemonRuntime: @unchecked Sendable {
     static let rescanSettle: Duration = .milliseconds(250)
     static let rescanFollowUp: Duration = .seconds(1)
 
-    /// The shorter of two `poll` timeouts in ms, -1 meaning none.
-    static func earliest(_ a: Int32, _ b: Int32) -> Int32 {
-        if a < 0 { return b }
-        if b < 0 { return a }
-        return min(a, b)
-    }
-
     /// Blocks the daemon's signals: call before any thread starts, so that all inherit the mask.
     static func blockSignals() throws(Errno) -> SignalDescriptor {
         try SignalDescriptor(signals: [SIGTERM, SIGINT, SIGHUP])
@@ -174,7 +167,7 @@ final class DaemonRuntime: @unchecked Sendable {
 
     /// The buses' own timeouts (sd-bus's method calls); -1 when neither has one.
     private var pollTimeout: Int32 {
-        Self.earliest(logind.pollTimeout, scanner.reservations?.pollTimeout ?? -1)
+        earliestPollTimeout(logind.pollTimeout, scanner.reservations?.pollTimeout ?? -1)
     }
 
     /// Handles the ready sources in ``Wakeup``'s order, then the buses; false once the daemon is

@@ -29,10 +29,10 @@ enum CardHolders {
         for (card, status) in substreamStatuses(in: proc + "/asound") {
             // owner_pid is the thread that opened it: its process is the thread's Tgid.
             guard let thread = ownerPID(status: status),
-                  let process = tgid(status: readFile("\(proc)/\(thread)/status") ?? ""), process != me else { continue }
+                  let process = tgid(status: readSmallFile("\(proc)/\(thread)/status") ?? ""), process != me else { continue }
             var info = stat()
             guard stat("\(proc)/\(process)", &info) == 0 else { continue }
-            let command = (readFile("\(proc)/\(process)/comm") ?? "?").trimmingTrailingNewline
+            let command = (readSmallFile("\(proc)/\(process)/comm") ?? "?").trimmingTrailingNewline
             let holder = CardHolder(pid: process, uid: info.st_uid, command: command)
             if holders[card]?.contains(holder) != true { holders[card, default: []].append(holder) }
         }
@@ -49,11 +49,11 @@ enum CardHolders {
         for (card, status) in substreamStatuses(in: proc + "/asound").sorted(by: { $0.0 < $1.0 }) {
             guard let thread = ownerPID(status: status) else { continue }
             let line: String
-            if let process = tgid(status: readFile("\(proc)/\(thread)/status") ?? "") {
+            if let process = tgid(status: readSmallFile("\(proc)/\(thread)/status") ?? "") {
                 guard process != me else { continue }
                 var info = stat()
                 let uid = stat("\(proc)/\(process)", &info) == 0 ? ", uid \(info.st_uid)" : ""
-                let command = (readFile("\(proc)/\(process)/comm") ?? "?").trimmingTrailingNewline
+                let command = (readSmallFile("\(proc)/\(process)/comm") ?? "?").trimmingTrailingNewline
                 line = "\(command) (pid \(process)\(uid)) on card \(card)"
             } else {
                 line = "thread \(thread) of a process hidden from keepalived on card \(card)"
@@ -88,7 +88,7 @@ enum CardHolders {
             guard let index = Int(card.dropFirst(4)) else { continue }
             for pcm in entries("\(asound)/\(card)") where pcm.hasPrefix("pcm") && pcm.hasSuffix("p") {
                 for sub in entries("\(asound)/\(card)/\(pcm)") where sub.hasPrefix("sub") {
-                    if let status = readFile("\(asound)/\(card)/\(pcm)/\(sub)/status") { statuses.append((index, status)) }
+                    if let status = readSmallFile("\(asound)/\(card)/\(pcm)/\(sub)/status") { statuses.append((index, status)) }
                 }
             }
         }
@@ -103,17 +103,6 @@ enum CardHolders {
             names.append(withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
         }
         return names
-    }
-
-    /// A small /proc file; nil when it cannot be read.
-    static func readFile(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        guard count >= 0 else { return nil }
-        return String(decoding: bytes.prefix(count), as: UTF8.self)
     }
 }
 

@@ -399,7 +399,7 @@ final class OutputScanner: Sendable {
         let known = state.withLock { $0.cardIndices }
         var indices: [String: Int] = [:]
         for id in Self.cardIDs(names) {
-            if let index = known[id], CardHolders.readFile("\(proc)/asound/card\(index)/id")?.split(separator: "\n").first.map(String.init) == id {
+            if let index = known[id], readSmallFile("\(proc)/asound/card\(index)/id")?.split(separator: "\n").first.map(String.init) == id {
                 indices[id] = index
                 continue
             }

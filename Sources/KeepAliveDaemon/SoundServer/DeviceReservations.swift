@@ -50,7 +50,7 @@ final class DeviceReservations: @unchecked Sendable {
     private var bus: OpaquePointer?
     private var unique = ""
     private var matchSlot: OpaquePointer?
-    private var backoff = ReconnectBackoff(connectedAt: LogindWatcher.monotonicNow())
+    private var backoff = ReconnectBackoff(connectedAt: monotonicNow())
     /// The reservations keepalived holds, by card.
     private var held: [Int: Held] = [:]
     /// Names whose owner changed since the last ``process(on:)``: their application is read then,
@@ -171,12 +171,12 @@ final class DeviceReservations: @unchecked Sendable {
     /// How long `poll` may wait for the bus, in ms (0 while messages wait in its queue after a
     /// call); -1 for no limit.
     var pollTimeout: Int32 {
-        guard let bus else { return backoff.due.map { LogindWatcher.milliseconds(until: $0) } ?? -1 }
+        guard let bus else { return backoff.due.map { monotonicPollTimeout(until: $0) } ?? -1 }
         // A card handed over that nobody took is offered again when the hand-over ends.
         let handOverEnds = others.withLock { $0.handedOver.values.min() }.map { ContinuousClock.now.duration(to: $0 + Self.handOver).pollTimeout }
         var deadline: UInt64 = 0
         guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return handOverEnds ?? -1 }
-        let call = LogindWatcher.milliseconds(until: .microseconds(Int64(clamping: deadline)))
+        let call = monotonicPollTimeout(until: .microseconds(Int64(clamping: deadline)))
         return handOverEnds.map { min($0, call) } ?? call
     }
 
@@ -193,7 +193,7 @@ final class DeviceReservations: @unchecked Sendable {
                 taken.removeAll()
                 changedNames.removeAll()
                 changed = false
-                backoff.lost(at: LogindWatcher.monotonicNow())
+                backoff.lost(at: monotonicNow())
                 return true
             }
             if result == 0 { break }
@@ -263,7 +263,7 @@ final class DeviceReservations: @unchecked Sendable {
     /// Tries a bus that went away again when its wait is over; true once back: the runtime then
     /// reserves its cards again and rescans with the owners read now.
     private func reconnectIfDue() -> Bool {
-        let now = LogindWatcher.monotonicNow()
+        let now = monotonicNow()
         guard backoff.isDue(at: now) else { return false }
         guard connect() else {
             backoff.failed(at: now)

@@ -85,12 +85,7 @@ final class SerialCalls: @unchecked Sendable {
     /// Like ``waitUntilDone()``, but no longer than `timeout`: false when calls still ran or
     /// waited then (they go on on their thread).
     func waitUntilDone(within timeout: Duration) -> Bool {
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
-        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        var deadline = timeout.fromNow(on: CLOCK_MONOTONIC) ?? timeout.timespec
         pthread_mutex_lock(mutex)
         while running, pthread_cond_timedwait(idle, mutex, &deadline) != ETIMEDOUT {}
         let done = !running

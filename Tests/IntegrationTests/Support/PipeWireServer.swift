@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A private PipeWire: its own session bus, `pipewire`, `wireplumber` and a null sink named
 /// `keep`, in a private runtime directory, plus a HOME whose `.asoundrc` defines the `pipewire`

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A private PulseAudio server with one null sink named `keep`, in its own runtime directory,
 /// started for one test suite and killed at the end.

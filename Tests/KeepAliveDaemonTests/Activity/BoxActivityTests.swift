@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import KeepAliveDaemon
@@ -8,7 +9,7 @@ import Testing
 /// active output and idle with its last, once each, whatever the outputs do in between.
 @Suite("BoxActivity: the box's activity")
 struct BoxActivityTests {
-    static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    static let logger = Logger.quiet
 
     @Test("active with the first output, idle once the last went idle, once each")
     func firstAndLast() throws {

@@ -2,6 +2,7 @@ import CKeepalivedPCM
 import Glibc
 import KeepAlive
 import Logging
+import TestSupport
 import Testing
 
 @testable import KeepAliveDaemon
@@ -9,7 +10,7 @@ import Testing
 /// The held open of `--power-on-wait`: when its gate opens, and which releases get one.
 @Suite("Power-on wait: the gate and who is held")
 struct PowerOnGateTests {
-    static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    static let logger = Logger.quiet
 
     static func readable(_ fd: Int32) -> Bool {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -61,10 +62,8 @@ struct PowerOnGateTests {
         }
         // The first active runs (0.4 s); twenty flaps meanwhile, ending active.
         activity.loansChanged(["hw:0,0": Self.mpd])
-        var waited = 0
-        while ((try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? "").isEmpty, waited < 1000 {
-            usleep(10_000)
-            waited += 1
+        pollUntil(timeout: .seconds(10), every: .milliseconds(10)) {
+            !((try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? "").isEmpty
         }
         for round in 0..<20 {
             idleNow()

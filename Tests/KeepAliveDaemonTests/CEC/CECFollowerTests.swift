@@ -11,7 +11,7 @@ import Testing
 /// thread's start, report and stop around a node that does not exist.
 @Suite("CEC follower")
 struct CECFollowerTests {
-    static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    static let logger = Logger.quiet
 
     @Test("without --cec nothing is queued, however often the box changes; the box itself is kept")
     func nothingQueuedWithoutCEC() {
@@ -32,8 +32,7 @@ struct CECFollowerTests {
         let follower = CECFollower(settings: .init(), logger: Self.logger)
         follower.boxChanged(active: true)
         follower.apply(.init(device: "/nonexistent-keepalived-test/cec9"))
-        let deadline = ContinuousClock.now + .seconds(5)
-        while follower.report?.state != "waiting for the adapter", ContinuousClock.now < deadline { sleep(for: .milliseconds(10)) }
+        pollUntil { follower.report?.state == "waiting for the adapter" }
         #expect(follower.report == .init(device: "/nonexistent-keepalived-test/cec9", state: "waiting for the adapter"))
         // Taken away again: the report goes, the thread sleeps until the stop.
         follower.apply(.init())
@@ -54,8 +53,7 @@ struct CECFollowerTests {
         let gate = try PowerOnGate(deadline: .now + .seconds(30), settle: .zero)
         gate.addRun()
         missing.boxChanged(active: true, gate: gate)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while gate.opensAt == nil, ContinuousClock.now < deadline { sleep(for: .milliseconds(10)) }
+        pollUntil(timeout: .seconds(10)) { gate.opensAt != nil }
         #expect(gate.opensAt != nil, "the adapter's thread let it go: nothing is under way without an adapter")
         missing.stop()
     }

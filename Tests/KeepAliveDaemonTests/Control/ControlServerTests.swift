@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 import Testing
 import _KeepalivedControlProtocol
+import TestSupport
 
 @testable import KeepAliveDaemon
 
@@ -17,9 +18,9 @@ struct ControlServerTests {
         let reloads = Mutex<[MainLoopRequest]>([])
         let releases = Atomic<Int>(0)
         let refuseReloads: Bool
-        let releaseAnswer: ControlServer.ReleaseAnswer
+        let releaseAnswer: ReleaseAnswer
 
-        init(refuseReloads: Bool = false, releaseAnswer: ControlServer.ReleaseAnswer = .reply(.failure("no release here"))) {
+        init(refuseReloads: Bool = false, releaseAnswer: ReleaseAnswer = .reply(.failure("no release here"))) {
             self.refuseReloads = refuseReloads
             self.releaseAnswer = releaseAnswer
         }
@@ -57,7 +58,7 @@ struct ControlServerTests {
     }
 
     func server(_ daemon: Daemon) throws -> ControlServer {
-        try ControlServer(paths: paths, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), handlers: daemon.handlers)
+        try ControlServer(paths: paths, logger: .quiet, handlers: daemon.handlers)
     }
 
     @Test("the socket is bound before it serves, mode 0600; a second server on its path is refused, naming the first's pid")
@@ -125,8 +126,7 @@ struct ControlServerTests {
         let reloading = try Connection(paths.socket)
         try reloading.send(#"{"request":"reload"}"#)
         // Bounded wait for the server to queue the reload: an observable state, not a time.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while daemon.reloads.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { usleep(1000) }
+        pollUntil(timeout: .seconds(20), every: .milliseconds(1)) { !daemon.reloads.withLock { $0.isEmpty } }
         let queued = try #require(daemon.reloads.withLock { $0.first }, "the reload never reached the main loop")
 
         // The main loop has not answered: another client is served meanwhile.
@@ -159,8 +159,7 @@ struct ControlServerTests {
             line = s.makefile().readline().strip()
             print(time.monotonic_ns(), line)
             """, paths.socket])
-        let deadline = ContinuousClock.now + .seconds(20)
-        while daemon.releases.load(ordering: .relaxed) == 0, ContinuousClock.now < deadline { usleep(1000) }
+        pollUntil(timeout: .seconds(20), every: .milliseconds(1)) { daemon.releases.load(ordering: .relaxed) != 0 }
         #expect(daemon.releases.load(ordering: .relaxed) == 1, "the release never reached the handler")
 
         let status = try ControlClient.send("status", to: paths, timeout: .seconds(10)).get()

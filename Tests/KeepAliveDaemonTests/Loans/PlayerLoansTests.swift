@@ -3,6 +3,7 @@ import KeepAlive
 import Logging
 import Testing
 import _KeepalivedControlProtocol
+import TestSupport
 
 @testable import KeepAliveDaemon
 
@@ -13,7 +14,7 @@ import _KeepalivedControlProtocol
 /// real card, through the `keepalived:` PCM, is PlayerReleaseTests' and the VM's.)
 @Suite("Player loans: a release, the player's use and the take-back", .serialized)
 struct PlayerLoansTests {
-    static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    static let logger = Logger.quiet
     static let card = HardwareDevice(card: 0, device: 0)
 
     let proc = NSTemporaryDirectory() + "loans-proc-\(UUID().uuidString)"
@@ -49,12 +50,11 @@ struct PlayerLoansTests {
     /// Looks at the lent devices (as the main loop does on the loans' timer) until `done`, within
     /// a bounded deadline.
     func process(_ loans: PlayerLoans, until done: () -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !done(), ContinuousClock.now < deadline {
+        pollUntil(timeout: .seconds(10)) {
+            if done() { return true }
             loans.process(on: mainLoop)
-            usleep(5000)
+            return false
         }
-        return done()
     }
 
     @Test("a release closes the output on its card device only, the player's play is seen with its format, and its close gives the device back in that format")

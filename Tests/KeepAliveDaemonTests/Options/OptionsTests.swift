@@ -25,12 +25,12 @@ struct OptionsTests {
 
     @Test("words are split as a shell would, quotes group, nothing is expanded")
     func words() {
-        #expect(OptionsFile.split("-d hw:0 --volume -40dB") == ["-d", "hw:0", "--volume", "-40dB"])
-        #expect(OptionsFile.split("--output 'hdmi:CARD=PCH,DEV=0 --signal sine' -v") == ["--output", "hdmi:CARD=PCH,DEV=0 --signal sine", "-v"])
-        #expect(OptionsFile.split("--exclude \"*bluez*\"\t$HOME") == ["--exclude", "*bluez*", "$HOME"])
-        #expect(OptionsFile.split("  ") == [])
-        #expect(OptionsFile.split("''") == [""])
-        #expect(OptionsFile.split("--output 'unbalanced") == nil)
+        #expect(ShellWords.split("-d hw:0 --volume -40dB") == ["-d", "hw:0", "--volume", "-40dB"])
+        #expect(ShellWords.split("--output 'hdmi:CARD=PCH,DEV=0 --signal sine' -v") == ["--output", "hdmi:CARD=PCH,DEV=0 --signal sine", "-v"])
+        #expect(ShellWords.split("--exclude \"*bluez*\"\t$HOME") == ["--exclude", "*bluez*", "$HOME"])
+        #expect(ShellWords.split("  ") == [])
+        #expect(ShellWords.split("''") == [""])
+        #expect(ShellWords.split("--output 'unbalanced") == nil)
     }
 }
 

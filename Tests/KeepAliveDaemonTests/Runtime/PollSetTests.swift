@@ -1,5 +1,6 @@
 import CKeepAliveLinux
 import Glibc
+import KeepAlive
 import Testing
 
 @testable import KeepAliveDaemon
@@ -73,10 +74,23 @@ struct PollSetTests {
         #expect(Duration.milliseconds(-3).microseconds == 0)
         #expect((Duration.seconds(2) + .microseconds(5)).microseconds == 2_000_005)
         #expect(Duration.seconds(Int64.max / 2).pollTimeout == Int32.max)
-        #expect(DaemonRuntime.earliest(-1, -1) == -1)
-        #expect(DaemonRuntime.earliest(-1, 30) == 30)
-        #expect(DaemonRuntime.earliest(20, -1) == 20)
-        #expect(DaemonRuntime.earliest(20, 30) == 20)
-        #expect(DaemonRuntime.earliest(0, 30) == 0)
+        #expect(earliestPollTimeout(-1, -1) == -1)
+        #expect(earliestPollTimeout(-1, 30) == 30)
+        #expect(earliestPollTimeout(20, -1) == 20)
+        #expect(earliestPollTimeout(20, 30) == 20)
+        #expect(earliestPollTimeout(0, 30) == 0)
+    }
+
+    @Test("system calls' structures: a timespec and a timeval round down to their unit; an absolute deadline is whole")
+    func structures() {
+        let span = Duration.seconds(3) + .nanoseconds(123_456_789) + Duration(secondsComponent: 0, attosecondsComponent: 5)
+        #expect(span.timespec.tv_sec == 3 && span.timespec.tv_nsec == 123_456_789)
+        #expect(span.timeval.tv_sec == 3 && span.timeval.tv_usec == 123_456)
+        // An absolute deadline carries whole seconds over from the nanoseconds.
+        let before = Duration.reading(of: CLOCK_MONOTONIC)
+        let deadline = Duration(Duration.milliseconds(1500).fromNow(on: CLOCK_MONOTONIC)!)
+        let after = Duration.reading(of: CLOCK_MONOTONIC)
+        #expect(deadline >= before + .milliseconds(1500) && deadline <= after + .milliseconds(1500))
+        #expect(Duration.milliseconds(1500).fromNow(on: CLOCK_MONOTONIC)!.tv_nsec < 1_000_000_000)
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import KeepAlive
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import KeepAliveDaemon
@@ -11,7 +12,7 @@ import Testing
 /// selection (nothing is read from the machine).
 @Suite("Reloader: a reload taken whole, or refused with the running options kept")
 struct ReloaderTests {
-    static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    static let logger = Logger.quiet
 
     /// What the reloader under test works on, and what its closures saw.
     final class Rig: Sendable {

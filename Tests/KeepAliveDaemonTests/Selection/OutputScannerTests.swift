@@ -1,6 +1,7 @@
 import Foundation
 import KeepAlive
 import Logging
+import TestSupport
 import Testing
 
 @testable import KeepAliveDaemon
@@ -9,7 +10,7 @@ import Testing
 /// options' own outputs, and a rescan applies only what differs from what plays.
 @Suite("OutputScanner: its decisions without a selection")
 struct OutputScannerTests {
-    static let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    static let logger = Logger.quiet
 
     @Test("without a selection the plan is the options' own configuration, and no rescan happens before a manager is attached")
     func planned() throws {

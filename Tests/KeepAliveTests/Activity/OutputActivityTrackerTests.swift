@@ -104,7 +104,7 @@ struct OutputActivityTrackerTests {
     @Test("run() in a ServiceGroup ends at the group's graceful shutdown")
     func service() async throws {
         let tracker = OutputActivityTracker(idleAfter: .seconds(30))
-        let group = ServiceGroup(services: [tracker], logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let group = ServiceGroup(services: [tracker], logger: .quiet)
         let running = Task { try await group.run() }
         try await Task.sleep(for: .milliseconds(50))
         await group.triggerGracefulShutdown()

@@ -1,3 +1,4 @@
+import Logging
 import TestSupport
 import Testing
 @testable import KeepAlive
@@ -6,7 +7,6 @@ import Testing
 /// is not held up, and the idle one's buffer stays at its capacity.
 @Suite("Event observers", .serialized, .timeLimit(.minutes(1)))
 struct EventObserverTests {
-    typealias Support = EmbeddingTestSupport
     static let capacity = EventBroadcaster<KeepAliveEvent>.capacity
 
     /// The manager's broadcaster, through its internal test accessor.
@@ -32,7 +32,7 @@ struct EventObserverTests {
                 let event = KeepAliveEvent.error(device: "d", reason: .unknown, message: "\(b * burst + i)")
                 publishTimes.append(clock.measure { broadcaster.publish(event) })
             }
-            try await Support.waitUntil("the reader to catch up") { reader.count == (b + 1) * burst }
+            try await waitUntil("the reader to catch up") { reader.count == (b + 1) * burst }
             let idleStatistics = broadcaster.statistics[0]
             #expect(idleStatistics.buffered <= Self.capacity)
         }
@@ -77,7 +77,7 @@ struct EventObserverTests {
 
     @Test("subscriptions finish when the manager goes away")
     func streamsFinishWithTheManager() async throws {
-        var manager: KeepAliveManager? = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Support.quietLogger)
+        var manager: KeepAliveManager? = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Logger.quiet)
         let stream = manager!.events
         let ended = Locked(false)
         let consumer = Task {
@@ -85,7 +85,7 @@ struct EventObserverTests {
             ended.withLock { $0 = true }
         }
         manager = nil
-        try await Support.waitUntil("the stream to finish", timeout: .seconds(2)) { ended.withLock { $0 } }
+        try await waitUntil("the stream to finish", timeout: .seconds(2)) { ended.withLock { $0 } }
         await consumer.value
     }
 
@@ -94,7 +94,7 @@ struct EventObserverTests {
         let device = "null"
         var configuration = KeepAliveConfiguration(devices: [device])
         configuration.defaults.bufferDuration = .milliseconds(200)  // 50 ms periods: a fine-grained pace to measure
-        let manager = try KeepAliveManager(configuration: configuration, logger: Support.quietLogger)
+        let manager = try KeepAliveManager(configuration: configuration, logger: Logger.quiet)
         let idle = manager.events  // never read
         let reader = EventRecorder(manager.events)
         let broadcaster = try Self.broadcaster(of: manager)
@@ -108,12 +108,12 @@ struct EventObserverTests {
         for cycle in 0..<cycles {
             let startedAt = ContinuousClock.now
             manager.start()
-            try await Support.waitUntil("cycle \(cycle) to play") { manager.state == .playing }
+            try await waitUntil("cycle \(cycle) to play") { manager.state == .playing }
             startToPlaying.append(startedAt.duration(to: .now))
             let stoppingAt = ContinuousClock.now
             manager.stop()
             stopTimes.append(stoppingAt.duration(to: .now))
-            try await Support.waitUntil("the reader to see cycle \(cycle)") { reader.count == (cycle + 1) * perCycle }
+            try await waitUntil("the reader to see cycle \(cycle)") { reader.count == (cycle + 1) * perCycle }
         }
 
         // The reader saw every event of every cycle, in order.
@@ -158,9 +158,9 @@ struct EventObserverTests {
         // against wall time) is printed, not bounded: two reads of two clocks, each of which a
         // busy machine can delay by more than the 200 ms buffer.
         manager.start()
-        try await Support.waitUntil("the output to play") { manager.state == .playing }
+        try await waitUntil("the output to play") { manager.state == .playing }
         let frames0 = manager.outputs[0].framesPlayed, t0 = ContinuousClock.now
-        try await Support.waitUntil("a second of audio after the idle buffer filled", timeout: .seconds(30)) { manager.outputs[0].framesPlayed - frames0 >= 44100 }
+        try await waitUntil("a second of audio after the idle buffer filled", timeout: .seconds(30)) { manager.outputs[0].framesPlayed - frames0 >= 44100 }
         let frames1 = manager.outputs[0].framesPlayed, t1 = ContinuousClock.now
         manager.stop()
         let seconds = Double((t1 - t0).components.seconds) + Double((t1 - t0).components.attoseconds) / 1e18

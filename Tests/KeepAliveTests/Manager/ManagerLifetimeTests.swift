@@ -20,14 +20,14 @@ struct ManagerLifetimeTests {
     func stoppedManagerKeptUntilExit() async throws {
         let manager = try KeepAliveManager(
             configuration: KeepAliveConfiguration(devices: ["null"]),
-            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            logger: .quiet)
         // A subscriber that comes and goes, as `keepalived status` observers and tests do.
         let observer = Task { for await _ in manager.events {} }
         manager.start()
-        try await EmbeddingTestSupport.waitUntil("the output to play") { manager.state == .playing }
+        try await waitUntil("the output to play") { manager.state == .playing }
         observer.cancel()
         await observer.value
-        try await EmbeddingTestSupport.waitUntil("the subscription to end") { manager.eventBroadcaster.subscriberCount == 0 }
+        try await waitUntil("the subscription to end") { manager.eventBroadcaster.subscriberCount == 0 }
         manager.stop()
         #expect(manager.state == .stopped)
         #expect(manager.outputs.allSatisfy { $0.state == .stopped })

@@ -1,4 +1,5 @@
 import Logging
+import TestSupport
 import Testing
 @testable import KeepAlive
 
@@ -53,7 +54,7 @@ struct OutputSettingsTests {
 
     @Test("a reconfiguration that changes one output's settings updates that output only")
     func reconfigureOne() throws {
-        let manager = try KeepAliveManager(configuration: try Self.configuration(), isOn: false, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let manager = try KeepAliveManager(configuration: try Self.configuration(), isOn: false, logger: .quiet)
         var next = manager.configuration
         next.outputSettings["dac"]?.volume = try Level(parsing: "-45dB")
         let outcome = try manager.reconfigure(next)

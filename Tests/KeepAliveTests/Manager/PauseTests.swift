@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import KeepAlive
@@ -9,7 +10,7 @@ import Testing
 @Suite("Pause and resume")
 struct PauseTests {
     private func manager(_ devices: [String]) throws -> KeepAliveManager {
-        try KeepAliveManager(configuration: KeepAliveConfiguration(devices: devices), logger: EmbeddingTestSupport.quietLogger)
+        try KeepAliveManager(configuration: KeepAliveConfiguration(devices: devices), logger: Logger.quiet)
     }
 
     private func frames(_ manager: KeepAliveManager, _ device: String) -> Int {
@@ -22,7 +23,7 @@ struct PauseTests {
         let events = Mutex<[KeepAliveEvent]>([])
         manager.observe { event in events.withLock { $0.append(event) } }
         manager.start()
-        try await EmbeddingTestSupport.waitUntil("the output to play") { manager.state == .playing }
+        try await waitUntil("the output to play") { manager.state == .playing }
 
         manager.pause(.locked)
         #expect(manager.state == .paused(.locked))
@@ -39,7 +40,7 @@ struct PauseTests {
         manager.resume(.sleep)
         #expect(manager.state == .paused(.locked), "still locked")
         manager.resume(.locked)
-        try await EmbeddingTestSupport.waitUntil("the output to play again") { manager.state == .playing && frames(manager, "null") > held }
+        try await waitUntil("the output to play again") { manager.state == .playing && frames(manager, "null") > held }
         manager.resume(.locked)  // idempotent
 
         manager.stop()
@@ -64,7 +65,7 @@ struct PauseTests {
         manager.start()
         #expect(manager.state == .paused(.idle))
         manager.resume(.idle)
-        try await EmbeddingTestSupport.waitUntil("the output to play") { manager.state == .playing }
+        try await waitUntil("the output to play") { manager.state == .playing }
         manager.stop()
     }
 
@@ -72,11 +73,11 @@ struct PauseTests {
     func oneOutput() async throws {
         let manager = try manager(["null", "plug:null"])
         manager.start()
-        try await EmbeddingTestSupport.waitUntil("both outputs to play") { manager.state == .playing }
+        try await waitUntil("both outputs to play") { manager.state == .playing }
         manager.pause(.linger, output: "plug:null")
         let held = frames(manager, "plug:null")
         let other = frames(manager, "null")
-        try await EmbeddingTestSupport.waitUntil("the other output to go on playing") { frames(manager, "null") > other }
+        try await waitUntil("the other output to go on playing") { frames(manager, "null") > other }
         #expect(frames(manager, "plug:null") == held)
         #expect(manager.outputs.map(\.state) == [.playing, .paused(.linger)])
         #expect(manager.state == .paused(.linger))
@@ -90,7 +91,7 @@ struct PauseTests {
         #expect(manager.outputs.map(\.state) == [.playing, .paused(.linger)])
 
         manager.resume(.linger, output: "plug:null")
-        try await EmbeddingTestSupport.waitUntil("the paused output to play again") { manager.state == .playing && frames(manager, "plug:null") > 0 }
+        try await waitUntil("the paused output to play again") { manager.state == .playing && frames(manager, "plug:null") > 0 }
         manager.stop()
     }
 

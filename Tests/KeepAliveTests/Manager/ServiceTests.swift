@@ -43,11 +43,11 @@ struct ServiceTests {
             configuration: KeepAliveConfiguration(devices: ["file:'\(capture)',raw"]), logger: logs.logger)
         let events = EventRecorder(keepAlive.manager.events)
         let neighbour = NeighbourService()
-        let group = ServiceGroup(services: [keepAlive, neighbour], logger: Support.quietLogger)
+        let group = ServiceGroup(services: [keepAlive, neighbour], logger: Logger.quiet)
         let running = Task { try await group.run() }
 
-        try await Support.waitUntil("the output to play") { keepAlive.manager.state == .playing }
-        try await Support.waitUntil("the neighbour to run") { neighbour.isRunning }
+        try await waitUntil("the output to play") { keepAlive.manager.state == .playing }
+        try await waitUntil("the neighbour to run") { neighbour.isRunning }
         try await Task.sleep(for: .milliseconds(300))  // the length of the scenario, not a wait for a state
         #expect(keepAlive.manager.isRunning)
         #expect(keepAlive.manager.outputs[0].framesPlayed > 0)
@@ -61,7 +61,7 @@ struct ServiceTests {
         // was dropped (nothing more reaches the file).
         #expect(keepAlive.manager.state == .stopped)
         #expect(!keepAlive.manager.isRunning)
-        try await Support.waitUntil("the stopped event", timeout: Self.stopBudget) { events.firstInstant { $0 == .stopped } != nil }
+        try await waitUntil("the stopped event", timeout: Self.stopBudget) { events.firstInstant { $0 == .stopped } != nil }
         let stoppedAt = try #require(events.firstInstant { $0 == .stopped })
         let stoppedIn = shutdownAt.duration(to: stoppedAt)
         #expect(neighbour.returned)
@@ -85,10 +85,10 @@ struct ServiceTests {
 
     @Test("task cancellation stops playback and run() returns without throwing")
     func cancellationStopsPlayback() async throws {
-        let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Support.quietLogger)
+        let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Logger.quiet)
         // Outside a group there is no graceful shutdown: only cancellation ends run().
         let running = Task { try await keepAlive.run() }
-        try await Support.waitUntil("the output to play") { keepAlive.manager.state == .playing }
+        try await waitUntil("the output to play") { keepAlive.manager.state == .playing }
         let cancelledAt = ContinuousClock.now
         running.cancel()
         try await running.value
@@ -100,10 +100,10 @@ struct ServiceTests {
 
     @Test("cancelling the group's task stops playback and the group returns")
     func groupCancellation() async throws {
-        let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Support.quietLogger)
-        let group = ServiceGroup(services: [keepAlive, NeighbourService()], logger: Support.quietLogger)
+        let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Logger.quiet)
+        let group = ServiceGroup(services: [keepAlive, NeighbourService()], logger: Logger.quiet)
         let running = Task { try await group.run() }
-        try await Support.waitUntil("the output to play") { keepAlive.manager.state == .playing }
+        try await waitUntil("the output to play") { keepAlive.manager.state == .playing }
         let cancelledAt = ContinuousClock.now
         running.cancel()
         _ = try? await running.value  // the group may report the cancellation; it must return
@@ -114,7 +114,7 @@ struct ServiceTests {
 
     @Test("a task already cancelled returns at once and never plays")
     func alreadyCancelled() async throws {
-        let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Support.quietLogger)
+        let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Logger.quiet)
         let events = EventRecorder(keepAlive.manager.events)
         let running = Task {
             withUnsafeCurrentTask { $0?.cancel() }
@@ -131,15 +131,15 @@ struct ServiceTests {
         let logs = LogRecorder()
         let keepAlive = try KeepAliveService(
             configuration: KeepAliveConfiguration(devices: ["null"]), isOn: false, logger: logs.logger)
-        let group = ServiceGroup(services: [keepAlive], logger: Support.quietLogger)
+        let group = ServiceGroup(services: [keepAlive], logger: Logger.quiet)
         let running = Task { try await group.run() }
-        try await Support.waitUntil("the notice") { logs.messages.contains { $0.contains("switched off") } }
+        try await waitUntil("the notice") { logs.messages.contains { $0.contains("switched off") } }
         #expect(keepAlive.manager.state == .stopped)
 
         // Turning the gate on and starting by hand plays; shutdown still stops it.
         keepAlive.manager.isOn = true
         keepAlive.manager.start()
-        try await Support.waitUntil("the output to play") { keepAlive.manager.state == .playing }
+        try await waitUntil("the output to play") { keepAlive.manager.state == .playing }
         let shutdownAt = ContinuousClock.now
         await group.triggerGracefulShutdown()
         try await running.value
@@ -150,18 +150,18 @@ struct ServiceTests {
 
     @Test("a manager started before the group is adopted, not started twice, and stopped at shutdown")
     func adoptsRunningManager() async throws {
-        let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Support.quietLogger)
+        let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["null"]), logger: Logger.quiet)
         let events = EventRecorder(manager.events)
         manager.start()
-        try await Support.waitUntil("the output to play") { manager.state == .playing }
-        let group = ServiceGroup(services: [KeepAliveService(manager: manager)], logger: Support.quietLogger)
+        try await waitUntil("the output to play") { manager.state == .playing }
+        let group = ServiceGroup(services: [KeepAliveService(manager: manager)], logger: Logger.quiet)
         let running = Task { try await group.run() }
         try await Task.sleep(for: .milliseconds(100))
         #expect(manager.state == .playing)
         await group.triggerGracefulShutdown()
         try await running.value
         #expect(!manager.isRunning)
-        try await Support.waitUntil("the stopped event") { events.events.last == .stopped }
+        try await waitUntil("the stopped event") { events.events.last == .stopped }
         #expect(events.events.filter { $0 == .started }.count == 1, "\(events.events)")
     }
 
@@ -169,12 +169,12 @@ struct ServiceTests {
     func missingDeviceIsNotAnError() async throws {
         var configuration = KeepAliveConfiguration(devices: ["hw:CARD=NoSuchCard,DEV=0"])
         configuration.defaults.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50))
-        let keepAlive = try KeepAliveService(configuration: configuration, logger: Support.quietLogger)
+        let keepAlive = try KeepAliveService(configuration: configuration, logger: Logger.quiet)
         let events = EventRecorder(keepAlive.manager.events)
-        let group = ServiceGroup(services: [keepAlive], logger: Support.quietLogger)
+        let group = ServiceGroup(services: [keepAlive], logger: Logger.quiet)
         let running = Task { try await group.run() }
-        try await Support.waitUntil("the output to wait") { keepAlive.manager.state == .waitingForDevice(.noDevice) }
-        try await Support.waitUntil("a few retries") { events.events.filter { $0.kind == .error }.count >= 3 }
+        try await waitUntil("the output to wait") { keepAlive.manager.state == .waitingForDevice(.noDevice) }
+        try await waitUntil("a few retries") { events.events.filter { $0.kind == .error }.count >= 3 }
         let shutdownAt = ContinuousClock.now
         await group.triggerGracefulShutdown()
         try await running.value  // does not throw
@@ -189,15 +189,15 @@ struct ServiceTests {
         (KeepAliveConfiguration(defaults: OutputConfiguration(retry: RetryPolicy(initialDelay: .zero))), .invalidRetryPolicy),
     ])
     func invalidConfiguration(_ configuration: KeepAliveConfiguration, _ error: KeepAliveConfigurationError) {
-        #expect(throws: error) { try KeepAliveService(configuration: configuration, logger: Support.quietLogger) }
+        #expect(throws: error) { try KeepAliveService(configuration: configuration, logger: Logger.quiet) }
     }
 
     @Test("no devices is refused: the service adds no outputs, so it would keep nothing awake")
     func selectionWithoutDevices() {
         let configuration = KeepAliveConfiguration(devices: [])
-        #expect(throws: KeepAliveConfigurationError.noDevices) { try KeepAliveService(configuration: configuration, logger: Support.quietLogger) }
+        #expect(throws: KeepAliveConfigurationError.noDevices) { try KeepAliveService(configuration: configuration, logger: Logger.quiet) }
         // The manager, which a caller's scanner reconfigures, still takes it.
-        #expect(throws: Never.self) { try KeepAliveManager(configuration: configuration, logger: Support.quietLogger) }
+        #expect(throws: Never.self) { try KeepAliveManager(configuration: configuration, logger: Logger.quiet) }
     }
 }
 
@@ -267,23 +267,6 @@ final class LogRecorder: Sendable {
 }
 
 enum EmbeddingTestSupport {
-    struct TimedOut: Error, CustomStringConvertible {
-        let what: String
-        var description: String { "timed out waiting for \(what)" }
-    }
-
-    static let quietLogger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
-
-    /// Polls `condition` every 2 ms until it holds; throws after `timeout` (stretched under a
-    /// sanitizer).
-    static func waitUntil(_ what: String, timeout: Duration = .seconds(5), _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout.underSanitizer
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-    }
-
     static func temporaryDirectory(_ label: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("keepalive-\(label)-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -1,12 +1,11 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import KeepAlive
 
 /// The one place the engine and the daemon start threads.
 @Suite("Threads")
 struct ThreadTests {
-    typealias Support = EmbeddingTestSupport
-
     /// What a body saw of the thread it ran on.
     struct Observed: Sendable {
         var thread: UInt
@@ -44,7 +43,7 @@ struct ThreadTests {
     func detached() async throws {
         let seen = Locked<Observed?>(nil)
         try startDetachedThread(named: "keepalive-det") { seen.withLock { $0 = Self.observe() } }
-        try await Support.waitUntil("the detached body to run") { seen.withLock { $0 != nil } }
+        try await waitUntil("the detached body to run") { seen.withLock { $0 != nil } }
         let observed = try #require(seen.withLock { $0 })
         #expect(!observed.inTask)
         #expect(observed.name == "keepalive-det")

@@ -1,7 +1,4 @@
 import ArgumentParser
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The sysexits.h codes keepalived uses, so scripts and systemd can tell failures apart.
 enum SysExit {
@@ -23,13 +20,4 @@ enum SysExit {
     static let osError = ExitCode(71)
     /// A temporary failure; try again.
     static let tempFail = ExitCode(75)
-}
-
-/// Sleeps the calling thread: the shell commands wait without Swift concurrency (nothing else
-/// runs while they wait, and the daemon they start must not inherit a dispatch runtime).
-func sleep(for duration: Duration) {
-    let (seconds, attoseconds) = duration.components
-    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-    var remaining = timespec()
-    while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
 }

@@ -1,5 +1,6 @@
 import CKeepAliveLinux
 import Glibc
+import KeepAlive
 
 /// A timerfd the main loop polls: periodic (the watchdog) or one-shot (a rescan after a burst of
 /// configuration changes settles).
@@ -22,7 +23,7 @@ final class IntervalTimer: Sendable {
 
     /// Fires after `delay`, then every `interval` (nil: once).
     func arm(after delay: Duration, every interval: Duration? = nil) {
-        var spec = itimerspec(it_interval: Self.timespec(interval ?? .zero), it_value: Self.timespec(max(delay, .nanoseconds(1))))
+        var spec = itimerspec(it_interval: (interval ?? .zero).timespec, it_value: max(delay, .nanoseconds(1)).timespec)
         timerfd_settime(descriptor, 0, &spec, nil)
     }
 
@@ -38,10 +39,4 @@ final class IntervalTimer: Sendable {
     func acknowledge() -> UInt64 {
         var count: UInt64 = 0
         return read(descriptor, &count, 8) == 8 ? count : 0
-    }
-
-    private static func timespec(_ duration: Duration) -> Glibc.timespec {
-        let (seconds, attoseconds) = duration.components
-        return Glibc.timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-    }
-}
+    }}

@@ -1,13 +1,13 @@
 /// When to try a D-Bus connection again after it was lost (its daemon restarted or crashed): 1 s
 /// after the loss, then after waits doubling up to a minute, so a bus that keeps going away is
 /// not hammered; a connection that lasted a minute starts the waits afresh. Times are
-/// CLOCK_MONOTONIC readings (``LogindWatcher/monotonicNow()``).
+/// CLOCK_MONOTONIC readings (`monotonicNow()`).
 ///
 /// ```swift
-/// let now = LogindWatcher.monotonicNow()
+/// let now = monotonicNow()
 /// var backoff = ReconnectBackoff(connectedAt: now)
 /// backoff.lost(at: now)                      // the bus went away
-/// let later = LogindWatcher.monotonicNow()
+/// let later = monotonicNow()
 /// if backoff.isDue(at: later) {
 ///     if let bus = Bus.system.open(toFollow: "logind", logger: logger) { backoff.connected(at: later) } else { backoff.failed(at: later) }
 /// }

@@ -37,7 +37,7 @@ final class LogindFollower: @unchecked Sendable {
         idleTimer = try IntervalTimer()
         machine = PauseStateMachine(policy: policy)
         watcher = LogindWatcher.open(logger: logger)
-        backoff = ReconnectBackoff(connectedAt: LogindWatcher.monotonicNow())
+        backoff = ReconnectBackoff(connectedAt: monotonicNow())
         warnIfUnfollowable()
     }
 
@@ -46,7 +46,7 @@ final class LogindFollower: @unchecked Sendable {
     var busEvents: Int16 { watcher?.events ?? 0 }
     var pollTimeout: Int32 {
         if let watcher { return watcher.pollTimeout }
-        return backoff.due.map { LogindWatcher.milliseconds(until: $0) } ?? -1
+        return backoff.due.map { monotonicPollTimeout(until: $0) } ?? -1
     }
 
     /// Safe from any thread (a reload runs on the control socket's): the idle timer, set to
@@ -59,7 +59,7 @@ final class LogindFollower: @unchecked Sendable {
     /// Reads what logind said and acts on it; on the main loop only.
     func process(idleTimerFired: Bool, on mainLoop: ThreadOwner) {
         mainLoop.preconditionOwned("LogindFollower.process")
-        let now = LogindWatcher.monotonicNow()
+        let now = monotonicNow()
         if let policy = pendingPolicy.withLock({ $0.take() }), policy != machine.policy {
             perform(machine.policyChanged(policy, now: now))
             warnedNoSession = false

@@ -100,13 +100,7 @@ final class LogindWatcher {
         guard let bus else { return -1 }
         var deadline: UInt64 = 0
         guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return -1 }
-        return Self.milliseconds(until: .microseconds(Int64(clamping: deadline)))
-    }
-
-    /// A `poll` timeout that ends no earlier than `deadline` (CLOCK_MONOTONIC).
-    static func milliseconds(until deadline: Duration) -> Int32 {
-        let now = monotonicNow()
-        return (deadline - now).pollTimeout
+        return monotonicPollTimeout(until: .microseconds(Int64(clamping: deadline)))
     }
 
     /// Reads what arrived; the events in order. A bus that went away is closed after one
@@ -174,20 +168,13 @@ final class LogindWatcher {
     /// Whether the kernel offers any sleep state: `/sys/power/state` lists none in most
     /// containers and on kernels built without suspend or hibernation.
     static func kernelCanSleep(_ path: String = "/sys/power/state") -> Bool {
-        CardHolders.readFile(path)?.contains(where: { !$0.isWhitespace }) ?? false
+        readSmallFile(path)?.contains(where: { !$0.isWhitespace }) ?? false
     }
 
     /// Lets logind go on with sleep.
     func releaseSleepLock() {
         if sleepLock >= 0 { Glibc.close(sleepLock) }
         sleepLock = -1
-    }
-
-    /// CLOCK_MONOTONIC now, the clock of logind's `…Monotonic` hints and sd-bus's timeouts.
-    static func monotonicNow() -> Duration {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
     }
 
     /// Finds the session to follow and subscribes to its property changes; the first hints

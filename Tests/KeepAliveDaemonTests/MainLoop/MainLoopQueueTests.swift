@@ -2,6 +2,7 @@ import _KeepalivedControlProtocol
 import Glibc
 import KeepAlive
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import KeepAliveDaemon
@@ -63,7 +64,7 @@ struct MainLoopQueueTests {
                 finished.add(1, ordering: .releasing)
             }
         }
-        while finished.load(ordering: .acquiring) < 4 { usleep(1000) }
+        #expect(pollUntil(timeout: .seconds(20), every: .milliseconds(1)) { finished.load(ordering: .acquiring) == 4 })
         loop.stop()
         main.join()
         let all = replies.withLock { $0 }
@@ -100,7 +101,7 @@ struct MainLoopQueueTests {
             reply.withLock { $0 = answer }
         }
         // Once the request is in the queue, the daemon stops.
-        while queue.descriptorReadable == false { usleep(1000) }
+        #expect(pollUntil(timeout: .seconds(20), every: .milliseconds(1)) { queue.descriptorReadable })
         let started = ContinuousClock.now
         queue.close(failing: MainLoopQueue.stopping)
         asker.join()
