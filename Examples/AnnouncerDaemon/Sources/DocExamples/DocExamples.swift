@@ -30,7 +30,7 @@ struct Counter: Sendable { func increment(_ reason: InterruptionReason) {} }
 let recoveries = Counter()
 func notifyWatchdog() {}
 
-// Sources/KeepAlive/Manager/PauseReason.swift
+// Sources/KeepAlive/Events/PauseReason.swift
 extension PauseReason {
     /// A call is on: the speakers stay quiet until it ends.
     static let call = PauseReason(name: "call", strength: 250)
@@ -47,22 +47,8 @@ func example2() async throws {
     let hdmi = HardwareDevice(card: 0, device: 3)
 }
 
-// Sources/KeepAlive/ALSA/OutputFormat.swift
-func example3() async throws {
-    if let format = manager.outputs.first?.format {
-        print(format)  // S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 44100 frames
-    }
-}
-
-// Sources/KeepAlive/ALSA/OutputFraming.swift
-func example4() async throws {
-    if manager.outputs.first?.format?.framing == .iec958 {
-        print("the device takes IEC958 subframes; keepalived frames its signal itself")
-    }
-}
-
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example5() async throws {
+func example3() async throws {
     let activity = OutputActivityTracker(idleAfter: .seconds(600))
     Task {
         for await change in activity.changes {
@@ -75,75 +61,75 @@ func example5() async throws {
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example6() async throws {
+func example4() async throws {
     let change = OutputActivityTracker.Change(output: "hw:0,0", kind: .active, program: "mpd", at: .now)
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example7() async throws {
+func example5() async throws {
     print(change)   // idle output=hw:0,0 program=mpd
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example8() async throws {
+func example6() async throws {
     if activity.activity(of: "hw:0,0").isActive { print("listening") }
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example9() async throws {
+func example7() async throws {
     let activity = OutputActivityTracker(idleAfter: .seconds(300), idleAfterByOutput: ["hdmi:CARD=PCH,DEV=0": .seconds(60)])
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example10() async throws {
+func example8() async throws {
     for await change in activity.changes where change.kind == .idle { print("\(change.output) idle") }
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example11() async throws {
+func example9() async throws {
     activity.update(["hw:0,0": "mpd", "pulse:DEVICE=tv": "Firefox"])
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example12() async throws {
+func example10() async throws {
     if let deadline = activity.nextDeadline, deadline <= .now { activity.advance() }
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example13() async throws {
+func example11() async throws {
     activity.setIdleAfter(.seconds(60))
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example14() async throws {
+func example12() async throws {
     let wait = activity.nextDeadline.map { ContinuousClock.now.duration(to: $0) }
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example15() async throws {
+func example13() async throws {
     let amplifierOn = !activity.activeOutputs.isEmpty
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example16() async throws {
+func example14() async throws {
     if case .active(let since, let program, _) = activity.activity(of: "hw:0,0") { print("\(program) since \(since)") }
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
-func example17() async throws {
+func example15() async throws {
     let group = ServiceGroup(services: [activity, KeepAliveService(manager: manager)], logger: logger)
     try await group.run()
 }
 
 // Sources/KeepAlive/Clip/Clip.swift
-func example18() async throws {
+func example16() async throws {
     let clip = try Clip(base64: Clip.embeddedBase64)   // the seed's one-sample clip
     let fromDisk = try Clip(contentsOfFile: "/usr/share/sounds/blip.wav")
     print(clip.sampleRate, clip.channels, clip.frameCount)  // 44100 1 1
 }
 
 // Sources/KeepAlive/Clip/ClipError.swift
-func example19() async throws {
+func example17() async throws {
     do {
         _ = try Clip(base64: "not base64!")
     } catch {
@@ -152,7 +138,7 @@ func example19() async throws {
 }
 
 // Sources/KeepAlive/Clip/ClipError.swift
-func example20() async throws {
+func example18() async throws {
     do {
         _ = try Clip(contentsOfFile: "/etc/keepalived/clip.wav")
     } catch where error.code == .unreadableFile || error.code == .fileTooLarge {
@@ -162,8 +148,122 @@ func example20() async throws {
     }
 }
 
-// Sources/KeepAlive/Events/KeepAliveEvent.swift
+// Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
+func example19() async throws {
+    var configuration = KeepAliveConfiguration()
+    configuration.devices = ["hdmi:CARD=PCH,DEV=0"]
+    configuration.defaults.volume = try Level(parsing: "-40dB")
+    try configuration.validate()
+}
+
+// Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
+func example20() async throws {
+    configuration.defaults.signal = .fluctuate(perSecond: 50)
+}
+
+// Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
 func example21() async throws {
+    configuration.outputSettings["hdmi:CARD=PCH,DEV=0"] = OutputSettings(signal: .fluctuate(perSecond: 50))
+}
+
+// Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
+func example22() async throws {
+    let dac = configuration.configuration(for: "plughw:CARD=DAC")
+    print(dac.signal, dac.volume)
+}
+
+// Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
+func example23() async throws {
+    let configuration = KeepAliveConfiguration(devices: ["default", "hdmi:CARD=PCH,DEV=0"],
+                                               defaults: OutputConfiguration(volume: try Level(parsing: "-40dB")))
+}
+
+// Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
+func example24() async throws {
+    do {
+        try configuration.validate()
+    } catch where error.code == .volumeAboveCeiling {
+        print("turn it down to \(error.limit?.linear ?? 0) or below")
+    } catch {
+        print(error)  // the broken rule, in words
+    }
+}
+
+// Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
+func example25() async throws {
+    do {
+        try OutputConfiguration(signal: .sine(frequency: -1)).validate()
+    } catch where error.signalError?.code == .frequencyOutOfRange {
+        print("pick a frequency above 0")
+    } catch {
+        print(error)
+    }
+}
+
+// Sources/KeepAlive/Configuration/OutputConfiguration.swift
+func example26() async throws {
+    var output = OutputConfiguration(signal: .sine(frequency: 30), volume: try Level(parsing: "-50dB"))
+    output.bufferDuration = .seconds(4)
+    try output.validate()
+}
+
+// Sources/KeepAlive/Configuration/OutputConfiguration.swift
+func example27() async throws {
+    output.allowsRingLoop = false   // keepalived --no-ring-loop
+}
+
+// Sources/KeepAlive/Configuration/OutputConfiguration.swift
+func example28() async throws {
+    let quiet = OutputConfiguration(volume: try Level(parsing: "-60dB"))
+}
+
+// Sources/KeepAlive/Configuration/OutputConfiguration.swift
+func example29() async throws {
+    try OutputConfiguration(bufferDuration: .seconds(4)).validate()
+}
+
+// Sources/KeepAlive/Configuration/OutputConfiguration.swift
+func example30() async throws {
+    let dac = defaults.applying(OutputSettings(volume: try Level(parsing: "-50dB")))
+}
+
+// Sources/KeepAlive/Configuration/OutputSettings.swift
+func example31() async throws {
+    var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0", "plughw:CARD=DAC"])
+    configuration.outputSettings["plughw:CARD=DAC"] = OutputSettings(signal: .sine(frequency: 30), volume: try Level(parsing: "-50dB"))
+    try configuration.validate()
+}
+
+// Sources/KeepAlive/Configuration/OutputSettings.swift
+func example32() async throws {
+    let sink = "alsa_output.pci-0000_00_1f.3.hdmi-stereo"
+    var configuration = KeepAliveConfiguration(devices: ["pulse:DEVICE=\(sink)"])
+    configuration.outputSettings["pulse:DEVICE=\(sink)"] = OutputSettings(bufferDuration: .seconds(6), serverSink: sink)
+}
+
+// Sources/KeepAlive/Configuration/OutputSettings.swift
+func example33() async throws {
+    let quiet = OutputSettings(volume: try Level(parsing: "-60dB"))
+    let tv = OutputSettings(bufferDuration: .seconds(6), serverSink: "alsa_output.pci-0000_00_1f.3.hdmi-stereo")
+}
+
+// Sources/KeepAlive/Configuration/RetryPolicy.swift
+func example34() async throws {
+    var configuration = KeepAliveConfiguration()
+    configuration.defaults.retry = RetryPolicy(maximumDelay: .seconds(5))
+}
+
+// Sources/KeepAlive/Events/InterruptionReason.swift
+func example35() async throws {
+    for await event in manager.events {
+        if let device = event.device, let reason = event.reason, let downtime = event.downtime {
+            print("\(device) back after \(reason) in \(downtime)")
+        }
+    }
+}
+
+// Sources/KeepAlive/Events/KeepAliveEvent.swift
+func example36() async throws {
     for await event in manager.events {
         switch event.kind {
         case .opened:
@@ -178,30 +278,60 @@ func example21() async throws {
 }
 
 // Sources/KeepAlive/Events/KeepAliveEvent.swift
-func example22() async throws {
+func example37() async throws {
     let errors = manager.events.filter { $0.kind == .error }
 }
 
 // Sources/KeepAlive/Events/KeepAliveEvent.swift
-func example23() async throws {
+func example38() async throws {
     let hdmiEvents = manager.events.filter { $0.device == "hdmi:CARD=PCH,DEV=0" }
 }
 
 // Sources/KeepAlive/Events/KeepAliveEvent.swift
-func example24() async throws {
+func example39() async throws {
     for await event in manager.events where event.kind == .recovered {
         if let reason = event.reason { print("back after \(reason)") }
     }
 }
 
 // Sources/KeepAlive/Events/KeepAliveEvent.swift
-func example25() async throws {
+func example40() async throws {
     print(KeepAliveEvent.recovered(device: "pulse", reason: .serverGone, downtime: .milliseconds(1500)))
     // recovered device=pulse reason=server-gone downtime=1.5 seconds
 }
 
+// Sources/KeepAlive/Events/KeepAliveState.swift
+func example41() async throws {
+    let state = manager.state
+    switch state.kind {
+    case .playing: print("awake")
+    case .waitingForDevice: print("waiting: \(state.reason ?? .unknown)")
+    default: break
+    }
+}
+
+// Sources/KeepAlive/Events/KeepAliveState.swift
+func example42() async throws {
+    let state = manager.state
+    if state.kind == .recovering, let reason = state.reason { print("recovering from \(reason)") }
+}
+
+// Sources/KeepAlive/Events/PauseReason.swift
+func example43() async throws {
+    manager.pause(.locked)            // the session locked: let the speakers sleep
+    manager.state                     // .paused(.locked)
+    manager.resume(.locked)           // unlocked: every output opens again at once
+}
+
+// Sources/KeepAlive/Events/PauseReason.swift
+func example44() async throws {
+
+    manager.pause(.call, output: "pulse")
+    manager.resume(.call, output: "pulse")
+}
+
 // Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
-func example26() async throws {
+func example45() async throws {
 
     let logger = Logger(label: "my-daemon")
     let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
@@ -210,7 +340,7 @@ func example26() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
-func example27() async throws {
+func example46() async throws {
     do {
         var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"])
         configuration.defaults.volume = try Level(parsing: "-40dB")
@@ -222,7 +352,7 @@ func example27() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
-func example28() async throws {
+func example47() async throws {
     struct Announcer: Service {
         let keepAlive: KeepAliveManager
         let logger: Logger
@@ -238,7 +368,7 @@ func example28() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
-func example29() async throws {
+func example48() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"]), logger: logger)
     let events = manager.events      // subscribe first: a stream gets the events from then on
     manager.start()                  // returns at once; playback runs on its own thread
@@ -249,7 +379,7 @@ func example29() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/Interruptions.md
-func example30() async throws {
+func example49() async throws {
     for await event in manager.events {
         guard let device = event.device else { continue }
         switch event.kind {
@@ -264,35 +394,35 @@ func example30() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/KeepAlive.md
-func example31() async throws {
+func example50() async throws {
     let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
     let group = ServiceGroup(services: [keepAlive, myService], gracefulShutdownSignals: [.sigterm], logger: logger)
     try await group.run()
 }
 
 // Sources/KeepAlive/KeepAlive.docc/LevelRules.md
-func example32() async throws {
+func example51() async throws {
     let volume = try Level(parsing: "0.01")     // 0.01, -40 dBFS
     let same = try Level(parsing: "-40dB")      // 0.01
     let ceiling = try Level(decibels: -26)      // about 0.05
 }
 
 // Sources/KeepAlive/KeepAlive.docc/LevelRules.md
-func example33() async throws {
+func example52() async throws {
     var configuration = KeepAliveConfiguration()
     configuration.defaults.volume = try Level(linear: 0.5)
     try configuration.validate()   // throws .volumeAboveCeiling(volume: 0.5, ceiling: 0.05)
 }
 
 // Sources/KeepAlive/KeepAlive.docc/LevelRules.md
-func example34() async throws {
+func example53() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["file:'/tmp/x.raw',raw"]), logger: logger)
     manager.start()
     // … /tmp/x.raw fills with 16-bit samples of value -1, paced to real time.
 }
 
 // Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md
-func example35() async throws {
+func example54() async throws {
     let forLogs = manager.events
     let forMetrics = manager.events
 
@@ -309,14 +439,14 @@ func example35() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md
-func example36() async throws {
+func example55() async throws {
     for await event in manager.events.cancelOnGracefulShutdown() {
         logger.info("\(event)")
     }
 }
 
 // Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md
-func example37() async throws {
+func example56() async throws {
     let activity = OutputActivityTracker(idleAfter: .seconds(600))
     let group = ServiceGroup(services: [activity, KeepAliveService(manager: manager)], logger: logger)
 
@@ -333,7 +463,7 @@ func example37() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/SoundServerSinks.md
-func example38() async throws {
+func example57() async throws {
     let sink = "alsa_output.pci-0000_00_1f.3.hdmi-stereo"
     let device = "pulse:DEVICE=\(sink)"
     var configuration = KeepAliveConfiguration(devices: [device])
@@ -342,77 +472,25 @@ func example38() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/SoundServerSinks.md
-func example39() async throws {
+func example58() async throws {
     configuration.outputSettings["pulse"] = OutputSettings(bufferDuration: .seconds(8), serverSink: "@DEFAULT_SINK@")
 }
 
 // Sources/KeepAlive/Level/Level.swift
-func example40() async throws {
+func example59() async throws {
     let quiet = try Level(parsing: "0.01")    // 0.01
     let same = try Level(parsing: "-40dB")    // 0.01
     let ceiling = Level.defaultCeiling        // 0.05
 }
 
 // Sources/KeepAlive/Level/SampleFormat.swift
-func example41() async throws {
+func example60() async throws {
     let format = SampleFormat.s16
     print(format, format.bytesPerSample)  // S16_LE 2
 }
 
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
-func example42() async throws {
-    var configuration = KeepAliveConfiguration()
-    configuration.devices = ["hdmi:CARD=PCH,DEV=0"]
-    configuration.defaults.volume = try Level(parsing: "-40dB")
-    try configuration.validate()
-}
-
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
-func example43() async throws {
-    configuration.defaults.signal = .fluctuate(perSecond: 50)
-}
-
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
-func example44() async throws {
-    configuration.outputSettings["hdmi:CARD=PCH,DEV=0"] = OutputSettings(signal: .fluctuate(perSecond: 50))
-}
-
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
-func example45() async throws {
-    let dac = configuration.configuration(for: "plughw:CARD=DAC")
-    print(dac.signal, dac.volume)
-}
-
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
-func example46() async throws {
-    let configuration = KeepAliveConfiguration(devices: ["default", "hdmi:CARD=PCH,DEV=0"],
-                                               defaults: OutputConfiguration(volume: try Level(parsing: "-40dB")))
-}
-
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
-func example47() async throws {
-    do {
-        try configuration.validate()
-    } catch where error.code == .volumeAboveCeiling {
-        print("turn it down to \(error.limit?.linear ?? 0) or below")
-    } catch {
-        print(error)  // the broken rule, in words
-    }
-}
-
-// Sources/KeepAlive/Manager/KeepAliveConfiguration.swift
-func example48() async throws {
-    do {
-        try OutputConfiguration(signal: .sine(frequency: -1)).validate()
-    } catch where error.signalError?.code == .frequencyOutOfRange {
-        print("pick a frequency above 0")
-    } catch {
-        print(error)
-    }
-}
-
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example49() async throws {
+func example61() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
     let events = manager.events   // subscribe first: a stream has the events from then on
     manager.start()               // returns at once; each output plays on a thread of its own
@@ -423,59 +501,59 @@ func example49() async throws {
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example50() async throws {
+func example62() async throws {
     let snapshot = manager.snapshot
     print(snapshot.state, snapshot.outputs.map(\.device), snapshot.configuration.defaults.volume)
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example51() async throws {
+func example63() async throws {
     if manager.isResponsive(within: .seconds(3)) { notifyWatchdog() }
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example52() async throws {
+func example64() async throws {
     for await event in manager.events.cancelOnGracefulShutdown() {
         if event.kind == .recovered, let device = event.device, let reason = event.reason { logger.notice("\(device) back after \(reason)") }
     }
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example53() async throws {
+func example65() async throws {
     var louder = manager.configuration
     louder.defaults.volume = try Level(parsing: "-34dB")
     let outcome = try manager.reconfigure(louder)  // updated in place default
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example54() async throws {
+func example66() async throws {
     manager.pause(.sleep)     // before the system sleeps; returns once every output is closed
     manager.resume(.sleep)    // after resume: outputs open again, unless another reason holds
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example55() async throws {
+func example67() async throws {
     manager.resume(.locked)
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example56() async throws {
+func example68() async throws {
     manager.pause(.call, output: "hdmi:CARD=PCH,DEV=0")   // a call on the headset: the TV sleeps
     manager.resume(.call, output: "hdmi:CARD=PCH,DEV=0")  // it ended: keep the TV awake again
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example57() async throws {
+func example69() async throws {
     manager.resume(.call, output: "hdmi:CARD=PCH,DEV=0")   // `.call`: see ``PauseReason``
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example58() async throws {
+func example70() async throws {
     if manager.pauses.contains(.sleep) { print("sleeping") }
 }
 
 // Sources/KeepAlive/Manager/KeepAliveService.swift
-func example59() async throws {
+func example71() async throws {
     let logger = Logger(label: "announcer")
     let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
     let group = ServiceGroup(services: [keepAlive, announcer], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
@@ -483,108 +561,31 @@ func example59() async throws {
 }
 
 // Sources/KeepAlive/Manager/KeepAliveService.swift
-func example60() async throws {
+func example72() async throws {
     var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"])
     configuration.defaults.volume = try Level(parsing: "-40dB")
     let keepAlive = try KeepAliveService(configuration: configuration, logger: logger)
 }
 
 // Sources/KeepAlive/Manager/KeepAliveService.swift
-func example61() async throws {
+func example73() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(), logger: logger)
     let keepAlive = KeepAliveService(manager: manager)
 }
 
 // Sources/KeepAlive/Manager/KeepAliveSnapshot.swift
-func example62() async throws {
+func example74() async throws {
     let snapshot = manager.snapshot
     if snapshot.outputs.isEmpty {
         print("\(snapshot.state): no output yet")
     }
 }
 
-// Sources/KeepAlive/Manager/KeepAliveState.swift
-func example63() async throws {
-    let state = manager.state
-    switch state.kind {
-    case .playing: print("awake")
-    case .waitingForDevice: print("waiting: \(state.reason ?? .unknown)")
-    default: break
-    }
-}
-
-// Sources/KeepAlive/Manager/KeepAliveState.swift
-func example64() async throws {
-    let state = manager.state
-    if state.kind == .recovering, let reason = state.reason { print("recovering from \(reason)") }
-}
-
-// Sources/KeepAlive/Manager/OutputConfiguration.swift
-func example65() async throws {
-    var output = OutputConfiguration(signal: .sine(frequency: 30), volume: try Level(parsing: "-50dB"))
-    output.bufferDuration = .seconds(4)
-    try output.validate()
-}
-
-// Sources/KeepAlive/Manager/OutputConfiguration.swift
-func example66() async throws {
-    output.allowsRingLoop = false   // keepalived --no-ring-loop
-}
-
-// Sources/KeepAlive/Manager/OutputConfiguration.swift
-func example67() async throws {
-    let quiet = OutputConfiguration(volume: try Level(parsing: "-60dB"))
-}
-
-// Sources/KeepAlive/Manager/OutputConfiguration.swift
-func example68() async throws {
-    try OutputConfiguration(bufferDuration: .seconds(4)).validate()
-}
-
-// Sources/KeepAlive/Manager/OutputConfiguration.swift
-func example69() async throws {
-    let dac = defaults.applying(OutputSettings(volume: try Level(parsing: "-50dB")))
-}
-
-// Sources/KeepAlive/Manager/OutputSettings.swift
-func example70() async throws {
-    var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0", "plughw:CARD=DAC"])
-    configuration.outputSettings["plughw:CARD=DAC"] = OutputSettings(signal: .sine(frequency: 30), volume: try Level(parsing: "-50dB"))
-    try configuration.validate()
-}
-
-// Sources/KeepAlive/Manager/OutputSettings.swift
-func example71() async throws {
-    let sink = "alsa_output.pci-0000_00_1f.3.hdmi-stereo"
-    var configuration = KeepAliveConfiguration(devices: ["pulse:DEVICE=\(sink)"])
-    configuration.outputSettings["pulse:DEVICE=\(sink)"] = OutputSettings(bufferDuration: .seconds(6), serverSink: sink)
-}
-
-// Sources/KeepAlive/Manager/OutputSettings.swift
-func example72() async throws {
-    let quiet = OutputSettings(volume: try Level(parsing: "-60dB"))
-    let tv = OutputSettings(bufferDuration: .seconds(6), serverSink: "alsa_output.pci-0000_00_1f.3.hdmi-stereo")
-}
-
 // Sources/KeepAlive/Manager/OutputStatus.swift
-func example73() async throws {
+func example75() async throws {
     for output in manager.outputs {
         print(output.device, output.state, output.framesPlayed, output.totalRecoveries)
     }
-}
-
-// Sources/KeepAlive/Manager/PauseReason.swift
-func example74() async throws {
-    manager.pause(.locked)            // the session locked: let the speakers sleep
-    manager.state                     // .paused(.locked)
-    manager.resume(.locked)           // unlocked: every output opens again at once
-}
-
-// Sources/KeepAlive/Manager/PauseReason.swift
-func example75() async throws {
-
-    manager.pause(.call, output: "pulse")
-    manager.resume(.call, output: "pulse")
 }
 
 // Sources/KeepAlive/Manager/Reconfiguration.swift
@@ -594,26 +595,25 @@ func example76() async throws {
     print(outcome.added, outcome.removed, outcome.updatedInPlace)
 }
 
-// Sources/KeepAlive/Playback/InterruptionReason.swift
+// Sources/KeepAlive/Output/OutputFormat.swift
 func example77() async throws {
-    for await event in manager.events {
-        if let device = event.device, let reason = event.reason, let downtime = event.downtime {
-            print("\(device) back after \(reason) in \(downtime)")
-        }
+    if let format = manager.outputs.first?.format {
+        print(format)  // S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 44100 frames
+    }
+}
+
+// Sources/KeepAlive/Output/OutputFraming.swift
+func example78() async throws {
+    if manager.outputs.first?.format?.framing == .iec958 {
+        print("the device takes IEC958 subframes; keepalived frames its signal itself")
     }
 }
 
 // Sources/KeepAlive/Playback/PlaybackMode.swift
-func example78() async throws {
+func example79() async throws {
     for output in manager.outputs where output.mode == .ringLoop {
         print("\(output.device): the hardware loops the signal; the process sleeps")
     }
-}
-
-// Sources/KeepAlive/Playback/RetryPolicy.swift
-func example79() async throws {
-    var configuration = KeepAliveConfiguration()
-    configuration.defaults.retry = RetryPolicy(maximumDelay: .seconds(5))
 }
 
 // Sources/KeepAlive/Selection/ALSADevices.swift
