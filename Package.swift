@@ -105,7 +105,7 @@ let package = Package(
         ),
         // What the test targets share: file reading that LeakSanitizer accepts, the time
         // bounds that stretch under a sanitizer, waiting for a state, a logger that drops all.
-        .target(name: "TestSupport", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["CKeepAliveLinux", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(
             name: "KeepAliveTests",
             dependencies: [

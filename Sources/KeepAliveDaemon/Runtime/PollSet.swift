@@ -30,11 +30,6 @@ struct PollSet {
     /// interrupted the wait, with nothing ready.
     /// - Throws: `Errno` when `poll` itself fails.
     mutating func wait(timeout: Int32) throws(Errno) -> Bool {
-        for index in descriptors.indices { descriptors[index].revents = 0 }
-        guard poll(&descriptors, nfds_t(descriptors.count), timeout) >= 0 else {
-            if errno == EINTR { return false }
-            throw Errno(errno)
-        }
-        return true
+        try descriptors.waitForEvents(timeout: timeout)
     }
 }

@@ -1,25 +1,12 @@
 import CKeepAliveLinux
 import Glibc
 import Testing
+import TestSupport
 
 @testable import KeepAliveDaemon
 
 @Suite("The control socket thread's poll set: its sources by name, then its clients in order")
 struct ControlPollSetTests {
-    /// An eventfd, readable once `ring`s: a descriptor the test controls.
-    final class Source {
-        let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        deinit { close(descriptor) }
-        func ring() {
-            var one: UInt64 = 1
-            _ = write(descriptor, &one, 8)
-        }
-        func drain() {
-            var count: UInt64 = 0
-            _ = read(descriptor, &count, 8)
-        }
-    }
-
     @Test("the named sources come first, each in its own place, and a turn's clients replace the last turn's")
     func mapping() {
         var set = ControlPollSet()
@@ -37,7 +24,7 @@ struct ControlPollSetTests {
 
     @Test("a wait names the sources and the clients that are ready; a source without a descriptor never is")
     func ready() throws {
-        let (stop, events, first, second) = (Source(), Source(), Source(), Source())
+        let (stop, events, first, second) = (TestEventSource(), TestEventSource(), TestEventSource(), TestEventSource())
         var set = ControlPollSet()
         set.watch(.stop, stop.descriptor)
         set.watch(.events, events.descriptor)

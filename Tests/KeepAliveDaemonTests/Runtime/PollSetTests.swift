@@ -2,21 +2,12 @@ import CKeepAliveLinux
 import Glibc
 import KeepAlive
 import Testing
+import TestSupport
 
 @testable import KeepAliveDaemon
 
 @Suite("The main loop's poll set, keyed by what it waits for")
 struct PollSetTests {
-    /// An eventfd, readable once `ring`s: a source the test controls.
-    final class Source {
-        let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        deinit { close(descriptor) }
-        func ring() {
-            var one: UInt64 = 1
-            _ = write(descriptor, &one, 8)
-        }
-    }
-
     @Test("every source has a pollfd of its own, none polled until watched")
     func mapping() {
         var set = PollSet()
@@ -33,7 +24,7 @@ struct PollSetTests {
 
     @Test("a wait names what is ready, in the order a turn handles it; a ready source stays ready until drained")
     func ready() throws {
-        let (signals, reloads, rescan) = (Source(), Source(), Source())
+        let (signals, reloads, rescan) = (TestEventSource(), TestEventSource(), TestEventSource())
         var set = PollSet()
         set.watch(.signals, signals.descriptor)
         set.watch(.reloads, reloads.descriptor)
