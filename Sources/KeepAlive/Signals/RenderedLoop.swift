@@ -32,33 +32,27 @@ final class RenderedLoop {
 
     /// Renders `clip` for `format`, at least `minimumFrames` long so one write of a period or a
     /// first full buffer needs few calls.
-    init(clip: Clip, format: OutputFormat, gain: Level, ceiling: Level, minimumFrames: Int) {
+    convenience init(clip: Clip, format: OutputFormat, gain: Level, ceiling: Level, minimumFrames: Int) {
         let quantizer = SampleQuantizer(format: format.sampleFormat, gain: gain, ceiling: ceiling)
         let sourceFrames = clip.frameCount
         let passFrames = Self.passFrames(clip: clip, rate: format.sampleRate)
-        let cycleFrames = Self.cycleFrames(passFrames: passFrames, format: format)
-        let passes = max(1, (minimumFrames + cycleFrames - 1) / cycleFrames) * (cycleFrames / passFrames)
-        self.passFrames = passFrames
-        self.cycleFrames = cycleFrames
-        frameCount = passFrames * passes
-        bytesPerFrame = format.bytesPerFrame
-        memory = LoopMemory(byteCount: frameCount * bytesPerFrame, cycleBytes: cycleFrames * bytesPerFrame)
-        let storage = memory.base
+        let bytesPerFrame = format.bytesPerFrame
         let sampleBytes = format.sampleFormat.bytesPerSample
-        let step = Double(sourceFrames) / Double(passFrames)
-        for frame in 0..<passFrames {
-            let position = Double(frame) * step
-            let before = Int(position) % sourceFrames
-            let after = (before + 1) % sourceFrames
-            let weight = position - Double(Int(position))
-            for channel in 0..<format.channels {
-                let source = channel % clip.channels
-                let a = clip.sample(frame: before, channel: source)
-                let value = weight == 0 ? a : a + (clip.sample(frame: after, channel: source) - a) * weight
-                quantizer.store(value, at: storage + frame * bytesPerFrame + channel * sampleBytes)
+        self.init(format: format, passFrames: passFrames, minimumFrames: minimumFrames) { storage in
+            let step = Double(sourceFrames) / Double(passFrames)
+            for frame in 0..<passFrames {
+                let position = Double(frame) * step
+                let before = Int(position) % sourceFrames
+                let after = (before + 1) % sourceFrames
+                let weight = position - Double(Int(position))
+                for channel in 0..<format.channels {
+                    let source = channel % clip.channels
+                    let a = clip.sample(frame: before, channel: source)
+                    let value = weight == 0 ? a : a + (clip.sample(frame: after, channel: source) - a) * weight
+                    quantizer.store(value, at: storage + frame * bytesPerFrame + channel * sampleBytes)
+                }
             }
         }
-        tile(passes: passes, format: format)
     }
 
     /// Renders a generated signal: `passFrames` frames whose value for frame `n` is `sample(n)`
@@ -71,7 +65,17 @@ final class RenderedLoop {
     ///     sin(2 * .pi * Double($0) / 48)
     /// }
     /// ```
-    init(format: OutputFormat, passFrames: Int, minimumFrames: Int, quantizer: SampleQuantizer, sample: (Int) -> Double) {
+    convenience init(format: OutputFormat, passFrames: Int, minimumFrames: Int, quantizer: SampleQuantizer, sample: (Int) -> Double) {
+        self.init(format: format, passFrames: passFrames, minimumFrames: minimumFrames) { storage in
+            for frame in 0..<passFrames {
+                quantizer.store(sample(frame), channels: format.channels, at: storage + frame * format.bytesPerFrame)
+            }
+        }
+    }
+
+    /// The loop's layout and memory for `passFrames`-frame passes, its first pass rendered by
+    /// `renderPass` (at the memory's start), then tiled.
+    private init(format: OutputFormat, passFrames: Int, minimumFrames: Int, renderPass: (UnsafeMutableRawPointer) -> Void) {
         precondition(passFrames >= 1, "a loop holds at least one frame")
         let cycleFrames = Self.cycleFrames(passFrames: passFrames, format: format)
         let passes = max(1, (minimumFrames + cycleFrames - 1) / cycleFrames) * (cycleFrames / passFrames)
@@ -80,9 +84,7 @@ final class RenderedLoop {
         frameCount = passFrames * passes
         bytesPerFrame = format.bytesPerFrame
         memory = LoopMemory(byteCount: frameCount * bytesPerFrame, cycleBytes: cycleFrames * bytesPerFrame)
-        for frame in 0..<passFrames {
-            quantizer.store(sample(frame), channels: format.channels, at: memory.base + frame * bytesPerFrame)
-        }
+        renderPass(memory.base)
         tile(passes: passes, format: format)
     }
 
