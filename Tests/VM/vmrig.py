@@ -78,6 +78,13 @@ SYSTEMD_GENERATORS_KEPT = {"systemd-debug-generator", "systemd-run-generator"}
 
 DEVICE_KINDS = ("hda", "usb", "aloop", "dummy")
 
+# How far ahead of the host's time a guest's uptime may be before its clock counts as broken. Seen
+# once in a full run on a loaded host (ci2 of stop 63, keepalived-hda): the guest's uptime 136.7 s
+# when its command began 17.1 s after QEMU started, 213 s at power-off after 27.5 s (its TSC
+# calibrated wrong at boot, and `tsc=reliable` leaves it the clocksource), so a 15 s timeout in
+# the guest lasted 2 s. A healthy guest's uptime is below the host's seconds (QEMU starts first).
+FAST_CLOCK = 2.0
+
 # What differs between the guests' architectures. arm64: QEMU's `virt` board (TCG; a Cortex-A72
 # reaches init sooner than `max`), Debian's arm64 kernel, the same PCI sound devices.
 ARCHES = {
@@ -652,6 +659,9 @@ class Result:
         self.usb_wav = None
         self.qemu_returncode = None
         self.qemu_cpu = 0.0     # QEMU's CPU seconds (user + system), last read while it ran
+        # The guest's uptime over the host's seconds since QEMU started, when the guest's clock
+        # ran fast (see FAST_CLOCK); the guest was stopped before its command's first result.
+        self.clock_fast = None
 
     @property
     def ok(self):
@@ -1163,6 +1173,15 @@ class VM:
                         res.traces.append((self.now(), float(p[1]), p[2]))
                         if p[2] in ("command", "test-unit") and res.boot_seconds is None:
                             res.boot_seconds = self.now()
+                            # A guest's uptime can only lag the host's time since QEMU started;
+                            # one ahead of it by far has a clock that runs fast, and every bound
+                            # and timeout it keeps is that much shorter in real time. Stopped here,
+                            # before its command reports anything, for the runner to boot again.
+                            if float(p[1]) > FAST_CLOCK * res.boot_seconds + 10:
+                                res.clock_fast = float(p[1]) / res.boot_seconds
+                                res.error = (f"the guest's clock ran {res.clock_fast:.1f}× fast: uptime "
+                                             f"{float(p[1]):.1f} s {res.boot_seconds:.1f} s after QEMU started")
+                                return
                 else:
                     res.lines.append(line)
                     self.on_line(line)

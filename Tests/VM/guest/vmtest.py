@@ -301,14 +301,16 @@ ROOT_ENV = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", 
 
 
 def keepalived_status(keepalived, socket=None, env=None, runner=None, timeout=15):
-    """`keepalived status --json` as a dict, or None when no daemon answers (or not in JSON).
+    """`keepalived status --json` as a dict, or None when no daemon answers (or not in JSON, or
+    not within `timeout` s: on a guest the host starves, the client's own start can take that
+    long, and a wait_until around this call keeps its own deadline).
 
     `socket`: the daemon's control socket (default: the one the environment names); `env`: the
     caller's environment (default: this process's); `runner`: runs the argv and returns a
     CompletedProcess (another user's: `lambda argv: as_user(argv)`)."""
     argv = [keepalived, "status", "--json"] + (["--socket", socket] if socket else [])
-    r = (runner or (lambda a: run(a, timeout=timeout, env=env)))(argv)
     try:
+        r = (runner or (lambda a: run(a, timeout=timeout, env=env)))(argv)
         return json.loads(r.stdout)
-    except ValueError:
+    except (ValueError, subprocess.TimeoutExpired):
         return None
