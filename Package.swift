@@ -28,6 +28,7 @@ let package = Package(
             dependencies: [
                 "CALSA",
                 "CKeepAliveLinux",
+                "CKeepalivedCarry",
                 "CKeepAlivePulse",
                 "CKeepAlivePipeWire",
                 .product(name: "Logging", package: "swift-log"),
@@ -35,6 +36,10 @@ let package = Package(
             ]
         ),
         .target(name: "_KeepalivedControlProtocol"),
+        // The memory a player's `keepalived:` PCM shares with keepalived while keepalived carries
+        // its audio (its layout and the lock-free reads and writes of it): compiled into the
+        // library and into the ALSA plug-in alike (scripts/build-alsa-plugin).
+        .target(name: "CKeepalivedCarry"),
         // The `keepalived` ALSA PCM plug-in (libasound_module_pcm_keepalived.so), which asks
         // keepalived to release a card before a player opens it. A target so that the tests
         // call its pure helpers; the shipped .so is not a product of this package but built by
@@ -44,6 +49,7 @@ let package = Package(
         // player that opens the PCM.
         .target(
             name: "CKeepalivedPCM",
+            dependencies: ["CKeepalivedCarry"],
             linkerSettings: [.linkedLibrary("asound")]
         ),
         // The Linux calls Swift's Glibc module hides behind _GNU_SOURCE (the engine names its
@@ -110,6 +116,7 @@ let package = Package(
             name: "KeepAliveTests",
             dependencies: [
                 "KeepAlive",
+                "CKeepalivedCarry",
                 "_KeepalivedControlProtocol",
                 "TestSupport",
                 .product(name: "Logging", package: "swift-log"),

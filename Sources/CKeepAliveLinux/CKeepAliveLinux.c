@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -63,6 +64,41 @@ int csystem_peer_in_group(int fd, gid_t group) {
 
 int csystem_memfd(const char *name) {
     return memfd_create(name, MFD_CLOEXEC);
+}
+
+int csystem_memfd_sealable(const char *name) {
+    return memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+}
+
+int csystem_memfd_seal_size(int fd) {
+    return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+}
+
+long csystem_send_with_descriptors(int fd, const void *bytes, unsigned long length, const int *fds, int count) {
+    if (count < 0 || count > 4) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct iovec vector = {.iov_base = (void *)bytes, .iov_len = length};
+    union {
+        struct cmsghdr header;
+        char space[CMSG_SPACE(4 * sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1};
+    if (count > 0) {
+        message.msg_control = control.space;
+        message.msg_controllen = CMSG_SPACE((size_t)count * sizeof(int));
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN((size_t)count * sizeof(int));
+        memcpy(CMSG_DATA(header), fds, (size_t)count * sizeof(int));
+    }
+    ssize_t sent;
+    do sent = sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (sent < 0 && errno == EINTR);
+    return (long)sent;
 }
 
 int csystem_pidfd_open(pid_t pid) {

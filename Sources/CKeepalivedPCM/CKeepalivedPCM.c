@@ -1,6 +1,7 @@
-// The `keepalived` PCM type: ask keepalived to release a card's device, then open that device's
-// hw PCM for the player (framed into IEC958 subframes when that is all the hardware takes). See
-// CKeepalivedPCM.h.
+// The `keepalived` PCM type: ask keepalived to carry the player on the stream it keeps running on
+// the card (an ioplug PCM over memory shared with keepalived), or else to release the card's
+// device, then open that device's hw PCM for the player (framed into IEC958 subframes when that
+// is all the hardware takes). See CKeepalivedPCM.h.
 #define _GNU_SOURCE
 // alsa-lib's headers declare a plug-in's versioned entry symbol for a shared object only when PIC
 // is defined (libtool's -DPIC); without it they expect alsa-lib's static build, and the object
@@ -9,10 +10,12 @@
 #define PIC 1
 #endif
 #include "CKeepalivedPCM.h"
+#include "CKeepalivedCarry.h"
 
 #include <alsa/asoundlib.h>
 #include <alsa/pcm_external.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -20,7 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,10 +113,26 @@ static void put_code_point(writer *w, uint32_t code) {
 // MARK: - The request and the hw name
 
 int ckeepalived_pcm_request_line(char *buffer, size_t size, int card, int device, const char *program) {
+    return ckeepalived_pcm_request_line_for(buffer, size, "release", card, device, program);
+}
+
+int ckeepalived_pcm_request_line_for(char *buffer, size_t size, const char *request, int card, int device, const char *program) {
     writer w = {buffer, size, 0, false};
-    char head[96];
-    int length = snprintf(head, sizeof head, "{\"request\":\"release\",\"card\":%d,\"device\":%d,\"program\":\"",
-                          card, device);
+    // The request's name is the plug-in's own constant, never escaped: one that would need it is
+    // a mistake, refused rather than sent.
+    size_t request_length = request ? strlen(request) : 0;
+    bool plain = request_length > 0 && request_length <= CKEEPALIVED_PCM_REQUEST_NAME_MAX;
+    for (size_t i = 0; plain && i < request_length; i++) {
+        char ch = request[i];
+        plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+    }
+    if (!plain) {
+        w.overflow = true;
+        return finish(&w);
+    }
+    char head[128];
+    int length = snprintf(head, sizeof head, "{\"request\":\"%s\",\"card\":%d,\"device\":%d,\"program\":\"",
+                          request, card, device);
     put(&w, head, (size_t)length);
 
     const unsigned char *name = (const unsigned char *)(program ? program : "");
@@ -405,6 +428,101 @@ invalid:
     return -1;
 }
 
+// MARK: - Reading a grant
+
+/// Reads a JSON array of whole numbers, each at most `max` (and at least `min`), into `values`
+/// (room for `capacity`); `*count` gets how many. False when it is not one, when a number is out
+/// of range or when there are more than `capacity`.
+static bool read_whole_list(cursor *c, long min, long max, unsigned int *values, unsigned int capacity, unsigned int *count) {
+    *count = 0;
+    if (!take(c, '[')) return false;
+    if (take(c, ']')) return true;
+    do {
+        long value;
+        // Capped one above the bound, so that a larger number is seen as one, not cut to the bound.
+        if (!read_whole(c, max + 1, &value) || value < min || value > max || *count == capacity) return false;
+        values[(*count)++] = (unsigned int)value;
+    } while (take(c, ','));
+    return take(c, ']');
+}
+
+int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepalived_pcm_grant *grant) {
+    struct ckeepalived_pcm_grant read = {0};
+    cursor c = {(const unsigned char *)line, (const unsigned char *)line + length};
+    int ok = -1, carry = 0, busy = 0;
+    bool formats = false, rates = false, channels = false, buffer = false;
+    if (grant) memset(grant, 0, sizeof *grant);
+    if (!take(&c, '{')) return -1;
+    if (!take(&c, '}')) {
+        do {
+            char name[16];
+            writer key = {name, sizeof name, 0, false};
+            if (!read_string(&c, &key) || !take(&c, ':')) return -1;
+            name[key.used] = '\0';
+            bool known = !key.overflow;
+            skip_space(&c);
+            int *flag = !known ? NULL : strcmp(name, "ok") == 0 ? &ok : strcmp(name, "carry") == 0 ? &carry
+                                      : strcmp(name, "busy") == 0 ? &busy : NULL;
+            if (flag) {
+                if (take_word(&c, "true")) *flag = 1;
+                else if (take_word(&c, "false")) *flag = 0;
+                else return -1;
+            } else if (known && strcmp(name, "formats") == 0) {
+                // A mask's bits: snd_pcm_format_t values 0..63 (alsa-lib's last is far below).
+                unsigned int values[64], count;
+                if (!read_whole_list(&c, 0, 63, values, 64, &count) || count == 0) return -1;
+                read.formats = 0;
+                for (unsigned int i = 0; i < count; i++) read.formats |= 1ULL << values[i];
+                formats = true;
+            } else if (known && strcmp(name, "rates") == 0) {
+                if (!read_whole_list(&c, 1, CKEEPALIVED_PCM_GRANT_RATE_MAX, read.rates, CKEEPALIVED_PCM_GRANT_RATES_MAX,
+                                     &read.rate_count) ||
+                    read.rate_count == 0)
+                    return -1;
+                rates = true;
+            } else if (known && strcmp(name, "channels") == 0) {
+                unsigned int values[2], count;
+                if (!read_whole_list(&c, 1, CKEEPALIVED_PCM_GRANT_CHANNELS_MAX, values, 2, &count) || count != 2 ||
+                    values[0] > values[1])
+                    return -1;
+                read.channels_min = values[0];
+                read.channels_max = values[1];
+                channels = true;
+            } else if (known && strcmp(name, "maxBufferBytes") == 0) {
+                long value;
+                if (!read_whole(&c, (long)CKEEPALIVED_PCM_GRANT_BUFFER_MAX + 1, &value) || value < CKEEPALIVED_PCM_GRANT_BUFFER_MIN ||
+                    value > (long)CKEEPALIVED_PCM_GRANT_BUFFER_MAX)
+                    return -1;
+                read.max_buffer_bytes = (unsigned int)value;
+                buffer = true;
+            } else if (!skip_value(&c, 0)) {
+                return -1;
+            }
+        } while (take(&c, ','));
+        if (!take(&c, '}')) return -1;
+    }
+    skip_space(&c);
+    if (c.at != c.end || ok < 0) return -1;
+    if (ok == 0) return busy == 1 ? 2 : 0;
+    if (carry != 1) return 0;
+    // A grant that does not say what it can carry cannot be set up: it is no grant.
+    if (!formats || !rates || !channels || !buffer) return -1;
+    if (grant) *grant = read;
+    return 1;
+}
+
+int ckeepalived_pcm_format_line(char *buffer, size_t size, int format, unsigned int rate, unsigned int channels,
+                                unsigned long buffer_frames, unsigned long period_frames) {
+    int length = snprintf(buffer, size,
+                          "{\"request\":\"format\",\"format\":%d,\"rate\":%u,\"channels\":%u,\"bufferFrames\":%lu,\"periodFrames\":%lu}\n",
+                          format, rate, channels, buffer_frames, period_frames);
+    if (length < 0 || (size_t)length >= size) {
+        if (size > 0) buffer[0] = '\0';
+        return -1;
+    }
+    return length;
+}
+
 // MARK: - Asking keepalived
 
 int ckeepalived_pcm_release_timeout_ms(const char *text) {
@@ -422,9 +540,11 @@ int ckeepalived_pcm_release_timeout_ms(const char *text) {
 #define SYSTEM_SOCKET "/run/keepalived-audio/control.sock"
 #define REPLY_MAX 2048
 
+#define SOCKET_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
 /// One control socket asked to release the device.
 typedef struct connection {
-    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    char path[SOCKET_PATH_MAX];
     int fd;
     /// connect() is still under way (a non-blocking connect may finish later).
     bool connecting;
@@ -630,6 +750,705 @@ static void ask_release(int card, int device, int64_t started, int64_t deadline)
         if (connections[i].fd >= 0) close(connections[i].fd);
 }
 
+// MARK: - Carrying
+
+// When keepalived carries the player, the player's PCM is an ioplug of the plug-in's own: the
+// player writes into ioplug's buffer (its own, or the caller's for writei), and each transfer
+// copies the frames into the memory keepalived shares (CKeepalivedCarry.h), from which keepalived
+// copies them into the stream it keeps running on the card. How far the card has played comes
+// back through the same memory; the plug-in's pointer, delay and poll are made from it.
+
+/// How long a hw_params waits for keepalived's answer: it may reopen its stream in the new
+/// format first.
+#define FORMAT_TIMEOUT_MS 5000
+/// Descriptors a reply may carry that are kept; any more are closed as they arrive.
+#define REPLY_FDS_MAX 2
+
+/// Waits until `fd` is ready for `events` or `deadline` (CLOCK_MONOTONIC ns) passes: 1 ready
+/// (or hung up: the next call says how), 0 timed out, -errno.
+static int wait_until(int fd, short events, int64_t deadline) {
+    for (;;) {
+        int64_t left = deadline - monotonic_ns();
+        if (left <= 0) return 0;
+        struct pollfd p = {.fd = fd, .events = events};
+        int ready = poll(&p, 1, (int)((left + 999999) / 1000000));
+        if (ready > 0) return 1;
+        if (ready < 0 && errno != EINTR) return -errno;
+    }
+}
+
+/// Sends all of `line` on the connection by `deadline`. 0, or -ETIMEDOUT, -EPIPE, -errno.
+static int send_all(int fd, const char *line, size_t length, int64_t deadline) {
+    size_t sent = 0;
+    while (sent < length) {
+        ssize_t count = send(fd, line + sent, length - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (count >= 0) {
+            sent += (size_t)count;
+            continue;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+        int ready = wait_until(fd, POLLOUT, deadline);
+        if (ready <= 0) return ready == 0 ? -ETIMEDOUT : ready;
+    }
+    return 0;
+}
+
+/// Keeps the descriptors of a message's SCM_RIGHTS in `fds` while there is room, and closes any
+/// more: a reply carries two at most, and a descriptor kept open by mistake would stay open in
+/// the player for as long as it runs.
+static void keep_descriptors(struct msghdr *message, int *fds, size_t room, size_t *count) {
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(message); c; c = CMSG_NXTHDR(message, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
+            if (*count < room) fds[(*count)++] = fd;
+            else close(fd);
+        }
+    }
+}
+
+/// Reads one line from the connection, up to its '\n' and never beyond (what follows is
+/// keepalived's next word, for poll to see), by `deadline`, with the descriptors that come with
+/// it (see keep_descriptors; `room` may be 0). Returns the line's length, or -ETIMEDOUT,
+/// -ECONNRESET (closed), -EMSGSIZE (longer than `size`), -errno.
+static ssize_t receive_line(int fd, char *line, size_t size, int64_t deadline, int *fds, size_t room, size_t *count) {
+    size_t used = 0;
+    for (;;) {
+        if (used == size) return -EMSGSIZE;
+        // Looked at first, so that only the line is taken; a peek takes no descriptors.
+        ssize_t peeked = recv(fd, line + used, size - used, MSG_PEEK | MSG_DONTWAIT);
+        if (peeked == 0) return -ECONNRESET;
+        if (peeked < 0) {
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+            int ready = wait_until(fd, POLLIN, deadline);
+            if (ready <= 0) return ready == 0 ? -ETIMEDOUT : ready;
+            continue;
+        }
+        char *newline = memchr(line + used, '\n', (size_t)peeked);
+        size_t wanted = newline ? (size_t)(newline - (line + used)) + 1 : (size_t)peeked;
+        union {
+            struct cmsghdr align;
+            char bytes[CMSG_SPACE(sizeof(int) * REPLY_FDS_MAX * 2)];
+        } control;
+        struct iovec part = {.iov_base = line + used, .iov_len = wanted};
+        struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes};
+        ssize_t got = recvmsg(fd, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (got < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+            return -errno;
+        }
+        // Descriptors that found no room in `control` the kernel has closed (MSG_CTRUNC).
+        keep_descriptors(&message, fds, room, count);
+        if (got == 0) return -ECONNRESET;
+        used += (size_t)got;
+        if (line[used - 1] == '\n') return (ssize_t)used;
+    }
+}
+
+static void close_all(int *fds, size_t count) {
+    for (size_t i = 0; i < count; i++) close(fds[i]);
+}
+
+/// Asks the keepalived at `path` to carry `line`'s device, by `deadline`. 1: granted, the
+/// connection in `*fd` (it stays open while the player's PCM does) and what it can carry in
+/// `grant`; 2: busy (reported); 0: not carried there (reported, unless nobody listens).
+static int ask_carry_at(const char path[SOCKET_PATH_MAX], const char *line, size_t length, int64_t deadline, int *fd,
+                        struct ckeepalived_pcm_grant *grant) {
+    connection c;
+    memset(&c, 0, sizeof c);
+    memcpy(c.path, path, sizeof c.path);
+    if (!start_connection(&c)) return 0;
+    int result = 0;
+    // As the release's sending, one connection at a time: wait while connecting or the socket is full.
+    bool wait = c.connecting;
+    while (c.connecting || c.sent < length) {
+        if (wait) {
+            int ready = wait_until(c.fd, POLLOUT, deadline);
+            if (ready <= 0) {
+                SNDERR("keepalived at %s did not take the carry request in time", c.path);
+                goto done;
+            }
+        }
+        if (!send_request(&c, line, length)) goto done;
+        wait = true;
+    }
+    size_t unexpected = 0;
+    int stray[1];
+    ssize_t received = receive_line(c.fd, c.reply, sizeof c.reply, deadline, stray, 0, &unexpected);
+    if (received < 0) {
+        // An old keepalived answers every request; silence or a closed connection is a keepalived
+        // that cannot carry now: the release below asks it (or the next one) again.
+        if (received == -ETIMEDOUT) SNDERR("keepalived at %s did not answer the carry request in time", c.path);
+        else if (received != -ECONNRESET) SNDERR("cannot read keepalived's answer at %s: %s", c.path, strerror((int)-received));
+        goto done;
+    }
+    result = ckeepalived_pcm_parse_grant(c.reply, (size_t)received, grant);
+    if (result == 1) {
+        *fd = c.fd;
+        return 1;
+    }
+    if (result == 2) {
+        char error[256];
+        ckeepalived_pcm_parse_reply(c.reply, (size_t)received, error, sizeof error, NULL);
+        SNDERR("keepalived carries another player on the device: %s", error[0] ? error : "busy");
+    } else if (result < 0) {
+        SNDERR("keepalived at %s sent a carry answer that is not one", c.path);
+        result = 0;
+    }
+    // A refusal (an old keepalived's "unknown request" too) costs no message: the release follows.
+done:
+    close(c.fd);
+    return result;
+}
+
+/// Asks each keepalived listening, in the release's order, to carry `card`'s `device`, until one
+/// grants or says it is busy; all within `deadline`. As ask_carry_at; the granting socket's path
+/// in `path`.
+static int ask_carry(int card, int device, int64_t deadline, int *fd, struct ckeepalived_pcm_grant *grant, char path[SOCKET_PATH_MAX]) {
+    char line[CKEEPALIVED_PCM_REQUEST_MAX];
+    int length = ckeepalived_pcm_request_line_for(line, sizeof line, "carry", card, device, program_invocation_short_name);
+    if (length < 0) return 0;
+    connection sockets[2];
+    size_t count = 0;
+    const char *chosen = secure_getenv("KEEPALIVED_SOCKET");
+    if (chosen && *chosen) {
+        add_socket(sockets, &count, chosen, "");
+    } else {
+        add_socket(sockets, &count, SYSTEM_SOCKET, "");
+        const char *runtime = secure_getenv("XDG_RUNTIME_DIR");
+        if (runtime && *runtime) add_socket(sockets, &count, runtime, "/keepalived/control.sock");
+    }
+    for (size_t i = 0; i < count; i++) {
+        int result = ask_carry_at(sockets[i].path, line, (size_t)length, deadline, fd, grant);
+        if (result == 1) memcpy(path, sockets[i].path, SOCKET_PATH_MAX);
+        if (result != 0) return result;
+    }
+    return 0;
+}
+
+/// The player's PCM while keepalived carries it.
+typedef struct carrier {
+    snd_pcm_ioplug_t io;
+    /// The connection the grant came on: its end, on either side, ends the carrying.
+    int socket;
+    /// The plug-in's own, for poll: expired (readable) while the PCM is ready as the hardware's
+    /// descriptor would be, else armed for when it should be (carrier_watch).
+    int timer;
+    /// keepalived's, from the last hw_params; -1 before.
+    int event;
+    ckeepalived_carry_shared *shared;
+    size_t mapped;
+    unsigned char *data;
+    /// Copies of what the shared header said, checked once: keepalived could change the header
+    /// under the player, and these say where the player writes.
+    uint32_t buffer_frames, frame_bytes, rate;
+    /// The player's counters, as last written to the shared memory.
+    uint64_t written;
+    uint32_t state, generation;
+    /// keepalived's last position read whole.
+    ckeepalived_carry_position position;
+    /// The most this generation has been told it played: what it is told never goes back.
+    uint64_t played;
+    snd_pcm_uframes_t avail_min;
+    /// The timer is set to expire at once (and stays readable: nobody reads it).
+    bool ready;
+    /// keepalived stopped carrying (it said so, or closed the connection).
+    bool gone;
+    struct ckeepalived_pcm_grant grant;
+    char path[SOCKET_PATH_MAX];
+} carrier;
+
+/// Tells keepalived the player's counters, and wakes it.
+static void publish(carrier *k) {
+    if (!k->shared) return;
+    ckeepalived_carry_player_write(k->shared, (ckeepalived_carry_player){k->written, k->state, k->generation});
+    uint64_t one = 1;
+    // The eventfd is non-blocking: a full counter (keepalived not reading) is no reason to wait.
+    if (k->event >= 0 && write(k->event, &one, sizeof one) < 0 && errno != EAGAIN) {
+        // Nothing to do: keepalived reads the counters at its own pace too.
+    }
+}
+
+/// Whether keepalived carries the player no more. Once it has said so (ended, anything more on
+/// the connection, the connection closed), it stays so.
+static bool carrier_gone(carrier *k) {
+    if (k->gone) return true;
+    if (k->shared && ckeepalived_carry_ended(k->shared)) k->gone = true;
+    // Between requests keepalived has nothing to say but why it stops (or it closed).
+    struct pollfd p = {.fd = k->socket, .events = POLLIN};
+    if (poll(&p, 1, 0) > 0) k->gone = true;
+    if (!k->gone) return false;
+    // Why, if keepalived said it: one line, read without waiting.
+    char reason[REPLY_MAX], error[256] = "";
+    ssize_t count = recv(k->socket, reason, sizeof reason - 1, MSG_DONTWAIT);
+    if (count > 0) ckeepalived_pcm_parse_reply(reason, (size_t)count, error, sizeof error, NULL);
+    SNDERR("keepalived at %s stopped carrying the player: %s", k->path, error[0] ? error : "no reason given");
+    return true;
+}
+
+/// Frames the card has played of this generation's, now: keepalived's estimate, never more than
+/// the player wrote, and never less than it said before. A position keepalived publishes later
+/// may be a little behind the estimate from the one before (the card's position moves in steps,
+/// its clock is not CLOCK_MONOTONIC; a pause takes queued frames back): ioplug would take a
+/// pointer that goes back for one that went round the whole buffer.
+static uint64_t carrier_played(carrier *k) {
+    ckeepalived_carry_position position;
+    if (ckeepalived_carry_read(k->shared, &position) == 0) k->position = position;
+    if (k->position.generation != k->generation) return k->played;
+    uint64_t played = ckeepalived_carry_played_at(k->position, k->rate, monotonic_ns());
+    if (played < k->played) played = k->played;
+    if (played > k->written) played = k->written;
+    k->played = played;
+    return played;
+}
+
+/// Arms the timer for when `missing` more frames should have played (at least 1 ms; 2 ms while
+/// keepalived has queued none of this generation's yet, so nothing says when it will).
+static void carrier_arm(carrier *k, uint64_t missing) {
+    int64_t ns = 2000000;
+    if (k->position.generation == k->generation && k->position.queued > 0) {
+        ns = (int64_t)(missing > k->buffer_frames ? k->buffer_frames : missing) * 1000000000 / (k->rate ? k->rate : 1);
+        if (ns < 1000000) ns = 1000000;
+    }
+    struct itimerspec when = {.it_value = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000}};
+    timerfd_settime(k->timer, 0, &when, NULL);
+    k->ready = false;
+}
+
+/// Makes the timer readable now, and keeps it so: setting it again is what ends that.
+static void carrier_set_ready(carrier *k) {
+    if (k->ready) return;
+    struct itimerspec now = {.it_value = {.tv_nsec = 1}};
+    timerfd_settime(k->timer, 0, &now, NULL);
+    k->ready = true;
+}
+
+/// Sets the timer so that the descriptors poll as the hardware's would in `state` with `played`:
+/// readable whenever a write can take avail_min frames (prepared, running or paused: the kernel
+/// says so in all three), when a drain has played everything, and in any other state (set up,
+/// an underrun: the kernel's poll reports an error there). A poll-driven player (MPD) writes
+/// only when its poll wakes, a period at a time, prepared as well as running: a descriptor that
+/// waits for the card to free room it already has never wakes it. Not ready: armed for when the
+/// card should have played enough (running or draining), or not at all (prepared or paused,
+/// where nothing frees room: a wait lasts, as on the hardware). Readiness is level-triggered,
+/// as a hardware descriptor's: epoll (MPD's loop) keeps reporting it until a write takes it.
+static void carrier_watch(carrier *k, snd_pcm_state_t state, uint64_t played) {
+    uint64_t queued = k->written - played;
+    uint64_t avail = queued < k->buffer_frames ? k->buffer_frames - queued : 0;
+    bool running = state == SND_PCM_STATE_RUNNING;
+    switch (state) {
+    case SND_PCM_STATE_DRAINING:
+        if (queued == 0) carrier_set_ready(k);
+        else carrier_arm(k, queued);
+        return;
+    case SND_PCM_STATE_PREPARED:
+    case SND_PCM_STATE_RUNNING:
+    case SND_PCM_STATE_PAUSED:
+        if (avail >= k->avail_min) {
+            carrier_set_ready(k);
+        } else if (running) {
+            carrier_arm(k, k->avail_min - avail);
+        } else {
+            struct itimerspec never = {{0, 0}, {0, 0}};
+            timerfd_settime(k->timer, 0, &never, NULL);
+            k->ready = false;
+        }
+        return;
+    default:
+        carrier_set_ready(k);
+        return;
+    }
+}
+
+/// Drops the memory and eventfd of the last hw_params (the connection stays).
+static void carrier_release_memory(carrier *k) {
+    if (k->shared) munmap(k->shared, k->mapped);
+    k->shared = NULL;
+    k->data = NULL;
+    k->mapped = 0;
+    if (k->event >= 0) close(k->event);
+    k->event = -1;
+}
+
+static int carrier_start(snd_pcm_ioplug_t *io) {
+    carrier *k = io->private_data;
+    if (!k->shared || carrier_gone(k)) return -ENODEV;
+    k->state = CKEEPALIVED_CARRY_RUNNING;
+    publish(k);
+    // ioplug says RUNNING only once this returns; a write that waits next polls the timer.
+    carrier_watch(k, SND_PCM_STATE_RUNNING, carrier_played(k));
+    return 0;
+}
+
+static int carrier_stop(snd_pcm_ioplug_t *io) {
+    carrier *k = io->private_data;
+    // A new generation: what keepalived still holds of the old one is not played.
+    k->generation++;
+    k->written = 0;
+    k->played = 0;
+    k->state = CKEEPALIVED_CARRY_IDLE;
+    publish(k);
+    // Set up after a drop, prepared after a prepare: either way the player's poll must wake it
+    // (MPD prepares again only once its poll wakes after a drop).
+    carrier_set_ready(k);
+    return 0;
+}
+
+static int carrier_prepare(snd_pcm_ioplug_t *io) {
+    carrier *k = io->private_data;
+    if (!k->shared) return -EBADFD;
+    // A recovery after keepalived stopped carrying must fail, not wait for frames nobody plays.
+    if (carrier_gone(k)) return -ENODEV;
+    return carrier_stop(io);
+}
+
+static int carrier_pause(snd_pcm_ioplug_t *io, int enable) {
+    carrier *k = io->private_data;
+    k->state = enable ? CKEEPALIVED_CARRY_PAUSED : CKEEPALIVED_CARRY_RUNNING;
+    publish(k);
+    if (k->shared) carrier_watch(k, enable ? SND_PCM_STATE_PAUSED : SND_PCM_STATE_RUNNING, carrier_played(k));
+    return 0;
+}
+
+static snd_pcm_sframes_t carrier_pointer(snd_pcm_ioplug_t *io) {
+    carrier *k = io->private_data;
+    if (!k->shared) return 0;
+    if (carrier_gone(k)) {
+        carrier_set_ready(k);
+        return -ENODEV;
+    }
+    // ioplug drains by polling (no drain callback): keepalived learns that no more frames come.
+    if (io->state == SND_PCM_STATE_DRAINING && k->state == CKEEPALIVED_CARRY_RUNNING) {
+        k->state = CKEEPALIVED_CARRY_DRAINING;
+        publish(k);
+    }
+    uint64_t played = carrier_played(k);
+    // Everything played: an underrun while running, as the hardware reports one at the default
+    // stop threshold; while draining, the end (ioplug drops the stream on an error then). Also
+    // the one case where the position alone would say nothing moved: a full buffer played out.
+    if ((io->state == SND_PCM_STATE_RUNNING || io->state == SND_PCM_STATE_DRAINING) && played >= k->written) {
+        // An underrun (ioplug's XRUN) polls as an error does on the hardware: at once.
+        carrier_set_ready(k);
+        return -EPIPE;
+    }
+    carrier_watch(k, io->state, played);
+    return (snd_pcm_sframes_t)(played % io->buffer_size);
+}
+
+static int carrier_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
+    carrier *k = io->private_data;
+    if (!k->shared) {
+        *delay = 0;
+        return 0;
+    }
+    // What the player wrote and the card has not played yet, keepalived's buffer included.
+    *delay = (snd_pcm_sframes_t)(k->written - carrier_played(k));
+    return 0;
+}
+
+static snd_pcm_sframes_t carrier_transfer(snd_pcm_ioplug_t *io, const snd_pcm_channel_area_t *areas, snd_pcm_uframes_t offset,
+                                          snd_pcm_uframes_t size) {
+    carrier *k = io->private_data;
+    if (!k->shared || size > k->buffer_frames) return -EBADFD;
+    // Interleaved (the only access granted): the frames lie one after the other from the first
+    // channel's first sample.
+    const unsigned char *from = (const unsigned char *)areas[0].addr + areas[0].first / 8 + offset * k->frame_bytes;
+    uint64_t at = k->written % k->buffer_frames;
+    snd_pcm_uframes_t first = size < k->buffer_frames - at ? size : (snd_pcm_uframes_t)(k->buffer_frames - at);
+    memcpy(k->data + at * k->frame_bytes, from, first * k->frame_bytes);
+    memcpy(k->data, from + first * k->frame_bytes, (size - first) * k->frame_bytes);
+    k->written += size;
+    publish(k);
+    // Less room now: the descriptor stops being readable once less than avail_min is free.
+    carrier_watch(k, io->state, carrier_played(k));
+    return (snd_pcm_sframes_t)size;
+}
+
+static int carrier_sw_params(snd_pcm_ioplug_t *io, snd_pcm_sw_params_t *params) {
+    carrier *k = io->private_data;
+    snd_pcm_uframes_t avail_min;
+    if (snd_pcm_sw_params_get_avail_min(params, &avail_min) == 0 && avail_min > 0) k->avail_min = avail_min;
+    if (k->shared) carrier_watch(k, io->state, carrier_played(k));
+    return 0;
+}
+
+/// Checks the memory keepalived handed over for the format asked and maps it; `memory` is
+/// closed either way (the mapping keeps it). 0, or -EIO (reported).
+static int carrier_map(carrier *k, int memory, uint32_t buffer_frames, uint32_t frame_bytes, uint32_t rate) {
+    struct stat status;
+    int err = -EIO;
+    uint64_t data_bytes = (uint64_t)buffer_frames * frame_bytes;
+    if (fstat(memory, &status) != 0 || !S_ISREG(status.st_mode) || status.st_size < (off_t)sizeof(ckeepalived_carry_shared) ||
+        (uint64_t)status.st_size > data_bytes + (1u << 20) + CKEEPALIVED_CARRY_DATA_OFFSET) {
+        SNDERR("keepalived at %s handed over memory that is not the player's buffer", k->path);
+        goto done;
+    }
+    size_t size = (size_t)status.st_size;
+    void *mapped = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memory, 0);
+    if (mapped == MAP_FAILED) {
+        SNDERR("keepalived: cannot map the player's buffer: %s", strerror(errno));
+        goto done;
+    }
+    ckeepalived_carry_shared *shared = mapped;
+    // Each field read once: what is checked is what is used.
+    uint64_t magic = shared->magic;
+    uint32_t version = shared->version, offset = shared->data_offset, frames = shared->buffer_frames,
+             bytes = shared->frame_bytes, shared_rate = shared->rate;
+    if (magic != CKEEPALIVED_CARRY_MAGIC || version != CKEEPALIVED_CARRY_VERSION || offset < sizeof(ckeepalived_carry_shared) ||
+        offset % 64 != 0 || frames != buffer_frames || bytes != frame_bytes || shared_rate != rate ||
+        (uint64_t)offset + data_bytes > size) {
+        SNDERR("keepalived at %s handed over a buffer for another format (%u frames of %u bytes at %u Hz, asked %u of %u at %u)", k->path,
+               frames, bytes, shared_rate, buffer_frames, frame_bytes, rate);
+        munmap(mapped, size);
+        goto done;
+    }
+    k->shared = shared;
+    k->mapped = size;
+    k->data = (unsigned char *)mapped + offset;
+    k->buffer_frames = buffer_frames;
+    k->frame_bytes = frame_bytes;
+    k->rate = rate;
+    err = 0;
+done:
+    close(memory);
+    return err;
+}
+
+static int carrier_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
+    (void)params;
+    carrier *k = io->private_data;
+    carrier_release_memory(k);
+    if (carrier_gone(k)) return -ENODEV;
+    int width = snd_pcm_format_physical_width(io->format);
+    if (width <= 0 || width % 8 != 0 || io->buffer_size > UINT32_MAX) return -EINVAL;
+    uint32_t frame_bytes = (uint32_t)(width / 8) * io->channels;
+
+    char line[CKEEPALIVED_PCM_FORMAT_LINE_MAX];
+    int length = ckeepalived_pcm_format_line(line, sizeof line, io->format, io->rate, io->channels, io->buffer_size, io->period_size);
+    if (length < 0) return -EINVAL;
+    int64_t deadline = monotonic_ns() + (int64_t)FORMAT_TIMEOUT_MS * 1000000;
+    int err = send_all(k->socket, line, (size_t)length, deadline);
+    if (err < 0) {
+        SNDERR("cannot send the format to keepalived at %s: %s", k->path, strerror(-err));
+        return -EIO;
+    }
+    char reply[REPLY_MAX];
+    int fds[REPLY_FDS_MAX];
+    size_t count = 0;
+    ssize_t received = receive_line(k->socket, reply, sizeof reply, deadline, fds, REPLY_FDS_MAX, &count);
+    if (received < 0) {
+        close_all(fds, count);
+        if (received == -ETIMEDOUT) SNDERR("keepalived at %s did not take the format within %d ms", k->path, FORMAT_TIMEOUT_MS);
+        else SNDERR("keepalived at %s did not answer the format: %s", k->path, strerror((int)-received));
+        return -EIO;
+    }
+    char error[256];
+    int answer = ckeepalived_pcm_parse_reply(reply, (size_t)received, error, sizeof error, NULL);
+    if (answer != 1) {
+        close_all(fds, count);
+        if (answer == 0) {
+            SNDERR("keepalived cannot carry %s, %u Hz, %u channels: %s", snd_pcm_format_name(io->format), io->rate, io->channels,
+                   error[0] ? error : "no reason given");
+            return -EINVAL;
+        }
+        SNDERR("keepalived at %s sent a format answer that is not one", k->path);
+        return -EIO;
+    }
+    if (count != 2) {
+        close_all(fds, count);
+        SNDERR("keepalived at %s took the format but handed over %zu descriptors, not 2", k->path, count);
+        return -EIO;
+    }
+    err = carrier_map(k, fds[0], (uint32_t)io->buffer_size, frame_bytes, io->rate);
+    if (err < 0) {
+        close(fds[1]);
+        return err;
+    }
+    // Non-blocking for publish's write (the open file is keepalived's too; it polls it anyway).
+    int flags = fcntl(fds[1], F_GETFL);
+    if (flags < 0 || fcntl(fds[1], F_SETFL, flags | O_NONBLOCK) < 0) {
+        SNDERR("keepalived at %s handed over an eventfd that is not one", k->path);
+        close(fds[1]);
+        carrier_release_memory(k);
+        return -EIO;
+    }
+    k->event = fds[1];
+    // Fresh memory: the player's counters as they are, and no position of keepalived's yet.
+    memset(&k->position, 0, sizeof k->position);
+    k->avail_min = io->period_size;
+    k->written = 0;
+    k->played = 0;
+    k->state = CKEEPALIVED_CARRY_IDLE;
+    publish(k);
+    carrier_set_ready(k);
+    return 0;
+}
+
+static int carrier_hw_free(snd_pcm_ioplug_t *io) {
+    // A second hw_params frees the first one's setup before it asks for the new format: the
+    // connection stays, so that the carrying goes on in the new format.
+    carrier_release_memory(io->private_data);
+    return 0;
+}
+
+static int carrier_close(snd_pcm_ioplug_t *io) {
+    carrier *k = io->private_data;
+    carrier_release_memory(k);
+    // The connection's end ends the carrying at keepalived.
+    close(k->socket);
+    close(k->timer);
+    free(k);
+    return 0;
+}
+
+static int carrier_poll_descriptors_count(snd_pcm_ioplug_t *io) {
+    (void)io;
+    return 2;
+}
+
+static int carrier_poll_descriptors(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned int space) {
+    carrier *k = io->private_data;
+    if (space < 2) return -EINVAL;
+    // The timer as things are now: a player asks for the descriptors before each wait (MPD, and
+    // alsa-lib's own snd_pcm_wait).
+    if (k->shared && !k->gone) carrier_watch(k, io->state, carrier_played(k));
+    pfd[0] = (struct pollfd){.fd = k->timer, .events = POLLIN};
+    pfd[1] = (struct pollfd){.fd = k->socket, .events = POLLIN};
+    return 2;
+}
+
+static int carrier_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned int nfds, unsigned short *revents) {
+    (void)pfd;
+    (void)nfds;
+    carrier *k = io->private_data;
+    *revents = 0;
+    // The connection readable or hung up: carrier_gone sees it too, and says why. Disconnected,
+    // so that the wait that polled fails with -ENODEV (as for a card unplugged), not -EIO.
+    if (!k->shared || carrier_gone(k)) {
+        if (k->gone) snd_pcm_ioplug_set_state(io, SND_PCM_STATE_DISCONNECTED);
+        *revents = POLLERR;
+        return 0;
+    }
+    // The kernel moves a hardware stream's state as the card plays; ioplug moves its own (an
+    // underrun, the end of a drain: ioplug drops the stream once everything has played) only
+    // when its pointer is asked. A player that reads the state after its poll wakes (MPD waits
+    // for its non-blocking drain to end so, calling snd_pcm_drain once) must see it move:
+    // ioplug's pointer update, here, where ioplug has the PCM unlocked. Its result is the state.
+    snd_pcm_avail_update(io->pcm);
+    if (k->gone) {
+        snd_pcm_ioplug_set_state(io, SND_PCM_STATE_DISCONNECTED);
+        *revents = POLLERR;
+        return 0;
+    }
+    uint64_t played = carrier_played(k);
+    uint64_t queued = k->written - played;
+    uint64_t avail = queued < k->buffer_frames ? k->buffer_frames - queued : 0;
+    carrier_watch(k, io->state, played);
+    switch (io->state) {
+    case SND_PCM_STATE_DRAINING:
+        // ioplug's drain waits here until everything has played: room for avail_min is no
+        // reason to wake it (it would spin), the last frame played is.
+        if (queued == 0) *revents = POLLOUT;
+        break;
+    case SND_PCM_STATE_PREPARED:
+    case SND_PCM_STATE_RUNNING:
+    case SND_PCM_STATE_PAUSED:
+        if (avail >= k->avail_min) *revents = POLLOUT;
+        break;
+    default:
+        // Set up (a drain ended), an underrun: as the kernel's poll says for a hardware stream.
+        *revents = POLLOUT | POLLERR;
+        break;
+    }
+    return 0;
+}
+
+static const snd_pcm_ioplug_callback_t carrier_callbacks = {
+    .start = carrier_start,
+    .stop = carrier_stop,
+    .pointer = carrier_pointer,
+    .transfer = carrier_transfer,
+    .close = carrier_close,
+    .hw_params = carrier_hw_params,
+    .hw_free = carrier_hw_free,
+    .sw_params = carrier_sw_params,
+    .prepare = carrier_prepare,
+    .pause = carrier_pause,
+    .poll_descriptors_count = carrier_poll_descriptors_count,
+    .poll_descriptors = carrier_poll_descriptors,
+    .poll_revents = carrier_poll_revents,
+    .delay = carrier_delay,
+};
+
+/// The player's PCM on keepalived's grant (`socket`, taken over: closed on failure too), named
+/// `name` as the player gave it. 0, or a negative error code.
+static int carrier_open(snd_pcm_t **pcmp, const char *name, snd_pcm_stream_t stream, int mode, int socket,
+                        const struct ckeepalived_pcm_grant *grant, const char path[SOCKET_PATH_MAX]) {
+    // Only the formats this alsa-lib knows, in whole bytes per sample: the copy is by bytes.
+    unsigned int formats[64], format_count = 0;
+    for (int format = 0; format <= SND_PCM_FORMAT_LAST && format < 64; format++) {
+        int width = snd_pcm_format_physical_width((snd_pcm_format_t)format);
+        if ((grant->formats >> format & 1) && width > 0 && width % 8 == 0) formats[format_count++] = (unsigned int)format;
+    }
+    if (format_count == 0) {
+        SNDERR("keepalived at %s granted no format this alsa-lib knows", path);
+        close(socket);
+        return -EINVAL;
+    }
+    carrier *k = calloc(1, sizeof *k);
+    if (!k) {
+        close(socket);
+        return -ENOMEM;
+    }
+    k->socket = socket;
+    k->event = -1;
+    k->grant = *grant;
+    memcpy(k->path, path, sizeof k->path);
+    k->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (k->timer < 0) {
+        int err = -errno;
+        SNDERR("keepalived: cannot create a timer: %s", strerror(errno));
+        close(socket);
+        free(k);
+        return err;
+    }
+    k->io.version = SND_PCM_IOPLUG_VERSION;
+    k->io.name = "keepalived (carried on keepalived's stream)";
+    k->io.flags = SND_PCM_IOPLUG_FLAG_MONOTONIC;
+    k->io.poll_fd = k->timer;
+    k->io.poll_events = POLLIN;
+    // ioplug's own buffer for mmap access, handed to transfer at each commit.
+    k->io.mmap_rw = 0;
+    k->io.callback = &carrier_callbacks;
+    k->io.private_data = k;
+    int err = snd_pcm_ioplug_create(&k->io, name ? name : "keepalived", stream, mode);
+    if (err < 0) {
+        close(socket);
+        close(k->timer);
+        free(k);
+        return err;
+    }
+    static const unsigned int accesses[] = {SND_PCM_ACCESS_RW_INTERLEAVED, SND_PCM_ACCESS_MMAP_INTERLEAVED};
+    unsigned int max = grant->max_buffer_bytes;
+    if ((err = snd_pcm_ioplug_set_param_list(&k->io, SND_PCM_IOPLUG_HW_ACCESS, 2, accesses)) < 0 ||
+        (err = snd_pcm_ioplug_set_param_list(&k->io, SND_PCM_IOPLUG_HW_FORMAT, format_count, formats)) < 0 ||
+        (err = snd_pcm_ioplug_set_param_minmax(&k->io, SND_PCM_IOPLUG_HW_CHANNELS, grant->channels_min, grant->channels_max)) < 0 ||
+        (err = snd_pcm_ioplug_set_param_list(&k->io, SND_PCM_IOPLUG_HW_RATE, grant->rate_count, grant->rates)) < 0 ||
+        (err = snd_pcm_ioplug_set_param_minmax(&k->io, SND_PCM_IOPLUG_HW_BUFFER_BYTES, CKEEPALIVED_PCM_GRANT_BUFFER_MIN, max)) < 0 ||
+        (err = snd_pcm_ioplug_set_param_minmax(&k->io, SND_PCM_IOPLUG_HW_PERIOD_BYTES, 64, max / 2)) < 0 ||
+        (err = snd_pcm_ioplug_set_param_minmax(&k->io, SND_PCM_IOPLUG_HW_PERIODS, 2, 1024)) < 0) {
+        // Deleting the PCM closes it: carrier_close frees the rest.
+        snd_pcm_ioplug_delete(&k->io);
+        return err;
+    }
+    *pcmp = k->io.pcm;
+    return 0;
+}
+
 // MARK: - The plug-in
 
 /// The keepalived PCMs this thread is opening, outermost first. alsa-lib counts the hops of one
@@ -677,6 +1496,19 @@ static int refuse_loop(const char *name, const char *slave) {
     return 0;
 }
 
+/// The card index `text` writes as hw's lookup reads one (one digit, or two without a leading
+/// zero, below alsa-lib's 32 cards); -1 for anything else, a card's id included.
+static int card_index(const char *text) {
+    size_t length = strlen(text);
+    if (length == 0 || length > 2 || (length == 2 && text[0] == '0')) return -1;
+    int value = 0;
+    for (size_t i = 0; i < length; i++) {
+        if (text[i] < '0' || text[i] > '9') return -1;
+        value = value * 10 + (text[i] - '0');
+    }
+    return value < 32 ? value : -1;
+}
+
 /// `card` (an index or a card's id), `device` (0) and `subdevice` (-1), read as the hw PCM reads
 /// them; for a playback stream, keepalived is asked to release the device; then the device's hw
 /// PCM is opened with the caller's stream and mode and returned as it is.
@@ -700,6 +1532,8 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
     // default chain (sysdefault), so the player's audio goes exactly the way it went before:
     // its rate, its format, its softvol, the card's IEC958 framing.
     const char *slave = NULL;
+    // A card index given as a string, still to be looked up as hw does.
+    snd_config_t *lookup = NULL;
     snd_config_iterator_t i, next;
     snd_config_for_each(i, next, conf) {
         snd_config_t *n = snd_config_iterator_entry(i);
@@ -716,6 +1550,17 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
                     continue;
                 }
                 n = fallback;
+            }
+            // An index written as a string (keepalived:CARD=0) is taken as the index: a carried
+            // player needs no card of its own. hw's lookup of it (which fails where the card is
+            // not) comes before anything else when there is no carrying to ask for, and after
+            // the carry request when there is.
+            const char *digits;
+            int index = snd_config_get_string(n, &digits) == 0 ? card_index(digits) : -1;
+            if (index >= 0) {
+                card = index;
+                lookup = n;
+                continue;
             }
             // As hw does: an index, or a card's id through snd_card_get_index, with its error.
             int err = snd_config_get_card(n);
@@ -746,11 +1591,38 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         SNDERR("card is not defined");
         return -EINVAL;
     }
+    bool carry = stream == SND_PCM_STREAM_PLAYBACK && named && !slave && !asked_above(card, device);
+    if (lookup && !carry) {
+        int err = snd_config_get_card(lookup);
+        if (err < 0) return err;
+    }
 
     // Before anything is asked: a loop would take the card for an open that cannot succeed.
     if (slave) {
         int err = refuse_loop(name, slave);
         if (err < 0) return err;
+    }
+
+    // Carried on keepalived's running stream if it can (issue 60): a playback stream of a card
+    // the player named, no slave (whose chain decides its own formats), not inside another
+    // keepalived PCM that asked for the device. Without a grant, on to the release below.
+    if (carry) {
+        int socket = -1;
+        struct ckeepalived_pcm_grant grant;
+        char path[SOCKET_PATH_MAX] = "";
+        int granted = ask_carry((int)card, (int)device, deadline, &socket, &grant, path);
+        // keepalived carries another player there: as a second open of the busy hw device.
+        if (granted == 2) return -EBUSY;
+        if (granted == 1) return carrier_open(pcmp, name, stream, mode, socket, &grant, path);
+        // Not carried: hw's way from here on, its lookup of the card first, as without keepalived.
+        if (lookup) {
+            int err = snd_config_get_card(lookup);
+            if (err < 0) return err;
+        }
+        // The release gets its own wait, as without keepalived's carrying: an old keepalived
+        // answered "unknown request" at once, a silent one had the carry request's.
+        started = monotonic_ns();
+        deadline = started + (int64_t)timeout_ms * 1000000;
     }
 
     // A slave is asked for by whoever configured it (the box's `default`), so its card is

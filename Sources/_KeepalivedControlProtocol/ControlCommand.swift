@@ -15,6 +15,10 @@ public enum ControlCommand: Equatable, Sendable {
     case release(ReleaseRequest)
     /// Keep the connection open and send an ``ActivityEvent`` line for each change of activity.
     case events
+    /// Carry the caller's audio on keepalived's open stream on one card device (the
+    /// `keepalived:` PCM's first question): the connection then belongs to the output's
+    /// playback thread, and its close ends the carrying. Same fields as ``release(_:)``.
+    case carry(ReleaseRequest)
 
     /// The request's name on the wire.
     public var name: String {
@@ -24,6 +28,7 @@ public enum ControlCommand: Equatable, Sendable {
         case .reload: "reload"
         case .release: "release"
         case .events: "events"
+        case .carry: "carry"
         }
     }
 
@@ -41,6 +46,7 @@ public enum ControlCommand: Equatable, Sendable {
         case "reload": self = .reload
         case "release": self = .release(try ReleaseRequest(request))
         case "events": self = .events
+        case "carry": self = .carry(try ReleaseRequest(request))
         default: throw .unknown(String(request.request.prefix(64)))
         }
     }

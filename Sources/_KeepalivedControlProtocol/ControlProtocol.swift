@@ -241,6 +241,9 @@ public struct OutputReport: Codable, Equatable, Sendable {
     /// hidden from keepalived on card 0` where the system service cannot see the process), nil
     /// otherwise.
     public var heldBy: [String]?
+    /// The player whose audio this output carries on its own running stream now (`--carry`):
+    /// the program its `keepalived:` PCM named.
+    public var carrying: String?
 
     /// A report; ``recoveries`` is counted from ``recoveriesByReason``, so the two always agree.
     public init(device: String, state: String, reason: String? = nil, mode: String? = nil, format: String? = nil,

@@ -12,7 +12,8 @@ extension Integration {
     /// PCMs with an integer card (`card 0`, as in a user's `pcm.dac { type keepalived card 0 }`)
     /// ask keepalived before that, since an integer is taken as it is; `keepalived:CARD=0` passes
     /// the card as a string, which is looked up (snd_card_get_index), exactly as for `hw:CARD=0`,
-    /// and fails here before there is anything to release.
+    /// and fails here before there is anything to release (a playback open's carry request comes
+    /// first, since carrying needs no card of the player's; ReleaseListener refuses it apart).
     @Suite("the keepalived ALSA plug-in")
     struct ALSAPluginTests {
         static let released = #"{"ok":true,"released":["hw:CARD=0,DEV=0"]}"#
@@ -697,7 +698,9 @@ enum ALSAPluginBuild {
 
 /// A stand-in for keepalived's control socket: takes each connection's bytes (the request line
 /// and anything after it until the client closes) and answers with `reply`, or holds the
-/// connection and never answers.
+/// connection and never answers. A carry request (issue 60) it refuses at once as a keepalived
+/// that cannot carry does, and records apart (`carryRequests`): what these tests check is the
+/// release, which follows it.
 final class ReleaseListener: @unchecked Sendable {
     enum Answer: Sendable {
         case reply(String)
@@ -712,6 +715,7 @@ final class ReleaseListener: @unchecked Sendable {
     private let answer: Answer
     private let lock = NSLock()
     private var connections: [String] = []
+    private var carries: [String] = []
     private var stopping = false
     private let finished = DispatchSemaphore(value: 0)
 
@@ -727,9 +731,14 @@ final class ReleaseListener: @unchecked Sendable {
         Thread.detachNewThread { [self] in serve() }
     }
 
-    /// What each connection sent, in order; read after `stop`.
+    /// What each connection sent, in order, carry requests left out; read after `stop`.
     var received: [String] {
         lock.withLock { connections }
+    }
+
+    /// The carry requests, in order; read after `stop`.
+    var carryRequests: [String] {
+        lock.withLock { carries }
     }
 
     /// Stops taking connections, closes the held ones and removes the socket; once is enough, more
@@ -776,6 +785,13 @@ final class ReleaseListener: @unchecked Sendable {
             var timeout = timeval(tv_sec: 2, tv_usec: 0)
             setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var bytes = Self.readLine(client)
+            if String(decoding: bytes, as: UTF8.self).contains(#""request":"carry""#) {
+                let refusal = Array((#"{"ok":false,"carry":false,"error":"not carrying here"}"# + "\n").utf8)
+                _ = refusal.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(client)
+                lock.withLock { carries.append(String(decoding: bytes, as: UTF8.self)) }
+                continue
+            }
             switch answer {
             case .reply(let reply):
                 let line = Array((reply + "\n").utf8)

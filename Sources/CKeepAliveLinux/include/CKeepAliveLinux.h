@@ -28,6 +28,18 @@ void csystem_name_current_thread(const char *name);
 /// (poll's POLLRDHUP, a _GNU_SOURCE flag), without reading anything: 1 yes, 0 no.
 int csystem_peer_hung_up(int fd);
 
+/// A memfd (close-on-exec) whose seals may be added: a carried player's shared memory, sealed
+/// against shrinking and growing before it is handed over (a player that truncated it would
+/// make keepalived's reads fault). Returns the descriptor, or -1 with errno set.
+int csystem_memfd_sealable(const char *name);
+
+/// Seals memfd `fd` at its size (F_SEAL_SHRINK, F_SEAL_GROW, then F_SEAL_SEAL). 0, or -1 with errno.
+int csystem_memfd_seal_size(int fd);
+
+/// Sends `length` bytes on stream socket `fd` with the `count` descriptors in `fds` attached
+/// (SCM_RIGHTS), without blocking and without SIGPIPE. Returns the bytes sent, or -1 with errno.
+long csystem_send_with_descriptors(int fd, const void *bytes, unsigned long length, const int *fds, int count);
+
 /// Accepts a connection on `fd` with the new descriptor already non-blocking and close-on-exec
 /// (accept4). Returns the descriptor, or -1 with errno set.
 int csystem_accept_nonblocking(int fd);

@@ -15,6 +15,14 @@
 // own rate, with the channel status vc4-hdmi.conf sets. (alsa-lib's plug converts to IEC958
 // only from 1.2.12 on: `keepalived-plug:` alone did not play there on Debian 12.)
 //
+// Before the release, a playback open of a card the player named (no `slave`) asks keepalived
+// to *carry* the player (issue 60): where keepalived grants it, the player gets an ioplug PCM whose
+// frames go into memory shared with keepalived (CKeepalivedCarry.h), and keepalived plays them on
+// the stream it never stops; the device is not released. Without a grant (an old keepalived, a
+// refusal, silence within the release's timeout, no daemon) the open goes on as described here;
+// `{"busy":true}` (keepalived carries another player there) fails it with -EBUSY, as a second open
+// of the hw device would.
+//
 // With a `slave` (a PCM's name) the player gets that PCM after the release instead of the
 // device's hw: pcm.keepalived-default names the card's own default chain, so that a box's
 // `default` can go through keepalived (60-keepalived-default.conf) without changing how the
@@ -37,7 +45,7 @@ extern "C" {
 /// How many bytes of the program's name a request carries (whole UTF-8 characters only).
 #define CKEEPALIVED_PCM_PROGRAM_MAX 64
 
-/// Room for any request line ckeepalived_pcm_request_line writes, its NUL included: the name's
+/// Room for any request line ckeepalived_pcm_request_line(_for) writes, its NUL included: the name's
 /// 64 bytes escaped (at most 6 bytes each) and the rest of the line.
 #define CKEEPALIVED_PCM_REQUEST_MAX 512
 
@@ -54,6 +62,17 @@ extern "C" {
 /// line's length without the NUL, or -1 when `size` is too small (CKEEPALIVED_PCM_REQUEST_MAX
 /// always suffices); then `buffer` holds "" if `size` > 0.
 int ckeepalived_pcm_request_line(char *buffer, size_t size, int card, int device, const char *program);
+
+/// The longest request name ckeepalived_pcm_request_line_for takes.
+#define CKEEPALIVED_PCM_REQUEST_NAME_MAX 32
+
+/// The same line for any request that names a card's device (`release`, `carry`):
+///
+///     {"request":"carry","card":0,"device":0,"program":"aplay"}
+///
+/// `request` is 1 to CKEEPALIVED_PCM_REQUEST_NAME_MAX bytes of ASCII letters, digits, '_' and
+/// '-' (written as it is); anything else (NULL included) gives -1 and "". `program` as above.
+int ckeepalived_pcm_request_line_for(char *buffer, size_t size, const char *request, int card, int device, const char *program);
 
 /// Writes `hw:CARD=<card>,DEV=<device>,SUBDEV=<subdevice>` into `buffer`. Returns its length, or
 /// -1 when `size` is too small (CKEEPALIVED_PCM_HW_NAME_MAX always suffices); then `buffer` holds
@@ -117,6 +136,63 @@ int ckeepalived_pcm_release_timeout_ms(const char *text);
 /// reply follows on the same connection. `wait_ms` (may be NULL) gets N, at most
 /// CKEEPALIVED_PCM_POWER_WAIT_MAX_MS; a "wait" that is not a whole number makes the line -1.
 int ckeepalived_pcm_parse_reply(const char *reply, size_t length, char *error, size_t error_size, int *wait_ms);
+
+// MARK: - Carrying (issue 60: a player carried on keepalived's running stream)
+//
+// For a playback stream of a card the player named (no `slave`), the plug-in first asks keepalived
+// to *carry* the player: to take the player's frames into the stream it keeps running on the card,
+// instead of releasing the card. On a grant the player gets an ioplug PCM whose frames go through
+// memory shared with keepalived (CKeepalivedCarry.h); without one, the release and the hw open
+// go on as above.
+
+/// The most rates a grant may list.
+#define CKEEPALIVED_PCM_GRANT_RATES_MAX 32
+/// The highest rate a grant may list (8 × 192 kHz, what DSD512 over DoP would need).
+#define CKEEPALIVED_PCM_GRANT_RATE_MAX 1536000u
+/// The most channels a grant may allow (alsa-lib's own bound on a PCM's channels is higher, but
+/// no card keepalived carries has more).
+#define CKEEPALIVED_PCM_GRANT_CHANNELS_MAX 256u
+/// The bounds of a grant's maxBufferBytes: two periods of 64 bytes at least, and a buffer that
+/// a player could not mean (or that would have the player map more than that) at most.
+#define CKEEPALIVED_PCM_GRANT_BUFFER_MIN 128u
+#define CKEEPALIVED_PCM_GRANT_BUFFER_MAX 67108864u  // 64 MiB
+
+/// What keepalived can carry of the device, from its grant.
+struct ckeepalived_pcm_grant {
+    /// Bit N set when it takes snd_pcm_format_t N.
+    unsigned long long formats;
+    /// The rates it takes, in the grant's order (rate_count of them, at least one).
+    unsigned int rates[CKEEPALIVED_PCM_GRANT_RATES_MAX];
+    unsigned int rate_count;
+    unsigned int channels_min;
+    unsigned int channels_max;
+    /// The most the player's buffer may hold, in bytes.
+    unsigned int max_buffer_bytes;
+};
+
+/// Reads keepalived's answer to a carry request (`length` bytes, a trailing newline allowed).
+/// Returns 1 for a grant, `{"ok":true,"carry":true,"formats":[…],"rates":[…],"channels":[min,max],
+/// "maxBufferBytes":N}`, with `grant` filled in; 2 for `{"ok":false,"busy":true,…}` (keepalived
+/// carries another player on the device already); 0 for any other answer with a boolean "ok"
+/// (a refusal, an old keepalived's "unknown request", an ok without "carry":true); -1 when the
+/// line is not a JSON object with a boolean "ok", or a grant lacks one of its four fields, or
+/// any of them is out of range: a format outside 0..63, an empty list or more than
+/// CKEEPALIVED_PCM_GRANT_RATES_MAX rates, a rate outside 1..CKEEPALIVED_PCM_GRANT_RATE_MAX,
+/// channels that are not [min, max] with 1 <= min <= max <= CKEEPALIVED_PCM_GRANT_CHANNELS_MAX,
+/// maxBufferBytes outside CKEEPALIVED_PCM_GRANT_BUFFER_MIN..CKEEPALIVED_PCM_GRANT_BUFFER_MAX.
+/// Fields it does not know are skipped. `grant` is zeroed first unless NULL.
+int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepalived_pcm_grant *grant);
+
+/// Room for any line ckeepalived_pcm_format_line writes, its NUL included.
+#define CKEEPALIVED_PCM_FORMAT_LINE_MAX 160
+
+/// Writes the format request the carried PCM sends at each hw_params, NUL-terminated:
+///
+///     {"request":"format","format":2,"rate":48000,"channels":2,"bufferFrames":24000,"periodFrames":6000}
+///
+/// Returns its length, or -1 (and "" if `size` > 0) when `size` is too small.
+int ckeepalived_pcm_format_line(char *buffer, size_t size, int format, unsigned int rate, unsigned int channels,
+                                unsigned long buffer_frames, unsigned long period_frames);
 
 #ifdef __cplusplus
 }

@@ -94,6 +94,27 @@ final class PCMDevice {
         }
     }
 
+    /// Carrying a player: the stream stops with an underrun once everything written has played
+    /// (the stop threshold at the buffer's size), so that a keepalived that is not scheduled
+    /// never lets the hardware replay a player's audio from its ring. ``configureRingLoop(bufferFrames:)``
+    /// sets the endless replay back.
+    func stopWhenDrained(bufferFrames: Int) throws(ALSAError) {
+        try configureSoftware { pcm, params, _ in
+            snd_pcm_sw_params_set_stop_threshold(pcm, params, snd_pcm_uframes_t(bufferFrames))
+        }
+    }
+
+    /// Moves the write position `frames` on without writing: what the ring holds there plays.
+    /// Returns the frames moved, or a negative errno.
+    func forward(_ frames: Int) -> Int { frames > 0 ? Int(snd_pcm_forward(pcm, snd_pcm_uframes_t(frames))) : 0 }
+
+    /// Takes back up to `frames` queued frames (they are written again or replaced); returns the
+    /// frames taken back, or a negative errno.
+    func rewind(_ frames: Int) -> Int { frames > 0 ? Int(snd_pcm_rewind(pcm, snd_pcm_uframes_t(frames))) : 0 }
+
+    /// What the hardware parameters allow on this handle's device, whatever is set now.
+    func capabilities() -> PCMCapabilities? { PCMCapabilities(pcm: pcm) }
+
     private func configureSoftware(
         _ body: (OpaquePointer, OpaquePointer, snd_pcm_uframes_t) -> Int32
     ) throws(ALSAError) {

@@ -206,6 +206,31 @@ public final class KeepAliveManager: Sendable {
         setPause(reason, on: device, holding: false)
     }
 
+    /// What a player may set when carried on `hardware`: the capabilities of the output playing
+    /// there on a stream that can carry one; nil when none does.
+    package func carryCapabilities(on hardware: HardwareDevice) -> PCMCapabilities? {
+        shared.withLock { shared in
+            shared.records.lazy.compactMap { record in
+                record.fields.withLock { $0.status.hardware == hardware && $0.status.state == .playing ? $0.capabilities : nil }
+            }.first
+        }
+    }
+
+    /// Hands `player` to the output that plays on `hardware` and can carry it (its playback
+    /// thread answers it from then on). False when none can: the caller still owns `player`.
+    package func carry(_ player: CarriedPlayer, on hardware: HardwareDevice) -> Bool {
+        loops.withLock { loops in
+            let device = shared.withLock { shared in
+                shared.records.first { record in
+                    record.fields.withLock { $0.status.hardware == hardware && $0.status.state == .playing && $0.capabilities != nil }
+                }?.device
+            }
+            guard let device, let loop = loops[device] else { return false }
+            loop.carry(player)
+            return true
+        }
+    }
+
     /// The reasons that hold every output closed, from ``pause(_:)``.
     ///
     /// ```swift
@@ -344,6 +369,15 @@ public final class KeepAliveManager: Sendable {
                 "buffer": "\(format.bufferFrames)", "period": "\(format.periodFrames)",
             ]) { $1 })
             broadcaster.publish(.opened(device: device, format: format))
+        case .carrying(let program, let pid):
+            record.fields.withLock { $0.status.carrying = program }
+            if let program {
+                logger.info("carrying a player", metadata: metadata.merging(["program": "\(program)", "pid": "\(pid)"]) { $1 })
+            } else {
+                logger.info("carries no player now", metadata: metadata)
+            }
+        case .carries(let capabilities):
+            record.fields.withLock { $0.capabilities = capabilities }
         case .playsOn(let hardware):
             record.fields.withLock { $0.status.hardware = hardware }
             if let hardware { logger.debug("plays on a card device", metadata: metadata.merging(["hardware": "\(hardware)"]) { $1 }) }

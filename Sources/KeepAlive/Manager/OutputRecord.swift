@@ -14,6 +14,8 @@ final class OutputRecord: Sendable {
         var loggedFault: String?
         /// How loudly its state changes are logged.
         var logging = StateChangeLogging()
+        /// What a carried player may set on the open stream; nil when it carries none.
+        var capabilities: PCMCapabilities?
     }
 
     let device: String

@@ -27,6 +27,9 @@ public struct OutputStatus: Sendable, Equatable {
     public var recoveries: [InterruptionReason: Int]
     /// The last fault, as ALSA described it.
     public var lastError: String?
+    /// The player whose audio this output carries on its open stream now (the program its
+    /// `keepalived:` PCM named), if any.
+    public var carrying: String?
 
     /// Recoveries so far, all reasons together.
     public var totalRecoveries: Int { recoveries.values.reduce(0, +) }

@@ -17,6 +17,9 @@ enum PlaybackRequest {
     case writesNothing
     /// The open must end this way (the new signal cannot play at the open format).
     case end(PlaybackOutcome)
+    /// A player to carry on this open stream (``CarryPlayback``), with the format request it
+    /// waits for an answer to, if any.
+    case carry(CarriedPlayer, CarriedFormat?)
 }
 
 /// What a way of playing (``StreamPlayback``, ``RingLoopPlayback``, ``HoldOpenPlayback``) may ask
@@ -45,6 +48,13 @@ protocol PlaybackContext: AnyObject {
     /// The ring loop found that the device does not replay its ring: the output is opened again
     /// at once and streams from then on.
     func ringNotReplayed(_ message: String) -> PlaybackOutcome
+    /// What the open device could be opened in (read at the open, before its setup): what a
+    /// carried player is offered.
+    var capabilities: PCMCapabilities? { get }
+    /// Carrying `player` needs the device opened again in `format`: the player is kept, and
+    /// carried at the next open: true. False when the device was just opened for that format and
+    /// does not run it: the player is told so and carried on (it may set another).
+    func reopen(for format: CarriedFormat, carrying player: CarriedPlayer) -> Bool
     /// The device must be closed and opened again.
     func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant?) -> PlaybackOutcome
 }
@@ -52,5 +62,18 @@ protocol PlaybackContext: AnyObject {
 extension PlaybackContext {
     func lose(_ reason: InterruptionReason, _ message: String) -> PlaybackOutcome {
         lose(reason, message, since: nil)
+    }
+}
+
+extension PlaybackContext {
+    /// Carries `player` on the open stream (``CarryPlayback``). `.failed`: a stream error for the
+    /// mode to repair as its own; a format switch becomes `.outcome(.reconfigure)` or, refused,
+    /// `.playerGone`.
+    func carry(_ player: CarriedPlayer, _ request: CarriedFormat?, pcm: PCMDevice, format: OutputFormat, source: inout any FrameSource, ringLoop: Bool) -> CarryPlayback.Ending {
+        var carrying = CarryPlayback(pcm: pcm, format: format, source: source)
+        defer { source = carrying.source }
+        let ending = carrying.carry(player, answering: request, ringLoop: ringLoop, in: self)
+        guard case .switchFormat(let wanted) = ending else { return ending }
+        return reopen(for: wanted, carrying: player) ? .outcome(.reconfigure) : .playerGone
     }
 }

@@ -15,6 +15,11 @@ enum PlaybackReport: Sendable {
     /// Frames played since the last report; also the thread's heartbeat.
     case wrote(Int)
     case notice(String)
+    /// The player whose audio the output carries now; nil when it carries none any more.
+    case carrying(program: String?, pid: Int32)
+    /// What the open device could be opened in, for a player that asks to be carried; nil when
+    /// the open stream cannot carry one.
+    case carries(PCMCapabilities?)
 }
 
 /// One output's playback thread: open, play, recover, reopen, until stopped.
@@ -91,6 +96,27 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         if case .success(let doorbell) = madeDoorbell { doorbell.ring() }
     }
 
+    /// A player handed over to be carried on the open stream, taken by the playback thread at
+    /// its next look (its doorbell is rung). A second one waiting is refused at once.
+    private let carryHandOver = Locked<CarriedPlayer?>(nil)
+    private let carryGeneration = Atomic<Int>(0)
+    private var seenCarryGeneration = 0
+
+    /// Hands `player` to the playback thread, which answers it from then on.
+    func carry(_ player: CarriedPlayer) {
+        let refused = carryHandOver.withLock { waiting -> CarriedPlayer? in
+            if waiting != nil { return player }
+            waiting = player
+            return nil
+        }
+        if let refused {
+            refused.reply(CarriedPlayer.refusal("keepalived carries another player on this device"))
+            return
+        }
+        carryGeneration.add(1, ordering: .releasing)
+        if case .success(let doorbell) = madeDoorbell { doorbell.ring() }
+    }
+
     /// Asks the thread to stop and waits for it: the stream is dropped, never drained.
     func stopAndJoin() {
         if case .success(let doorbell) = madeDoorbell { doorbell.raise() }
@@ -125,6 +151,17 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         if seen.contains(.card) { configurationStale = true }
         return seen
     }
+
+    /// A carried player whose format needs the device opened again: carried on at the next open,
+    /// in that format (``carriedFormat``), which the output keeps from then on.
+    var heldCarry: CarriedPlayer?
+    var carriedFormat: CarriedFormat?
+    /// The format request the held player waits for an answer to.
+    var heldRequest: CarriedFormat?
+    /// The open device's capabilities (``PlaybackContext/capabilities``).
+    private(set) var capabilities: PCMCapabilities?
+    /// The last open was made for ``carriedFormat``'s sake.
+    private var reopenedForCarry = false
 
     /// Set when a ring loop did not go round on this output's device (``ringNotReplayed(_:)``):
     /// it streams from then on.
@@ -167,6 +204,9 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             pcm.close()
             serverMayBeBehind = true
         }
+        // Read before anything is set: a device whose rules follow its own setup (snd-aloop's
+        // cable) would otherwise offer a carried player nothing but keepalived's format.
+        capabilities = pcm.capabilities()
         let negotiation: HardwareNegotiation
         do {
             // The clip is asked for in its own format; generated signals in the format most
@@ -175,7 +215,9 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             // A player's last format, when keepalived took the device back from one, wins: the
             // device then keeps running as the player left it.
             let clipSignal = configuration.signal == .clip
-            let player = configuration.deviceFormat
+            // A carried player's format wins: the device runs as it asked, and stays so.
+            let player = carriedFormat.map { DeviceFormat(sampleFormat: SampleFormat(alsaFormat: snd_pcm_format_t(rawValue: $0.alsaFormat)), rate: $0.rate, channels: $0.channels) }
+                ?? configuration.deviceFormat
             negotiation = try pcm.negotiate(
                 format: player?.sampleFormat ?? (clipSignal ? SampleFormat(closestTo: configuration.clip.encoding) : .s16),
                 rate: player?.rate ?? (clipSignal ? configuration.clip.sampleRate : configuration.generatedSignalRate ?? 48000),
@@ -204,6 +246,14 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             return openFailed(error)
         }
         if machine.opened() == .announceOpen || formatChanged { report(.opened(format, mode)) }
+        // Only a card's own linear stream carries a player: nothing between keepalived's frames
+        // and the hardware that could change the player's.
+        let carries = chain.endsInHardware && format.framing == .linear && mode != .openOnly
+        report(.carries(carries ? capabilities : nil))
+        if !carries, let held = heldCarry.take() {
+            heldRequest = nil
+            held.reply(CarriedPlayer.refusal("the device no longer plays a stream that can carry a player"))
+        }
         // A stream to a sound server costs a round trip per write call (the plug-in's thread
         // and the server each wake for it), and a write call takes at most the rest of the loop:
         // rendered for the provisional quarter-second period, a write to a sink was twelve
@@ -293,6 +343,11 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             pcm.drop()
             return .stop
         }
+        if carryGeneration.load(ordering: .acquiring) != seenCarryGeneration {
+            seenCarryGeneration = carryGeneration.load(ordering: .acquiring)
+            if let player = carryHandOver.withLock({ $0.take() }) { return .carry(player, nil) }
+        }
+        if let player = heldCarry.take() { return .carry(player, heldRequest.take()) }
         let previous = configuration
         guard hasPendingConfiguration, takePendingConfiguration() else { return nil }
         // Another way to the server (keepalived's own stream instead of ALSA's plug-in, or back)
@@ -381,6 +436,22 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         let action = machine.streamFailed(
             code, message: ALSAError(code: code, operation: operation).description, dryAt: dryAt, seen: seenWhileOpen(), at: clock.now)
         return repair(pcm, action, restarted: &restarted)
+    }
+
+    func reopen(for format: CarriedFormat, carrying player: CarriedPlayer) -> Bool {
+        owner.preconditionOwned("PlaybackLoop.reopen(for:carrying:)")
+        if carriedFormat == format, reopenedForCarry {
+            // Opened for it already: the device does not take it as asked.
+            reopenedForCarry = false
+            player.reply(CarriedPlayer.refusal("the device did not open in \(format)"))
+            heldCarry = player
+            return false
+        }
+        carriedFormat = format
+        reopenedForCarry = true
+        heldCarry = player
+        heldRequest = format
+        return true
     }
 
     func prepareFailed(_ code: Int32) -> PlaybackOutcome {

@@ -48,6 +48,8 @@ final class BoxActivity: Sendable {
         var cecWakes = false
         /// The outputs' own hooks and idle times (`--output 'NAME --on-active …'`), by output.
         var outputs: [String: OutputHooks] = [:]
+        /// `--carry`: a player's audio is carried on keepalived's own stream (``PlayerCarrying``).
+        var carriesPlayers = false
 
         /// `output`'s `--on-active`: its own, else the global one.
         func onActive(for output: String) -> Hook? { outputs[output]?.onActive ?? onActive }
@@ -81,6 +83,8 @@ final class BoxActivity: Sendable {
         var settings: Settings
         var loans: [String: Player] = [:]
         var streams: [String: Player] = [:]
+        /// Players whose audio an output carries on its own stream (``PlayerCarrying``), by output.
+        var carried: [String: Player] = [:]
         /// Who played last on each output: what an `idle` names.
         var last: [String: Player] = [:]
         /// Players held at an output's door while the power comes on, before their loan.
@@ -145,6 +149,26 @@ final class BoxActivity: Sendable {
     /// The outputs players have through `keepalived:` now (any thread).
     func loansChanged(_ loans: [String: Player]) {
         update { $0.loans = loans }
+    }
+
+    /// Whether a player at `outputs` is carried (`--carry`) rather than handed the card: not
+    /// while its open is to be held for the power (`--power-on-wait` on idle outputs), which
+    /// the hand-over's release does.
+    func carriesPlayer(at outputs: [String]) -> Bool {
+        state.withLock { state in
+            guard state.settings.carriesPlayers, !outputs.isEmpty else { return false }
+            guard state.settings.powerOnWait != nil else { return true }
+            return outputs.contains { tracker.activity(of: $0).isActive }
+        }
+    }
+
+    /// A player whose audio `outputs` carry now (`carrying`), or carry no more (any thread).
+    func carriedChanged(_ outputs: [String], player: Player, carrying: Bool) {
+        update { state in
+            for output in outputs {
+                if carrying { state.carried[output] = player } else if state.carried[output] == player { state.carried[output] = nil }
+            }
+        }
     }
 
     /// The outputs on whose sink another stream plays now (any thread).
@@ -255,10 +279,11 @@ final class BoxActivity: Sendable {
         return handed
     }
 
-    /// A loan's player first: it has the card itself; one at the door is about to; a stream on
-    /// the sink is the server's.
+    /// A loan's player first: it has the card itself; then one keepalived carries; one at the
+    /// door is about to; a stream on the sink is the server's.
     private static func players(_ state: State) -> [String: Player] {
-        state.streams.merging(state.arriving) { _, arriving in arriving }.merging(state.loans) { _, loan in loan }
+        state.streams.merging(state.arriving) { _, arriving in arriving }.merging(state.carried) { _, carried in carried }
+            .merging(state.loans) { _, loan in loan }
     }
 
     /// The tracker's changes, in order: the log, `keepalived events`, the hooks; and the box as

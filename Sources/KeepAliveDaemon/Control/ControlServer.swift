@@ -46,6 +46,9 @@ final class ControlServer: @unchecked Sendable {
         /// A player's release of one card device, for the process at the other end, which asked
         /// at `arrived`; `hungUp` says whether it has stopped waiting.
         var release: @Sendable (ReleaseRequest, _ pid: Int32, _ arrived: ContinuousClock.Instant, _ hungUp: () -> Bool) -> ReleaseAnswer
+        /// A player's `carry`: true when its connection was handed to an output's playback
+        /// thread (the server forgets it without closing it), false to refuse it.
+        var carry: @Sendable (ReleaseRequest, _ pid: Int32, _ connection: Int32) -> Bool = { _, _, _ in false }
     }
 
     /// A group whose members may ask for a `release`: its name and id.
@@ -180,6 +183,8 @@ final class ControlServer: @unchecked Sendable {
         var pending: Pending?
         /// Asked for `events`: no deadline, and each event line is sent to it.
         var subscribed = false
+        /// Handed to a playback thread (`carry`): dropped from the server without a close.
+        var handedOver = false
     }
 
     /// What a client's reply waits for.
@@ -245,7 +250,7 @@ final class ControlServer: @unchecked Sendable {
                 closing.insert(clients[index].fd)
             }
             if !closing.isEmpty {
-                for fd in closing { close(fd) }
+                for fd in closing where !clients.contains(where: { $0.fd == fd && $0.handedOver }) { close(fd) }
                 clients.removeAll { closing.contains($0.fd) }
                 backoff.descriptorFreed()
             }
@@ -348,7 +353,10 @@ final class ControlServer: @unchecked Sendable {
             switch next {
             case .request(let command):
                 let arrived = ContinuousClock.now
-                guard let reply = answer(command, from: &client, arrived: arrived) else { continue }
+                guard let reply = answer(command, from: &client, arrived: arrived) else {
+                    if client.handedOver { return false }
+                    continue
+                }
                 guard UnixSocket.send(client.fd, ControlJSON.encode(reply) + "\n") else { return false }
             case .invalid(let error):
                 guard UnixSocket.send(client.fd, ControlJSON.encode(ControlReply.failure("\(error)")) + "\n") else { return false }
@@ -425,10 +433,17 @@ final class ControlServer: @unchecked Sendable {
     /// outputs on its device to close.
     private func answer(_ command: ControlCommand, from client: inout Client, arrived: ContinuousClock.Instant) -> ControlReply? {
         serverThread.preconditionOwned("ControlServer.answer")
-        if client.playerOnly, command.name != "release" {
+        if client.playerOnly, command.name != "release", command.name != "carry" {
             return .failure("permission denied: members of group \(playerGroup?.name ?? "?") may only ask for a release")
         }
         switch command {
+        case .carry(let request):
+            // keepalived's own open of a keepalived: PCM is never carried by itself.
+            guard client.pid != getpid(), handlers.carry(request, client.pid, client.fd) else {
+                return ControlReply(ok: false, error: "keepalived does not carry a player on card \(request.card) device \(request.device) now")
+            }
+            client.handedOver = true
+            return nil
         case .release(let request):
             // keepalived itself opening a keepalived: PCM (named as an output): its playback
             // thread waits in that open, which the release would join.

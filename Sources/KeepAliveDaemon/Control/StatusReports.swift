@@ -15,6 +15,7 @@ extension OutputReport {
             framesPlayed: output.framesPlayed, recoveriesByReason: Dictionary(uniqueKeysWithValues: output.recoveries.map { ($0.key.description, $0.value) }),
             lastError: output.lastError, signal: signal)
         hardware = output.hardware?.pcm
+        carrying = output.carrying
     }
 }
 

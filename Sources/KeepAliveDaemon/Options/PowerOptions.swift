@@ -39,6 +39,10 @@ struct PowerOptions: ParsableArguments {
         valueName: "duration"))
     var powerOnSettle: String?
 
+    @Flag(name: .customLong("carry"), help: ArgumentHelp(
+        "Carry a player's audio through keepalived: on keepalived's own running stream, unchanged, instead of handing the card over: the link to the receiver or DAC never stops between keepalived's signal and the music (a card device keepalived plays in ring-loop or stream mode; a player whose format differs gets the device switched to it once). Experimental: see docs/players.md."))
+    var carry = false
+
     mutating func validate() throws {
         _ = try settings
     }
@@ -78,6 +82,7 @@ struct PowerOptions: ParsableArguments {
                 guard settings.powerOnWait != nil else { throw ValidationError("--power-on-settle is part of --power-on-wait: give both") }
                 settings.powerOnSettle = try DurationArgument.parse(powerOnSettle, option: "--power-on-settle", atLeast: .zero, written: "0s")
             }
+            settings.carriesPlayers = carry
             return settings
         }
     }

@@ -75,7 +75,10 @@ struct DaemonAssembly {
                 },
                 stop: { stopRequest.trigger() },
                 reload: { reloads.queueReload(trigger: "control socket") },
-                release: { request, pid, arrived, hungUp in loans.answer(request, pid: pid, arrived: arrived, hungUp: hungUp) }))
+                release: { request, pid, arrived, hungUp in loans.answer(request, pid: pid, arrived: arrived, hungUp: hungUp) },
+                carry: { request, pid, connection in
+                    PlayerCarrying.handOver(request, pid: pid, connection: connection, manager: manager, scanner: scanner, activity: activity, logger: logger)
+                }))
         } catch {
             printError("keepalived: error: \(error)")
             if case .alreadyRunning = error { throw SysExit.tempFail }

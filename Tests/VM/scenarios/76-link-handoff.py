@@ -1,26 +1,27 @@
 #!/usr/bin/python3
 # vm: devices=aloop mode=systemd options=snd_aloop:pcm_substreams=1 release=yes timeout=400
-"""The link a receiver sees across a player's hand-off through `keepalived:` (issue 60's
-measurement, on today's hand-off): the kernel's loopback card with one subdevice per device, so
-`hw:CARD=Loopback,DEV=0` is exclusive like a real card's; its capture side (device 1), opened
-first, records in real time what a receiver on that link gets, and digital zero there is a
-dropped link (no stream running on device 0).
+"""The link a receiver sees across a player's plays through `keepalived:` (issue 60): the
+kernel's loopback card with one subdevice per device, so `hw:CARD=Loopback,DEV=0` is exclusive
+like a real card's; its capture side (device 1), opened first, records in real time what a
+receiver on that link gets, and digital zero there is a dropped link (no stream on device 0).
 
-The package's service keeps device 0 awake (`-d hw:CARD=Loopback,DEV=0`); aplay plays a 2 s
-ramp through `keepalived:CARD=Loopback,DEV=0` three times, 3 s apart (the player's
-`KEEPALIVED_RELEASE_TIMEOUT=1000`, as box-mpd's: the emulated CPU is a slow machine). The host
-(76-link-handoff.host.py) reads the capture and checks what holds today: each play reaches the
-link bit-exact, and keepalived's signal (-1 LSB) is on the link before the first play and after
-the last. It prints the zero runs around each play, `handoff_zero_ms=`: today's hand-off closes
-keepalived's stream before the player opens the card, and keepalived opens again 250 ms after
-the player's close, so the link drops at both ends. Issue 60 (one running stream) makes "no zero
-run of 1 ms or more" this scenario's check and moves it into the landing's scenarios.
+The package's service keeps device 0 awake (`-d hw:CARD=Loopback,DEV=0`); aplay plays a 2 s ramp
+through `keepalived:CARD=Loopback,DEV=0` three times with today's hand-over (keepalived closes its
+stream, the player opens the card; the player's `KEEPALIVED_RELEASE_TIMEOUT=1000`, as box-mpd's:
+the emulated CPU is a slow machine), then, after a reload with `--carry`, three times carried on
+keepalived's own running stream, and Debian's MPD once, carried. The host
+(76-link-handoff.host.py) checks that every play reaches the link bit-exact, keepalived's signal
+(-1 LSB) before the first and after the last, and that no carried play drops the link (no zero
+run of 1 ms or more besides the player's own padding of its last period); it prints the zero
+runs around each play, `handoff_zero_ms=`, the hand-over's gaps and the carried plays' side by
+side.
 
 The ramp never holds a zero frame and no frame repeats (left: 1 + n mod 30000, right:
 1 + n div 30000), so a gap and the alignment are unambiguous.
 """
 
 import os
+import shutil
 import struct
 import subprocess
 import time
@@ -34,7 +35,7 @@ HW = "hw:CARD=Loopback,DEV=0"
 PLUGIN = "keepalived:CARD=Loopback,DEV=0"
 CAPTURE = "hw:CARD=Loopback,DEV=1"
 STATUS = f"/proc/asound/card{loop}/pcm0p/sub0/status"
-RATE, SECONDS, PLAYS, PAUSE = 44100, 2, 3, 3.0
+RATE, SECONDS, PLAYS, PAUSE = 44100, 2, 3, 2.0
 RAMP = "/tmp/ramp.wav"
 CAPTURED = os.path.join(vt.IO, "link.raw")
 PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
@@ -85,17 +86,91 @@ if not vt.check("keepalived-on-the-link", r.returncode == 0 and w, f"systemctl e
     vt.finish()
 time.sleep(2)  # keepalived's signal on the link before the first play
 
-for play in range(1, PLAYS + 1):
-    t = time.monotonic()
-    p = vt.run(["aplay", "-q", "-D", PLUGIN, RAMP], timeout=60, env=PLAYER_ENV)
-    vt.check(f"play{play}", p.returncode == 0, f"aplay -D {PLUGIN}: exit {p.returncode} after {time.monotonic() - t:.2f} s"
-             + (f": {vt.one_line(p.stdout, 200)}" if p.stdout.strip() else ""))
-    back = vt.wait_until(lambda: holder() == kpid, 10, 0.02)
-    vt.check(f"play{play}-taken-back", back, f"device 0 back to keepalived after {back.seconds:.2f} s (held by {holder()})")
-    time.sleep(PAUSE)
+def plays(first, carried):
+    """PLAYS plays of the ramp through the plug-in, numbered from `first`."""
+    for play in range(first, first + PLAYS):
+        t = time.monotonic()
+        player = subprocess.Popen(["aplay", "-q", "-D", PLUGIN, RAMP], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=PLAYER_ENV)
+        # Who holds device 0 while the player plays: keepalived throughout when it carries the
+        # player; the player itself after a hand-over.
+        holders = set()
+        while player.poll() is None and time.monotonic() - t < 60:
+            holders.add(holder())
+            time.sleep(0.01)
+        out, _ = player.communicate(timeout=10)
+        vt.check(f"play{play}", player.returncode == 0, f"aplay -D {PLUGIN}: exit {player.returncode} after {time.monotonic() - t:.2f} s"
+                 + (f": {vt.one_line(out, 200)}" if out.strip() else ""))
+        if carried:
+            vt.check(f"play{play}-carried", holders == {kpid}, f"device 0 held by {sorted(map(str, holders))} while aplay played (keepalived {kpid})")
+        else:
+            back = vt.wait_until(lambda: holder() == kpid, 10, 0.02)
+            vt.check(f"play{play}-taken-back", back and player.pid in holders,
+                     f"device 0 held by {sorted(map(str, holders))} while aplay ({player.pid}) played; back to keepalived after {back.seconds:.2f} s")
+        time.sleep(PAUSE)
+
+
+# Today's hand-off first (the player has the card itself), then the same plays carried.
+plays(1, carried=False)
+with open(CONF, "w") as f:
+    f.write(f'KEEPALIVED_OPTIONS="-d {HW} --carry"\n')
+r = vt.run(["systemctl", "reload", UNIT], timeout=30)
+# --carry changes no output: the stream keeps running through the reload.
+time.sleep(1)
+vt.check("reload-carry", r.returncode == 0 and holder() == kpid and vt.pcm_state(loop, 0, 0) == "RUNNING",
+         f"systemctl reload with --carry: exit {r.returncode}; device 0 held by {holder()} (keepalived {kpid}), {vt.pcm_state(loop, 0, 0)}")
+plays(1 + PLAYS, carried=True)
+
+# Debian's MPD, carried: a poll-driven player in non-blocking mode, which drains and closes.
+MUSIC = "/var/lib/mpd/music"
+os.makedirs(MUSIC, exist_ok=True)
+shutil.copy(RAMP, f"{MUSIC}/ramp.wav")
+vt.run(["chown", "-R", "mpd:audio", MUSIC])
+with open("/etc/mpd.conf", "w") as f:
+    f.write(f'''music_directory "{MUSIC}"
+playlist_directory "/var/lib/mpd/playlists"
+db_file "/var/lib/mpd/tag_cache"
+log_file "/var/log/mpd/mpd.log"
+user "mpd"
+bind_to_address "localhost"
+audio_output {{
+    type "alsa"
+    name "link"
+    device "{PLUGIN}"
+    auto_resample "no"
+    auto_format "no"
+    auto_channels "no"
+    mixer_type "none"
+}}
+''')
+os.makedirs("/run/systemd/system/mpd.service.d", exist_ok=True)
+with open("/run/systemd/system/mpd.service.d/release-timeout.conf", "w") as f:
+    f.write("[Service]\nEnvironment=KEEPALIVED_RELEASE_TIMEOUT=1000\n")
+vt.run(["systemctl", "daemon-reload"])
+vt.run(["systemctl", "mask", "--runtime", "mpd.socket"])
+r = vt.run(["systemctl", "start", "mpd.service"], timeout=120)
+w = vt.wait_until(lambda: vt.run(["mpc", "status"], timeout=30).returncode == 0, 30, 0.2)
+vt.run(["mpc", "-q", "update", "--wait"], timeout=60)
+vt.run(["mpc", "-q", "add", "ramp.wav"], timeout=30)
+t = time.monotonic()
+vt.run(["mpc", "-q", "play"], timeout=30)
+holders = set()
+while time.monotonic() - t < 30:
+    holders.add(holder())
+    if time.monotonic() - t > 1 and "[playing]" not in vt.run(["mpc", "status"], timeout=30).stdout:
+        break
+    time.sleep(0.05)
+took = time.monotonic() - t
+vt.check("mpd-played", r.returncode == 0 and w and took < 10, f"systemctl start mpd: exit {r.returncode}; the 2 s ramp played in {took:.2f} s")
+vt.check("mpd-carried", holders == {kpid}, f"device 0 held by {sorted(map(str, holders))} while MPD played (keepalived {kpid})")
+vt.run(["systemctl", "stop", "mpd.service"], timeout=60)
+time.sleep(PAUSE)
 
 rec.terminate()
 out, _ = rec.communicate(timeout=10)
+journal = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout
+print("\n".join(line for line in journal.splitlines() if "carr" in line or "recover" in line)[-20000:])
+vt.check("never-recovered", "recovering" not in journal, "keepalived's journal: "
+         + ("; ".join(line for line in journal.splitlines() if "recover" in line)[:400] or "no recovery"))
 size = os.path.getsize(CAPTURED) if os.path.exists(CAPTURED) else 0
-vt.check("captured", size > 4 * RATE * (PLAYS * (SECONDS + PAUSE)), f"{size // 4} frames captured ({size // 4 / RATE:.1f} s)")
+vt.check("captured", size > 4 * RATE * ((2 * PLAYS + 1) * (SECONDS + PAUSE)), f"{size // 4} frames captured ({size // 4 / RATE:.1f} s)")
 vt.finish()

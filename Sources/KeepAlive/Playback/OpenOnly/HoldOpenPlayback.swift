@@ -31,6 +31,8 @@ struct HoldOpenPlayback {
             case .end(let outcome): return outcome
             // A signal to write now: open again to play it.
             case .reloaded: return .reconfigure
+            // Nothing plays to carry a player on.
+            case .carry(let player, _): player.reply(CarriedPlayer.refusal("the output holds the device open without playing"))
             case nil: break
             }
             switch pcm.state {

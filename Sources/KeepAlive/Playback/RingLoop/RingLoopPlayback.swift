@@ -123,6 +123,19 @@ struct RingLoopPlayback {
                 return outcome
             case .writesNothing:
                 return .reconfigure
+            case .carry(let player, let request):
+                switch context.carry(player, request, pcm: pcm, format: format, source: &source, ringLoop: true) {
+                case .playerGone, .switchFormat: check.playing(position: pcm.playedPosition)
+                case .failed(let code, let operation):
+                    // Repaired as any fault, but never taken for a ring that does not go round:
+                    // while carrying, the stream stops when what was written has played.
+                    var restarted = false
+                    if let outcome = context.recover(pcm, code: code, operation: operation, dryAt: nil, restarted: &restarted) { return outcome }
+                    if restarted, let outcome = fillAndStart() { return outcome }
+                    check.playing(position: pcm.playedPosition)
+                case .outcome(let outcome): return outcome
+                }
+                continue
             case .reloaded(let next):
                 // Refill the ring if the new signal still loops in it (a drop and a refill: a gap
                 // of about a millisecond); else open again for it.

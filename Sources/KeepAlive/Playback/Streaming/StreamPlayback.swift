@@ -52,6 +52,14 @@ struct StreamPlayback {
             // A reload: the new signal continues where the queued audio ends, on the same open
             // stream, without a gap.
             case .reloaded(let next): source = next
+            case .carry(let player, let request):
+                switch context.carry(player, request, pcm: pcm, format: format, source: &source, ringLoop: false) {
+                case .playerGone, .switchFormat: break
+                case .failed(let code, let operation): if let outcome = fail(code, operation) { return outcome }
+                case .outcome(let outcome): return outcome
+                }
+                pacer.restart(at: clock.now)
+                stalls.restart(at: clock.now)
             case nil: break
             }
             let available = pcm.available()

@@ -1,0 +1,198 @@
+import CALSA
+import CKeepalivedCarry
+import Glibc
+
+/// Carries a player's audio on the output's open stream: the card is never stopped, closed or
+/// prepared for it. Entered from the ring loop or the stream when the control socket hands the
+/// playback thread a ``CarriedPlayer``; returns when the player is gone (the output's own mode
+/// then goes on), or with the outcome that ends the open (a stop, a fault, the player's format,
+/// which needs the device opened again once). Every decision is the ``CarryStateMachine``'s.
+///
+/// ```swift
+/// let player = CarriedPlayer(connection: 9, program: "mpd", pid: 812, parseFormat: { _ in nil })
+/// var carrying = CarryPlayback(pcm: pcm, format: format, source: source)
+/// if case .playerGone = carrying.carry(player, answering: nil, ringLoop: true, in: loop) { print("the ring loop goes on") }
+/// ```
+struct CarryPlayback {
+    let pcm: PCMDevice
+    let format: OutputFormat
+    var source: any FrameSource
+
+    enum Ending {
+        /// The player closed its PCM: the output's own mode goes on (a ring loop's ring is whole again).
+        case playerGone
+        /// A format the open stream is not in: opened again in it, the player kept waiting.
+        case switchFormat(CarriedFormat)
+        /// A stream error (`operation` failed with `code`): the player's stream ends with it, and
+        /// the output's own mode repairs the stream as it repairs its own.
+        case failed(Int32, String)
+        case outcome(PlaybackOutcome)
+    }
+
+    /// Whether `format` is the one this stream runs at (then the player is carried without a break).
+    static func runs(_ format: OutputFormat, as player: CarriedFormat) -> Bool {
+        format.framing == .linear && Int32(format.sampleFormat.alsaFormat.rawValue) == player.alsaFormat
+            && format.sampleRate == player.rate && format.channels == player.channels
+    }
+
+    mutating func carry(_ player: CarriedPlayer, answering request: CarriedFormat?, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
+        let ending = carrying(player, answering: request, ringLoop: ringLoop, in: context)
+        // A ring loop repairs its stream as its own: with its endless replay set back first.
+        if ringLoop, case .failed = ending { try? pcm.configureRingLoop(bufferFrames: format.bufferFrames) }
+        return ending
+    }
+
+    private mutating func carrying(_ player: CarriedPlayer, answering request: CarriedFormat?, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
+        let buffer = format.bufferFrames
+        if !player.granted {
+            guard let capabilities = context.capabilities, !capabilities.formats.isEmpty else {
+                player.reply(CarriedPlayer.refusal("the device's formats cannot be read"))
+                return .playerGone
+            }
+            // The player's buffer: at most the card's own (what it queues goes into the card's
+            // ring at once), and never beyond the bound on shared memory.
+            let bytes = min(CarriedFormat.maximumBufferBytes, (buffer - 2 * CarryStateMachine.Levels(rate: format.sampleRate).highWater) * format.bytesPerFrame)
+            guard bytes > 0, player.reply(CarriedPlayer.grant(capabilities, maximumBufferBytes: bytes)) else { return .playerGone }
+            player.granted = true
+        }
+        let levels = CarryStateMachine.Levels(rate: format.sampleRate)
+        // A ring that replays has its write position behind the play position: moved to just
+        // ahead of it, over what the ring holds there (the signal, tiled).
+        var available = pcm.available()
+        if available > buffer { available -= max(0, pcm.forward(available - buffer + levels.lowWater)) }
+        do { try pcm.stopWhenDrained(bufferFrames: buffer) } catch { return .outcome(context.lose(.unknown, error.description)) }
+        var machine = CarryStateMachine(levels: levels, leadFrames: max(0, buffer - max(available, 0)))
+        var memory: CarryMemory?
+        var request = request
+        var fds = [pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: player.connection, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: -1, events: Int16(POLLIN), revents: 0)]
+        context.report(.carrying(program: player.program, pid: player.pid))
+        defer { context.report(.carrying(program: nil, pid: 0)) }
+        while true {
+            if let format = request {
+                request = nil
+                guard Self.runs(self.format, as: format) else { return .switchFormat(format) }
+                do {
+                    let made = try CarryMemory(format: format, frameBytes: self.format.bytesPerFrame)
+                    guard player.reply(#"{"ok":true}"#, descriptors: [made.memory, made.kick]) else { return finish(&machine, ringLoop: ringLoop, in: context) }
+                    memory = made
+                    fds[2].fd = made.kick
+                    machine.granted(bufferFrames: format.bufferFrames)
+                    player.carried()
+                } catch {
+                    player.reply(CarriedPlayer.refusal("\(error)"))
+                }
+            }
+            let available = pcm.available()
+            if available < 0 { return .failed(Int32(truncatingIfNeeded: available), "avail") }
+            let fill = buffer - available
+            switch machine.looked(player: memory?.player(), fill: fill) {
+            case .broken(let why):
+                context.report(.notice("\(player.program) (pid \(player.pid)): its carried stream ends: \(why)"))
+                return finish(&machine, ringLoop: ringLoop, in: context)
+            case .step(let step):
+                if let failure = perform(step, memory, &machine, in: context) { return .failed(failure, "write") }
+            }
+            let queued = buffer - max(0, pcm.available())
+            if let memory, let position = machine.position(fill: queued) {
+                // Stamped when the card reaches the player's next frame: the signal ahead of it plays first.
+                let stamp = Self.monotonicNanoseconds() + Int64(position.ahead) * 1_000_000_000 / Int64(format.sampleRate)
+                memory.publish(ckeepalived_carry_position(generation: position.generation, played: position.played, queued: position.queued, stamp_ns: stamp))
+            }
+            let timeout = max(1, machine.framesUntilLook(fill: queued) * 1000 / format.sampleRate)
+            for index in fds.indices { fds[index].revents = 0 }
+            if poll(&fds, nfds_t(fds.count), Int32(min(timeout, 1000))) < 0, errno != EINTR { return .outcome(context.lose(.unknown, "poll: \(String(cString: strerror(errno)))")) }
+            if fds[0].revents != 0 {
+                context.doorbell.drain()
+                switch context.pendingRequest(pcm, format) {
+                case .stop: return .outcome(.stopped)
+                case .end(let outcome): return .outcome(outcome)
+                case .writesNothing: return .outcome(.reconfigure)
+                case .reloaded(let next): source = next
+                case .carry(let other, _): other.reply(CarriedPlayer.refusal("keepalived carries another player on this device"))
+                case nil: break
+                }
+            }
+            if fds[2].revents != 0 { memory?.drainKick() }
+            if fds[1].revents != 0 {
+                switch player.read() {
+                case .nothing: break
+                case .format(let format): request = format
+                case .gone(let why):
+                    if let why { context.report(.notice("\(player.program) (pid \(player.pid)): \(why)")) }
+                    return finish(&machine, ringLoop: ringLoop, in: context)
+                }
+            }
+        }
+    }
+
+    /// Takes back, copies and appends what `step` says; a stream error's code, or nil. Each look
+    /// is the thread's heartbeat, written or not.
+    private mutating func perform(_ step: CarryStateMachine.Step, _ memory: CarryMemory?, _ machine: inout CarryStateMachine, in context: some PlaybackContext) -> Int32? {
+        var written = 0
+        defer { context.report(.wrote(written)) }
+        let rewound = max(0, pcm.rewind(step.rewind))
+        var copied = 0
+        if let memory {
+            while copied < step.music {
+                let (frames, contiguous) = memory.slice(at: step.musicFrom + UInt64(copied))
+                let written = pcm.write(frames, frames: min(contiguous, step.music - copied))
+                if written == -Int(EAGAIN) { break }
+                if written < 0 {
+                    machine.performed(rewound: rewound, music: copied, signal: 0)
+                    return Int32(truncatingIfNeeded: written)
+                }
+                copied += written
+            }
+        }
+        var appended = 0
+        while appended < step.signal {
+            let (frames, chunk) = source.peek(maximum: step.signal - appended)
+            let written = pcm.write(frames, frames: chunk)
+            if written == -Int(EAGAIN) { break }
+            if written < 0 {
+                machine.performed(rewound: rewound, music: copied, signal: appended)
+                return Int32(truncatingIfNeeded: written)
+            }
+            source.consume(written)
+            appended += written
+        }
+        machine.performed(rewound: rewound, music: copied, signal: appended)
+        written = max(0, copied + appended - rewound)
+        if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
+        return nil
+    }
+
+    /// The player is gone: what is queued of its frames goes, the signal follows. A ring loop's
+    /// ring is then filled again whole, from a continuous run of the signal, before it replays.
+    private mutating func finish(_ machine: inout CarryStateMachine, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
+        let buffer = format.bufferFrames
+        let step = machine.ended(fill: buffer - max(0, pcm.available()))
+        let rewound = max(0, pcm.rewind(step.rewind))
+        _ = rewound
+        guard ringLoop else { return .playerGone }
+        // Twice: the first fill leaves the lead (which may be the player's) ahead of the play
+        // position; once that has played, the second writes over it.
+        for pass in 0..<2 {
+            if pass == 1, context.doorbell.wait(.milliseconds(Int64(1000 * machine.levels.lowWater / format.sampleRate + 5))) { return .outcome(.stopped) }
+            var room = max(0, pcm.available())
+            while room > 0 {
+                let (frames, chunk) = source.peek(maximum: room)
+                let written = pcm.write(frames, frames: chunk)
+                if written == -Int(EAGAIN) { break }
+                if written < 0 { return .failed(Int32(truncatingIfNeeded: written), "write") }
+                source.consume(written)
+                room -= written
+            }
+        }
+        do { try pcm.configureRingLoop(bufferFrames: buffer) } catch { return .outcome(context.lose(.unknown, error.description)) }
+        return .playerGone
+    }
+
+    static func monotonicNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+}

@@ -1,0 +1,254 @@
+import CKeepalivedCarry
+
+/// Every decision of a carried player's stream: at each look at the player's counters and the
+/// card's fill, what to take back from the card, which of the player's frames to copy, how much
+/// of keepalived's signal to append, and when to look again; and what to tell the player of its
+/// position. The carrying loop (``CarryPlayback``) reads, writes and sleeps; this decides.
+///
+/// The card's buffer holds, from its play position on, a little of keepalived's signal ahead of
+/// the player's first frame, then the player's frames as they come (copied at once: the player's
+/// own buffer bounds what is queued, so the carrying adds no latency of its own), and when the
+/// player has nothing more, the signal again: never zeros, never a stop. Counts are in frames;
+/// the card's (`cardWritten`) starts at 0 where the carrying began.
+///
+/// ```swift
+/// var machine = CarryStateMachine(levels: .init(rate: 48000), leadFrames: 480)
+/// machine.granted(bufferFrames: 24000)
+/// if case .step(let step) = machine.looked(player: nil, fill: 480) {
+///     machine.performed(rewound: step.rewind, music: step.music, signal: step.signal)
+/// }
+/// ```
+struct CarryStateMachine {
+    /// How much the card holds ahead of its play position, in frames.
+    struct Levels: Equatable {
+        /// Left in the card when queued frames are taken back: a DMA engine may have fetched
+        /// what lies right at its position already.
+        var minimumLead: Int
+        /// Below this, the signal is appended (the loop looks again when the card reaches it).
+        var lowWater: Int
+        /// The signal is appended up to this.
+        var highWater: Int
+
+        init(minimumLead: Int, lowWater: Int, highWater: Int) {
+            self.minimumLead = minimumLead
+            self.lowWater = lowWater
+            self.highWater = highWater
+        }
+
+        init(rate: Int) {
+            // A position read a scheduler tick late (snd-aloop moves by jiffies): 10 ms ahead of
+            // it survives that in the VM. The low water is a wakeup's lateness on a busy machine
+            // (an emulated one misses 20 ms); between it and the high water the loop sleeps while
+            // a player that holds the device sends nothing: ten wakeups a second.
+            minimumLead = max(rate / 100, 32)  // 10 ms
+            lowWater = max(rate / 20, 64)  // 50 ms
+            highWater = max(rate * 3 / 20, 192)  // 150 ms
+        }
+    }
+
+    /// A stretch of the player's frames copied one after the other into the card.
+    struct Run: Equatable {
+        var playerStart: UInt64
+        var cardStart: Int64
+        var length: UInt64
+    }
+
+    /// What the loop does now, in this order.
+    struct Step: Equatable {
+        /// Queued frames to take back from the end.
+        var rewind = 0
+        /// The player's frames to copy: from this index of its stream, this many.
+        var musicFrom: UInt64 = 0
+        var music = 0
+        /// Frames of the signal to append after them (only when there is no music).
+        var signal = 0
+    }
+
+    enum Look: Equatable {
+        case step(Step)
+        /// The player's counters cannot be true (it wrote beyond its buffer, or went back): its
+        /// stream ends, and the card plays the signal.
+        case broken(String)
+    }
+
+    private struct Stream {
+        var bufferFrames: Int
+        var generation: UInt32
+        var copied: UInt64 = 0
+        var run: Run?
+        var previous: Run?
+        /// The player's state at the last look: a new generation after a drain is the drain's
+        /// end, not a drop (its PCM ends a drain when its estimate reaches the last frame, which
+        /// may be a little ahead of the card).
+        var draining = false
+    }
+
+    private enum State {
+        /// Granted, no format set: the signal only.
+        case signalOnly
+        case carrying(Stream)
+        case ended
+    }
+
+    let levels: Levels
+    private var state = State.signalOnly
+    /// Frames appended to the card since carrying began (the signal ahead of the first look too).
+    private(set) var cardWritten: Int64 = 0
+    /// Where the last of the player's frames in the card ends.
+    private var musicEnd: Int64 = 0
+
+    init(levels: Levels, leadFrames: Int = 0) {
+        self.levels = levels
+        cardWritten = Int64(leadFrames)
+        musicEnd = 0
+    }
+
+    /// The player set a format: memory of `bufferFrames` frames, counters from 0.
+    mutating func granted(bufferFrames: Int) {
+        switch state {
+        case .signalOnly, .carrying:
+            state = .carrying(Stream(bufferFrames: bufferFrames, generation: 0))
+        case .ended:
+            preconditionFailure("a format granted after carrying ended")
+        }
+    }
+
+    /// The player is gone: what is queued of its frames is taken back (as a close drops them),
+    /// with the signal after them; nothing when only the signal is queued.
+    mutating func ended(fill: Int) -> Step {
+        let rewind = musicQueuedRewind(fill: fill)
+        state = .ended
+        return Step(rewind: rewind)
+    }
+
+    /// What to take back so that none of the player's frames stays queued beyond the lead: 0 when
+    /// its last frame plays within the lead (taking back only the signal gains nothing and risks
+    /// the card's position).
+    private func musicQueuedRewind(fill: Int) -> Int {
+        guard case .carrying = state else { return 0 }
+        let cardPlayed = cardWritten - Int64(fill)
+        guard musicEnd > cardPlayed + Int64(levels.minimumLead) else { return 0 }
+        return max(0, fill - levels.minimumLead)
+    }
+
+    /// A look: the player's counters (nil when unreadable this time) and the frames queued in the card.
+    mutating func looked(player: ckeepalived_carry_player?, fill: Int) -> Look {
+        switch state {
+        case .ended:
+            preconditionFailure("a look after carrying ended")
+        case .signalOnly:
+            return .step(Step(signal: fill < levels.lowWater ? levels.highWater - fill : 0))
+        case .carrying(var stream):
+            defer { state = .carrying(stream) }
+            guard let player else { return .step(Step(signal: fill < levels.lowWater ? levels.highWater - fill : 0)) }
+            var step = Step()
+            if player.generation != stream.generation {
+                // A drop or a prepare: what is queued of the old stream goes, as on the hardware;
+                // after a drain, it plays to its end.
+                if !stream.draining { step.rewind = musicQueuedRewind(fill: fill) }
+                stream = Stream(bufferFrames: stream.bufferFrames, generation: player.generation)
+            }
+            stream.draining = player.state == UInt32(CKEEPALIVED_CARRY_DRAINING.rawValue)
+            guard player.written >= stream.copied else { return .broken("its count of frames written went back") }
+            guard player.written - stream.copied <= UInt64(stream.bufferFrames) else {
+                return .broken("it wrote \(player.written - stream.copied) frames ahead of what was played, more than its buffer of \(stream.bufferFrames)")
+            }
+            switch player.state {
+            case UInt32(CKEEPALIVED_CARRY_RUNNING.rawValue), UInt32(CKEEPALIVED_CARRY_DRAINING.rawValue):
+                let waiting = Int(player.written - stream.copied)
+                if waiting > 0 {
+                    // The signal after the last of the player's frames goes, down to the lead.
+                    let tail = min(fill, Int(max(0, cardWritten - musicEnd)))
+                    let back = step.rewind > 0 ? 0 : min(tail, max(0, fill - levels.minimumLead))
+                    step.rewind += back
+                    step.musicFrom = stream.copied
+                    step.music = waiting
+                    return .step(step)
+                }
+            case UInt32(CKEEPALIVED_CARRY_PAUSED.rawValue):
+                // Paused on the hardware stops at once: what is queued of the player's goes back
+                // to its buffer, to be copied again at the resume.
+                if step.rewind == 0 { step.rewind = musicQueuedRewind(fill: fill) }
+            default:
+                break
+            }
+            step.signal = fill - step.rewind < levels.lowWater ? levels.highWater - (fill - step.rewind) : 0
+            return .step(step)
+        }
+    }
+
+    /// What the loop did of a step: frames taken back, the player's frames copied, signal appended.
+    mutating func performed(rewound: Int, music: Int, signal: Int) {
+        if rewound > 0 {
+            let before = cardWritten
+            cardWritten -= Int64(rewound)
+            // The player's frames among those taken back are no longer copied.
+            let musicBack = max(0, min(musicEnd, before) - cardWritten)
+            if musicBack > 0, case .carrying(var stream) = state {
+                var taken = UInt64(musicBack)
+                if var run = stream.run {
+                    let fromRun = min(taken, run.length)
+                    run.length -= fromRun
+                    taken -= fromRun
+                    stream.copied -= fromRun
+                    stream.run = run.length > 0 ? run : stream.previous
+                    if run.length == 0 { stream.previous = nil }
+                }
+                if taken > 0, var previous = stream.run {
+                    let fromPrevious = min(taken, previous.length)
+                    previous.length -= fromPrevious
+                    stream.copied -= fromPrevious
+                    stream.run = previous
+                }
+                state = .carrying(stream)
+            }
+            musicEnd = min(musicEnd, cardWritten)
+        }
+        if music > 0, case .carrying(var stream) = state {
+            if var run = stream.run, run.cardStart + Int64(run.length) == cardWritten, run.playerStart + run.length == stream.copied {
+                run.length += UInt64(music)
+                stream.run = run
+            } else {
+                stream.previous = stream.run
+                stream.run = Run(playerStart: stream.copied, cardStart: cardWritten, length: UInt64(music))
+            }
+            stream.copied += UInt64(music)
+            cardWritten += Int64(music)
+            musicEnd = cardWritten
+            state = .carrying(stream)
+        }
+        cardWritten += Int64(signal)
+    }
+
+    /// What the player is told, at `fill` frames queued in the card now: its frames the card has
+    /// played, those queued after them, and how many frames of the signal the card plays before
+    /// the next of them (the player's clock starts that much later).
+    func position(fill: Int) -> Position? {
+        guard case .carrying(let stream) = state else { return nil }
+        let cardPlayed = cardWritten - Int64(fill)
+        var ahead = 0
+        let played: UInt64
+        if let run = stream.run, cardPlayed >= run.cardStart {
+            played = run.playerStart + min(UInt64(cardPlayed - run.cardStart), run.length)
+        } else if let previous = stream.previous, cardPlayed < previous.cardStart + Int64(previous.length) {
+            played = previous.playerStart + UInt64(max(0, cardPlayed - previous.cardStart))
+            ahead = Int(max(0, previous.cardStart - cardPlayed))
+        } else if let run = stream.run {
+            played = run.playerStart
+            ahead = Int(run.cardStart - cardPlayed)
+        } else {
+            played = stream.copied
+        }
+        return Position(generation: stream.generation, played: played, queued: stream.copied - min(played, stream.copied), ahead: ahead)
+    }
+
+    struct Position: Equatable {
+        var generation: UInt32
+        var played: UInt64
+        var queued: UInt64
+        var ahead: Int
+    }
+
+    /// When to look again: once the card is down to the low water, in frames from now.
+    func framesUntilLook(fill: Int) -> Int { max(0, fill - levels.lowWater) }
+}

@@ -1,0 +1,42 @@
+import _KeepalivedControlProtocol
+import KeepAlive
+import Logging
+import Glibc
+
+/// A player's `carry`: its audio played on keepalived's own open stream on the card device it
+/// named, so the device never stops for it (docs/players.md). Decided on the control socket's
+/// thread: when an output plays on that device on a stream that can carry a player, the
+/// connection is handed to that output's playback thread, which answers it from then on;
+/// otherwise the player is told no at once and asks for a `release` instead.
+///
+/// ```swift
+/// let request = ReleaseRequest(card: 0, device: 0, program: "mpd")
+/// if !PlayerCarrying.handOver(request, pid: 812, connection: 9, manager: manager, scanner: scanner, activity: activity, logger: logger) {
+///     print("not carried: the player asks for a release")
+/// }
+/// ```
+enum PlayerCarrying {
+    /// True when the connection was handed over (the caller must neither answer nor close it).
+    /// While it is carried, the player is real audio on the device's outputs (``BoxActivity``).
+    static func handOver(_ request: ReleaseRequest, pid: Int32, connection: Int32, manager: KeepAliveManager, scanner: OutputScanner,
+                         activity: BoxActivity, logger: Logger) -> Bool {
+        let hardware = HardwareDevice(card: request.card, device: request.device)
+        let outputs = scanner.outputs(on: hardware)
+        guard activity.carriesPlayer(at: outputs), manager.carryCapabilities(on: hardware) != nil else { return false }
+        let who = BoxActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
+        let player = CarriedPlayer(connection: connection, program: request.program ?? "?", pid: pid, parseFormat: { line in
+            guard let format = try? CarryFormatRequest(parsing: line) else { return nil }
+            return CarriedFormat(alsaFormat: Int32(format.format), rate: format.rate, channels: format.channels,
+                                 bufferFrames: format.bufferFrames, periodFrames: format.periodFrames)
+        }, carrying: { carrying in
+            activity.carriedChanged(outputs, player: who, carrying: carrying)
+        })
+        guard manager.carry(player, on: hardware) else {
+            // Not the caller's to close now: the player object owns the descriptor.
+            player.reply(#"{"ok":false,"carry":false,"error":"no output carries a player on this device now"}"#)
+            return true
+        }
+        logger.debug("a player asks to be carried", metadata: ["hardware": "\(hardware)", "player": "\(request.program ?? "?") (pid \(pid))"])
+        return true
+    }
+}

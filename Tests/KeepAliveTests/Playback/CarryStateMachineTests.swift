@@ -1,0 +1,180 @@
+import CKeepalivedCarry
+import Testing
+@testable import KeepAlive
+
+/// A carried player's stream without a card or a player: the frames each look copies, the signal
+/// it appends, what goes back, and the position the player is told.
+@Suite("Carrying a player")
+struct CarryStateMachineTests {
+    /// 5, 10 and 40 ms at 48 kHz.
+    let levels = CarryStateMachine.Levels(minimumLead: 240, lowWater: 480, highWater: 1920)
+
+    func counters(_ written: UInt64, _ state: ckeepalived_carry_player_state = CKEEPALIVED_CARRY_RUNNING, generation: UInt32 = 0) -> ckeepalived_carry_player {
+        ckeepalived_carry_player(written: written, state: state.rawValue, generation: generation)
+    }
+
+    /// Carrying from a card holding `lead` frames of the signal, a 4800-frame player buffer.
+    func carrying(lead: Int = 480) -> CarryStateMachine {
+        var machine = CarryStateMachine(levels: levels, leadFrames: lead)
+        machine.granted(bufferFrames: 4800)
+        return machine
+    }
+
+    @Test("levels: 10, 50 and 150 ms")
+    func levelsAt48k() {
+        let levels = CarryStateMachine.Levels(rate: 48_000)
+        #expect(levels.minimumLead == 480 && levels.lowWater == 2400 && levels.highWater == 7200)
+    }
+
+    @Test("the player gone or dropping with only the signal queued: nothing is taken back")
+    func nothingBackAfterTheMusic() {
+        var machine = carrying(lead: 240)
+        _ = machine.looked(player: counters(960), fill: 240)
+        machine.performed(rewound: 0, music: 960, signal: 0)
+        _ = machine.looked(player: counters(960), fill: 400)
+        machine.performed(rewound: 0, music: 0, signal: 1520)
+        // 1700 queued: the player's last 180 (within the lead), then the signal.
+        #expect(machine.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 1700) == .step(.init()))
+        #expect(machine.ended(fill: 1600) == .init())
+        // With 280 of the player's queued, beyond the lead, they go back.
+        var other = carrying(lead: 240)
+        _ = other.looked(player: counters(960), fill: 240)
+        other.performed(rewound: 0, music: 960, signal: 1520)
+        #expect(other.ended(fill: 1800) == .init(rewind: 1560))
+    }
+
+    @Test("before a format: the signal only, topped up to the high water below the low water")
+    func signalOnly() {
+        var machine = CarryStateMachine(levels: levels, leadFrames: 300)
+        #expect(machine.looked(player: nil, fill: 300) == .step(.init(signal: 1620)))
+        machine.performed(rewound: 0, music: 0, signal: 1620)
+        #expect(machine.looked(player: nil, fill: 1000) == .step(.init()))
+        #expect(machine.framesUntilLook(fill: 1000) == 520)
+        #expect(machine.cardWritten == 1920)
+    }
+
+    @Test("a prepared player that wrote ahead of its start: nothing copied until it runs")
+    func notStarted() {
+        var machine = carrying()
+        #expect(machine.looked(player: counters(2400, CKEEPALIVED_CARRY_IDLE), fill: 480) == .step(.init()))
+        #expect(machine.position(fill: 480) == .init(generation: 0, played: 0, queued: 0, ahead: 0))
+    }
+
+    @Test("the first frames: the signal ahead goes back to the lead, the player's follow it")
+    func firstFrames() {
+        var machine = carrying(lead: 1920)
+        #expect(machine.looked(player: counters(2400), fill: 1900) == .step(.init(rewind: 1660, musicFrom: 0, music: 2400)))
+        machine.performed(rewound: 1660, music: 2400, signal: 0)
+        // The card holds 240 of the signal, then the player's 2400.
+        #expect(machine.position(fill: 2640) == .init(generation: 0, played: 0, queued: 2400, ahead: 240))
+        #expect(machine.position(fill: 2400) == .init(generation: 0, played: 0, queued: 2400, ahead: 0))
+        #expect(machine.position(fill: 1400) == .init(generation: 0, played: 1000, queued: 1400, ahead: 0))
+        // More: copied right after, no signal between.
+        #expect(machine.looked(player: counters(3400), fill: 1400) == .step(.init(musicFrom: 2400, music: 1000)))
+        machine.performed(rewound: 0, music: 1000, signal: 0)
+        #expect(machine.position(fill: 2400) == .init(generation: 0, played: 1000, queued: 2400, ahead: 0))
+    }
+
+    @Test("the player stops writing: the signal follows its last frame, and its next frames follow the signal")
+    func underrun() {
+        var machine = carrying(lead: 240)
+        _ = machine.looked(player: counters(960), fill: 240)
+        machine.performed(rewound: 0, music: 960, signal: 0)
+        // 400 left in the card, all the player's: the signal is appended.
+        #expect(machine.looked(player: counters(960), fill: 400) == .step(.init(signal: 1520)))
+        machine.performed(rewound: 0, music: 0, signal: 1520)
+        #expect(machine.position(fill: 1920) == .init(generation: 0, played: 560, queued: 400, ahead: 0))
+        // The player writes again while 1000 of the signal are queued: 760 of it go back.
+        #expect(machine.looked(player: counters(1960), fill: 1000) == .step(.init(rewind: 760, musicFrom: 960, music: 1000)))
+        machine.performed(rewound: 760, music: 1000, signal: 0)
+        #expect(machine.position(fill: 1240) == .init(generation: 0, played: 960, queued: 1000, ahead: 240))
+        #expect(machine.position(fill: 1000) == .init(generation: 0, played: 960, queued: 1000, ahead: 0))
+        #expect(machine.position(fill: 500) == .init(generation: 0, played: 1460, queued: 500, ahead: 0))
+    }
+
+    @Test("a pause takes back what is queued of the player's; the resume copies it again")
+    func pause() {
+        var machine = carrying(lead: 240)
+        _ = machine.looked(player: counters(2000), fill: 240)
+        machine.performed(rewound: 0, music: 2000, signal: 0)
+        #expect(machine.looked(player: counters(2000, CKEEPALIVED_CARRY_PAUSED), fill: 1240) == .step(.init(rewind: 1000, signal: 1680)))
+        machine.performed(rewound: 1000, music: 0, signal: 1680)
+        // 1240 queued before the pause: 1000 went back, so 1000 of the player's were played or
+        // stay in the card (240), and 1000 wait in its buffer.
+        #expect(machine.looked(player: counters(2000), fill: 1920) == .step(.init(rewind: 1680, musicFrom: 1000, music: 1000)))
+    }
+
+    @Test("a drop or prepare: a new generation starts from frame 0, the old one's queued frames go back")
+    func drop() {
+        var machine = carrying(lead: 240)
+        _ = machine.looked(player: counters(2000), fill: 240)
+        machine.performed(rewound: 0, music: 2000, signal: 0)
+        #expect(machine.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 2000) == .step(.init(rewind: 1760, signal: 1680)))
+        machine.performed(rewound: 1760, music: 0, signal: 1680)
+        #expect(machine.position(fill: 1920) == .init(generation: 1, played: 0, queued: 0, ahead: 0))
+    }
+
+    @Test("the end of a drain (a new generation after draining): the drain's frames play to their end")
+    func drainEnd() {
+        var machine = carrying(lead: 240)
+        _ = machine.looked(player: counters(2000), fill: 240)
+        machine.performed(rewound: 0, music: 2000, signal: 0)
+        #expect(machine.looked(player: counters(2000, CKEEPALIVED_CARRY_DRAINING), fill: 1500) == .step(.init()))
+        // Its PCM's estimate reached the last frame 700 frames before the card did.
+        #expect(machine.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 700) == .step(.init()))
+        #expect(machine.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 300) == .step(.init(signal: 1620)))
+    }
+
+    @Test("a player's counters that cannot be true end its stream")
+    func broken() {
+        var machine = carrying()
+        _ = machine.looked(player: counters(1000), fill: 480)
+        machine.performed(rewound: 0, music: 1000, signal: 0)
+        guard case .broken = machine.looked(player: counters(500), fill: 480) else {
+            Issue.record("a count that went back was taken")
+            return
+        }
+        var other = carrying()
+        guard case .broken = other.looked(player: counters(4801), fill: 480) else {
+            Issue.record("more than the buffer was taken")
+            return
+        }
+    }
+
+    @Test("the player gone: its queued frames go back down to the lead")
+    func ended() {
+        var machine = carrying(lead: 240)
+        _ = machine.looked(player: counters(2000), fill: 240)
+        machine.performed(rewound: 0, music: 2000, signal: 0)
+        #expect(machine.ended(fill: 1500) == .init(rewind: 1260))
+    }
+
+    @Test("an unreadable look (the player mid-write every try) appends the signal only when low")
+    func unreadable() {
+        var machine = carrying()
+        #expect(machine.looked(player: nil, fill: 1000) == .step(.init()))
+        #expect(machine.looked(player: nil, fill: 100) == .step(.init(signal: 1820)))
+    }
+
+    @Test("the shared position: published whole, the played count follows the clock and stops at what is queued")
+    func sharedPosition() {
+        let position = ckeepalived_carry_position(generation: 3, played: 1000, queued: 480, stamp_ns: 1_000_000_000)
+        #expect(ckeepalived_carry_played_at(position, 48_000, 1_000_000_000) == 1000)
+        #expect(ckeepalived_carry_played_at(position, 48_000, 1_005_000_000) == 1240)
+        #expect(ckeepalived_carry_played_at(position, 48_000, 1_100_000_000) == 1480)
+        #expect(ckeepalived_carry_played_at(position, 48_000, 900_000_000) == 1000)
+        var shared = ckeepalived_carry_shared()
+        ckeepalived_carry_init(&shared, 4800, 4, 48_000)
+        ckeepalived_carry_publish(&shared, position)
+        var read = ckeepalived_carry_position()
+        #expect(ckeepalived_carry_read(&shared, &read) == 0)
+        #expect(read.generation == 3 && read.played == 1000 && read.queued == 480 && read.stamp_ns == 1_000_000_000)
+        ckeepalived_carry_player_write(&shared, ckeepalived_carry_player(written: 77, state: 1, generation: 2))
+        var player = ckeepalived_carry_player()
+        #expect(ckeepalived_carry_player_read(&shared, &player) == 0)
+        #expect(player.written == 77 && player.state == 1 && player.generation == 2)
+        // A writer that never finishes (an odd count): the reader gives up rather than wait.
+        shared.player_sequence += 1
+        #expect(ckeepalived_carry_player_read(&shared, &player) == -1)
+    }
+}
