@@ -216,6 +216,15 @@ public final class KeepAliveManager: Sendable {
         }
     }
 
+    /// The player an output carries on `hardware` now, if any (its program's name).
+    package func carriedPlayer(on hardware: HardwareDevice) -> String? {
+        shared.withLock { shared in
+            shared.records.lazy.compactMap { record in
+                record.fields.withLock { $0.status.hardware == hardware ? $0.status.carrying : nil }
+            }.first
+        }
+    }
+
     /// Hands `player` to the output that plays on `hardware` and can carry it (its playback
     /// thread answers it from then on). False when none can: the caller still owns `player`.
     package func carry(_ player: CarriedPlayer, on hardware: HardwareDevice) -> Bool {

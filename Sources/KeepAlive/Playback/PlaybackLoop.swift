@@ -110,7 +110,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             return nil
         }
         if let refused {
-            refused.reply(CarriedPlayer.refusal("keepalived carries another player on this device"))
+            refused.reply(CarriedPlayer.busy)
             return
         }
         carryGeneration.add(1, ordering: .releasing)

@@ -81,6 +81,11 @@ final class PlayerLoans: Sendable {
     /// ``PowerOnGate``; keepalived still plays there meanwhile), then releases.
     func answer(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ReleaseAnswer {
         let device = HardwareDevice(card: request.card, device: request.device)
+        // A player carried there has the device as the hardware's one opener would: a second
+        // one gets "busy" from the hardware, and the carried stream goes on.
+        if let carried = manager.carriedPlayer(on: device) {
+            return .reply(.failure("busy: keepalived carries \(carried) on this card device (--carry)"))
+        }
         let player = BoxActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
         let outputs = scanner.outputs(on: device)
         guard let activity, let gate = activity.holdForPower(outputs, player: player) else {

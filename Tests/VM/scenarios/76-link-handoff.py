@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# vm: devices=aloop mode=systemd options=snd_aloop:pcm_substreams=1 release=yes timeout=400
+# vm: devices=aloop mode=systemd options=snd_aloop:pcm_substreams=1 timeout=400
 """The link a receiver sees across a player's plays through `keepalived:` (issue 60): the
 kernel's loopback card with one subdevice per device, so `hw:CARD=Loopback,DEV=0` is exclusive
 like a real card's; its capture side (device 1), opened first, records in real time what a
@@ -94,10 +94,17 @@ def plays(first, carried):
         # Who holds device 0 while the player plays: keepalived throughout when it carries the
         # player; the player itself after a hand-over.
         holders = set()
+        second = None
         while player.poll() is None and time.monotonic() - t < 60:
             holders.add(holder())
+            # A second player while the first is carried: "busy", as a second open of the card.
+            if carried and play == first + 1 and second is None and time.monotonic() - t > 0.7:
+                second = vt.run(["aplay", "-q", "-D", PLUGIN, RAMP], timeout=30, env=PLAYER_ENV)
             time.sleep(0.01)
         out, _ = player.communicate(timeout=10)
+        if second is not None:
+            vt.check(f"play{play}-second-player-busy", second.returncode != 0 and "busy" in second.stdout.lower(),
+                     f"a second aplay meanwhile: exit {second.returncode}: {vt.one_line(second.stdout, 240)}")
         vt.check(f"play{play}", player.returncode == 0, f"aplay -D {PLUGIN}: exit {player.returncode} after {time.monotonic() - t:.2f} s"
                  + (f": {vt.one_line(out, 200)}" if out.strip() else ""))
         if carried:

@@ -22,16 +22,21 @@ package struct CarriedFormat: Sendable, Equatable, CustomStringConvertible {
         "\(SampleFormat(alsaFormat: snd_pcm_format_t(rawValue: alsaFormat)).map { "\($0)" } ?? "format \(alsaFormat)") \(rate) Hz \(channels) ch, buffer \(bufferFrames)"
     }
 
-    /// The most a carried player's buffer may hold: four seconds at the highest rate and widest
-    /// frame keepalived carries is 48 MB, more than any player asks for; a bound all the same.
+    /// The most a carried player's buffer may hold, in bytes, a bound on the memory a player
+    /// makes keepalived map: a second at 384 kHz in 8 channels of 32 bits (12 MB) fits, and
+    /// players ask for far less (0.5 to 2 s at 44.1 to 192 kHz stereo, at most 3 MB).
     package static let maximumBufferBytes = 16 << 20
 }
 
 /// A player whose audio an output carries on its own open stream: its connection to the control
 /// socket (the player's PCM; its close ends the carrying) and what it said it is. Made by the
-/// daemon's control server after it granted the carrying, then owned by the output's playback
-/// thread alone, which closes the connection.
+/// daemon's control server, which hands it to the output's playback thread (or refuses it);
+/// from then on that thread alone reads the connection, answers it and closes it, and
+/// ``owner`` checks the reads in every build.
 package final class CarriedPlayer: @unchecked Sendable {
+    /// The playback thread that carries the player, claimed when it takes it: the reads of the
+    /// connection and the player's announcements are checked against it.
+    let owner = ThreadOwner("a carried player's playback thread")
     /// The connection; non-blocking. Owned by whoever holds this object (one thread at a time).
     package let connection: Int32
     package let program: String
@@ -65,6 +70,7 @@ package final class CarriedPlayer: @unchecked Sendable {
 
     /// Its audio is carried from now on (once).
     func carried() {
+        owner.preconditionOwned("CarriedPlayer.carried")
         guard !announced else { return }
         announced = true
         changed(true)
@@ -86,6 +92,7 @@ package final class CarriedPlayer: @unchecked Sendable {
 
     /// Reads what the player sent, without blocking.
     func read() -> Input {
+        owner.preconditionOwned("CarriedPlayer.read")
         var chunk = [UInt8](repeating: 0, count: 512)
         while true {
             let count = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
@@ -124,6 +131,10 @@ package final class CarriedPlayer: @unchecked Sendable {
         let rates = capabilities.rates.map(String.init).joined(separator: ",")
         return #"{"ok":true,"carry":true,"formats":[\#(formats)],"rates":[\#(rates)],"channels":[\#(capabilities.channels.lowerBound),\#(capabilities.channels.upperBound)],"maxBufferBytes":\#(maximumBufferBytes)}"#
     }
+
+    /// The answer to a player that finds another one carried on the device: as a second open of
+    /// the hardware, "busy" (its PCM fails the open with EBUSY and asks for no release).
+    static let busy = #"{"ok":false,"carry":false,"busy":true,"error":"keepalived carries another player on this device"}"#
 
     /// The reply to a format request keepalived cannot carry, as one JSON line.
     static func refusal(_ message: String) -> String {

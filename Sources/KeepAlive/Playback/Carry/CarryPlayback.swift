@@ -36,6 +36,7 @@ struct CarryPlayback {
     }
 
     mutating func carry(_ player: CarriedPlayer, answering request: CarriedFormat?, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
+        player.owner.claim()
         let ending = carrying(player, answering: request, ringLoop: ringLoop, in: context)
         // A ring loop repairs its stream as its own: with its endless replay set back first.
         if ringLoop, case .failed = ending { try? pcm.configureRingLoop(bufferFrames: format.bufferFrames) }
@@ -110,7 +111,7 @@ struct CarryPlayback {
                 case .end(let outcome): return .outcome(outcome)
                 case .writesNothing: return .outcome(.reconfigure)
                 case .reloaded(let next): source = next
-                case .carry(let other, _): other.reply(CarriedPlayer.refusal("keepalived carries another player on this device"))
+                case .carry(let other, _): other.reply(CarriedPlayer.busy)
                 case nil: break
                 }
             }
