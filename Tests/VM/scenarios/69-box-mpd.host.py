@@ -1,7 +1,8 @@
 """Host side of 69-box-mpd: MPD's 44.1 kHz track (the guest copied the file to
 $VM_IO/box-a44.wav) must be in the WAV QEMU wrote for the HDA codec as one contiguous run of
 exactly the file's frames, first to last: bit-perfect through the plugin, nothing resampled,
-scaled or dithered. The file is a sweep, so a run of its frames matches at one place only;
+scaled or dithered; and so must the track MPD played carried on keepalived's stream
+(box-c44.wav, `--carry`). The file is a sweep, so a run of its frames matches at one place only;
 keepalived's -1 LSB before and after it is not the file's. MPD plays the track twice (to its end,
 then once more until it is killed): the longest run counts.
 
@@ -69,18 +70,24 @@ def runs(cap, fil, anchor_frame):
 
 
 def check(result, report):
-    src = result.io_dir / "box-a44.wav" if result.io_dir else None
+    judge(result, report, "a44-bit-perfect", "box-a44.wav")
+    # Played once, carried on keepalived's running stream (--carry, mpdbox/carried.py).
+    judge(result, report, "c44-carried-bit-perfect", "box-c44.wav")
+
+
+def judge(result, report, label, name):
+    src = result.io_dir / name if result.io_dir else None
     if not src or not src.exists():
-        report("SKIP", "a44-bit-perfect", "the guest wrote no track (an earlier step failed)")
+        report("SKIP", label, "the guest wrote no track (an earlier step failed)")
         return
     try:
         track = vmwav.read(src)
         wav = vmwav.read(result.hda_wav)
     except (OSError, ValueError) as e:
-        report("FAIL", "a44-bit-perfect", f"cannot read the WAVs: {e}")
+        report("FAIL", label, f"cannot read the WAVs: {e}")
         return
     if (wav.channels, wav.rate, wav.bits) != (2, 44100, 16) or (track.channels, track.rate, track.bits) != (2, 44100, 16):
-        report("FAIL", "a44-bit-perfect", f"QEMU wrote {wav.channels} ch {wav.rate} Hz {wav.bits}-bit, "
+        report("FAIL", label, f"QEMU wrote {wav.channels} ch {wav.rate} Hz {wav.bits}-bit, "
                f"the track is {track.channels} ch {track.rate} Hz {track.bits}-bit; expected 2 ch 44100 Hz 16-bit both")
         return
     fil, cap = track.data, wav.data
@@ -92,7 +99,7 @@ def check(result, report):
             found[r] = True
     summary = ", ".join(f"file frames {s}-{s + k - 1} at capture frame {c}" for s, k, c in sorted(found, key=lambda r: r[2]))
     if not found:
-        report("FAIL", "a44-bit-perfect", f"no run of the file's frames in QEMU's WAV ({len(cap) // 4} frames)")
+        report("FAIL", label, f"no run of the file's frames in QEMU's WAV ({len(cap) // 4} frames)")
         return
     # Each play judged on its own, longest run first: the second play is killed part way, and the
     # first may have lost one QEMU buffer (two runs, then), so the longest run alone can be the
@@ -100,16 +107,16 @@ def check(result, report):
     plays = sorted((r for r in found if r[0] == 0), key=lambda r: -r[1])
     if not plays:
         start, frames, at = max(found, key=lambda r: r[1])
-        report("FAIL", "a44-bit-perfect", f"{_describe(start, frames, at, n, src, cap)}; runs: {summary}; "
+        report("FAIL", label, f"{_describe(start, frames, at, n, src, cap)}; runs: {summary}; "
                f"no run starts at the track's first frame")
         return
     for start, frames, at in plays:
         verdict = _whole(fil, cap, frames, at, n)
         if verdict is not None:
-            report("ok", "a44-bit-perfect", f"{_describe(start, frames, at, n, src, cap)}; runs: {summary}{verdict}")
+            report("ok", label, f"{_describe(start, frames, at, n, src, cap)}; runs: {summary}{verdict}")
             return
     start, frames, at = plays[0]
-    report("FAIL", "a44-bit-perfect", f"{_describe(start, frames, at, n, src, cap)}; runs: {summary}")
+    report("FAIL", label, f"{_describe(start, frames, at, n, src, cap)}; runs: {summary}")
 
 
 def _describe(start, frames, at, n, src, cap):

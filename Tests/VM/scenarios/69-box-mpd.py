@@ -84,7 +84,7 @@ import time
 import vmtest as vt
 from mpdbox import (CONF, MPD_LOG, MUSIC, TRACKS, UNIT, Box, card, holder, journal, mpc, name, names, params,
                     sh, show, start_mpd, usb)
-from mpdbox import devices, handovers, plain, power, restart
+from mpdbox import carried, devices, handovers, plain, power, restart
 
 box = Box()
 vt.note(f"cards: {vt.one_line(vt.read('/proc/asound/cards', ''))}")
@@ -181,6 +181,7 @@ handovers.second_player_then_kill(box)
 devices.usb_lent_to_aplay(box)
 devices.two_devices_of_one_card(box)
 devices.outputs_named_by_alsa_names(box)
+carried.queue_carried(box)
 
 # -- the codec over all of it ---------------------------------------------------------------------------
 power1 = vt.codec_power(card)

@@ -7,6 +7,7 @@ its own, named for what it proves, run in order by the scenario on one `Box`:
   a probe leaves the remembered format alone, a second player gets "busy";
 - `power`: a queue of two rates is one active period (hooks, `--power-on-wait`, events);
 - `devices`: a USB device lent to aplay, two devices of one card, outputs named by ALSA names;
+- `carried`: with `--carry`, a queue of two rates carried on keepalived's running stream;
 - `restart`: a restart inside a power-on hold leaves MPD playing, with no warning;
 - `plain`: with no daemon the plug-in is only a `hw:`, and MPD's own log.
 """
@@ -47,6 +48,8 @@ TRACKS = {
     # both 44.1 kHz tracks whole and stopped: the skip had come after the player passed the
     # second's end too.
     "s44": ("box/s44.wav", 44100, 20, ["sine", "660-220", "sine", "880-330"]),
+    # Played carried (--carry) only: its own sweep, so its run in QEMU's capture is its play's.
+    "c44": ("box/c44.wav", 44100, 4, ["sine", "300-3000", "sine", "3000-300"]),
 }
 BOUND = 1.0  # s from keepalived's close to MPD's open
 # From a player's close to keepalived's open: keepalived first waits its 250 ms reopen grace
