@@ -9,7 +9,9 @@ The package's service keeps device 0 awake (`-d hw:CARD=Loopback,DEV=0`); aplay 
 through `keepalived:CARD=Loopback,DEV=0` three times with today's hand-over (keepalived closes its
 stream, the player opens the card; the player's `KEEPALIVED_RELEASE_TIMEOUT=1000`, as box-mpd's:
 the emulated CPU is a slow machine), then, after a reload with `--carry`, three times carried on
-keepalived's own running stream, and Debian's MPD once, carried. The host
+keepalived's own running stream, and Debian's MPD once, carried; then keepalived is SIGKILLed
+while it carries aplay (aplay must end with an error at once, systemd starts keepalived again)
+and one more play is carried by the new process. The host
 (76-link-handoff.host.py) checks that every play reaches the link bit-exact, keepalived's signal
 (-1 LSB) before the first and after the last, and that no carried play drops the link (no zero
 run of 1 ms or more besides the player's own padding of its last period); it prints the zero
@@ -22,6 +24,7 @@ The ramp never holds a zero frame and no frame repeats (left: 1 + n mod 30000, r
 
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import time
@@ -86,9 +89,9 @@ if not vt.check("keepalived-on-the-link", r.returncode == 0 and w, f"systemctl e
     vt.finish()
 time.sleep(2)  # keepalived's signal on the link before the first play
 
-def plays(first, carried):
-    """PLAYS plays of the ramp through the plug-in, numbered from `first`."""
-    for play in range(first, first + PLAYS):
+def plays(first, carried, count=PLAYS):
+    """`count` plays of the ramp through the plug-in, numbered from `first`."""
+    for play in range(first, first + count):
         t = time.monotonic()
         player = subprocess.Popen(["aplay", "-q", "-D", PLUGIN, RAMP], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=PLAYER_ENV)
         # Who holds device 0 while the player plays: keepalived throughout when it carries the
@@ -172,12 +175,35 @@ vt.check("mpd-carried", holders == {kpid}, f"device 0 held by {sorted(map(str, h
 vt.run(["systemctl", "stop", "mpd.service"], timeout=60)
 time.sleep(PAUSE)
 
+# A bad day: keepalived SIGKILLed while it carries aplay. aplay ends with an error of its own at
+# once (no hang), systemd starts keepalived again (RestartSec=5s), and the next play is carried
+# again by the new process.
+t = time.monotonic()
+player = subprocess.Popen(["aplay", "-q", "-D", PLUGIN, RAMP], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=PLAYER_ENV)
+time.sleep(0.8)
+os.kill(kpid, signal.SIGKILL)
+killed = time.monotonic()
+try:
+    out, _ = player.communicate(timeout=20)
+except subprocess.TimeoutExpired:
+    player.kill()
+    out, _ = player.communicate()
+vt.check("killed-player-ends", player.returncode != 0 and time.monotonic() - killed < 5,
+         f"aplay carried when keepalived was SIGKILLed: exit {player.returncode} {time.monotonic() - killed:.2f} s later: {vt.one_line(out, 200)}")
+old = kpid
+w = vt.wait_until(lambda: show("MainPID") not in ("", "0", str(old)) and holder() == int(show("MainPID") or 0)
+                  and vt.pcm_state(loop, 0, 0) == "RUNNING", 30, 0.1)
+kpid = int(show("MainPID") or 0)
+vt.check("killed-restarted", w, f"keepalived again as {kpid} after {w.seconds:.1f} s (systemd's RestartSec=5s), device 0 held by {holder()}")
+time.sleep(1)
+plays(2 * PLAYS + 3, carried=True, count=1)
+
 rec.terminate()
 out, _ = rec.communicate(timeout=10)
 journal = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout
 print("\n".join(line for line in journal.splitlines() if "carr" in line or "recover" in line)[-20000:])
-vt.check("never-recovered", "recovering" not in journal, "keepalived's journal: "
+vt.check("never-recovered", "recovering" not in journal, "keepalived's journal (both processes): "
          + ("; ".join(line for line in journal.splitlines() if "recover" in line)[:400] or "no recovery"))
 size = os.path.getsize(CAPTURED) if os.path.exists(CAPTURED) else 0
-vt.check("captured", size > 4 * RATE * ((2 * PLAYS + 1) * (SECONDS + PAUSE)), f"{size // 4} frames captured ({size // 4 / RATE:.1f} s)")
+vt.check("captured", size > 4 * RATE * ((2 * PLAYS + 3) * (SECONDS + PAUSE)), f"{size // 4} frames captured ({size // 4 / RATE:.1f} s)")
 vt.finish()
