@@ -188,7 +188,7 @@ _keepalived_run() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config --player-group)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config --player-group)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -224,6 +224,9 @@ _keepalived_run() {
         return
         ;;
     '--clip-base64')
+        return
+        ;;
+    '--lead-in')
         return
         ;;
     '--output')
@@ -283,7 +286,7 @@ _keepalived_start() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -319,6 +322,9 @@ _keepalived_start() {
         return
         ;;
     '--clip-base64')
+        return
+        ;;
+    '--lead-in')
         return
         ;;
     '--output')
@@ -435,7 +441,7 @@ _keepalived_test() {
     repeating_flags=()
     non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v -y --yes --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -471,6 +477,9 @@ _keepalived_test() {
         return
         ;;
     '--clip-base64')
+        return
+        ;;
+    '--lead-in')
         return
         ;;
     '--output')

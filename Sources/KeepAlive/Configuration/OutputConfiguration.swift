@@ -46,6 +46,10 @@ public struct OutputConfiguration: Sendable, Equatable {
     /// used on it (keepalived takes a card back from a player in the player's format, so that a
     /// receiver sees no format change when the next track starts). The signal is rendered for it.
     package var deviceFormat: DeviceFormat?
+    /// How long the device plays the signal in a carried player's format, after the one reopen
+    /// that format needs, before the player's first frame (`--lead-in`): a receiver that mutes
+    /// while it relocks to a new rate then loses signal, not music. Zero: at once.
+    package var carryLeadIn: Duration = .zero
     /// The sound server's sink this output plays into through a stream of its own, rather than
     /// through the ALSA device it names (opened instead only when libpulse cannot be loaded); nil
     /// for a device alsa-lib opens. Set per output, with ``OutputSettings/serverSink``: the
@@ -106,6 +110,7 @@ public struct OutputConfiguration: Sendable, Equatable {
         if let bufferDuration = settings.bufferDuration { own.bufferDuration = bufferDuration }
         if let rate = settings.generatedSignalRate { own.generatedSignalRate = rate }
         if let format = settings.deviceFormat { own.deviceFormat = format }
+        if let leadIn = settings.carryLeadIn { own.carryLeadIn = leadIn }
         if let sink = settings.serverSink { own.serverSink = sink }
         return own
     }
@@ -115,13 +120,15 @@ public struct OutputConfiguration: Sendable, Equatable {
     }
 
     /// Whether an open device plays the same frames under `other`: they differ at most in what
-    /// the device is asked for at its next open (``deviceFormat``, ``generatedSignalRate``), as
+    /// the device is asked for at its next open (``deviceFormat``, ``generatedSignalRate``) or
+    /// at a carried player's next format (``carryLeadIn``), as
     /// when a sound server's sink moved to a user's track's rate while this output played into it.
     func playsTheSame(as other: OutputConfiguration) -> Bool {
         var mine = self
         var theirs = other
         (mine.deviceFormat, theirs.deviceFormat) = (nil, nil)
         (mine.generatedSignalRate, theirs.generatedSignalRate) = (nil, nil)
+        (mine.carryLeadIn, theirs.carryLeadIn) = (.zero, .zero)
         return mine == theirs
     }
 }

@@ -28,6 +28,8 @@ public struct OutputSettings: Sendable, Equatable {
     package var generatedSignalRate: Int?
     /// The format this output's device is asked for (``OutputConfiguration/deviceFormat``).
     package var deviceFormat: DeviceFormat?
+    /// This output's lead-in before a carried player's first frame in a new format (``OutputConfiguration/carryLeadIn``).
+    package var carryLeadIn: Duration?
     /// The sound server's sink this output keeps awake through a stream of its own, by the
     /// sink's name (`pactl list short sinks`), or `@DEFAULT_SINK@` for the server's default
     /// sink, followed when the default changes (as the pulse plug-in's stream follows it); nil

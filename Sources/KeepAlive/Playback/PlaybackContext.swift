@@ -51,6 +51,9 @@ protocol PlaybackContext: AnyObject {
     /// What the open device could be opened in (read at the open, before its setup): what a
     /// carried player is offered.
     var capabilities: PCMCapabilities? { get }
+    /// Until when a carried player's format request waits after the open made for it
+    /// (`--lead-in`): the signal plays in the new format meanwhile. Nil: no wait.
+    var carryLeadInEnds: ContinuousClock.Instant? { get }
     /// Carrying `player` needs the device opened again in `format`: the player is kept, and
     /// carried at the next open: true. False when the device was just opened for that format and
     /// does not run it: the player is told so and carried on (it may set another).

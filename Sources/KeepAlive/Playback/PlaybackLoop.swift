@@ -160,6 +160,8 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
     var heldRequest: CarriedFormat?
     /// The open device's capabilities (``PlaybackContext/capabilities``).
     private(set) var capabilities: PCMCapabilities?
+    /// When the lead-in after an open for a carried player's format ends (``PlaybackContext/carryLeadInEnds``).
+    private(set) var carryLeadInEnds: ContinuousClock.Instant?
     /// The last open was made for ``carriedFormat``'s sake.
     private var reopenedForCarry = false
 
@@ -254,6 +256,8 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             heldRequest = nil
             held.reply(CarriedPlayer.refusal("the device no longer plays a stream that can carry a player"))
         }
+        // Opened for a carried player's format: the signal plays in it for the lead-in first.
+        carryLeadInEnds = heldCarry != nil && configuration.carryLeadIn > .zero ? clock.now + configuration.carryLeadIn : nil
         // A stream to a sound server costs a round trip per write call (the plug-in's thread
         // and the server each wake for it), and a write call takes at most the rest of the loop:
         // rendered for the provisional quarter-second period, a write to a sink was twelve

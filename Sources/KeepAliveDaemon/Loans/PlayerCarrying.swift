@@ -22,7 +22,13 @@ enum PlayerCarrying {
                          activity: BoxActivity, logger: Logger) -> Bool {
         let hardware = HardwareDevice(card: request.card, device: request.device)
         let outputs = scanner.outputs(on: hardware)
-        guard activity.carriesPlayer(at: outputs), manager.carryCapabilities(on: hardware) != nil else { return false }
+        guard activity.carriesPlayer(at: outputs) else { return false }
+        guard manager.carryCapabilities(on: hardware) != nil else {
+            // With --carry on, a player handed the card instead is worth a line: say why.
+            logger.info("a player is handed the card, not carried: no output plays on it on a stream that can carry one", metadata: [
+                "hardware": "\(hardware)", "player": "\(request.program ?? "?") (pid \(pid))", "outputs": "\(outputs.joined(separator: ","))"])
+            return false
+        }
         let who = BoxActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
         let player = CarriedPlayer(connection: connection, program: request.program ?? "?", pid: pid, parseFormat: { line in
             guard let format = try? CarryFormatRequest(parsing: line) else { return nil }

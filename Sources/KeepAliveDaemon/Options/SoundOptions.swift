@@ -41,6 +41,11 @@ struct SoundOptions: ParsableArguments {
     @Option(name: .customLong("clip-base64"), help: ArgumentHelp("WAV file to loop, as base64 text.", valueName: "base64"))
     var clipBase64: String?
 
+    @Option(name: .customLong("lead-in"), help: ArgumentHelp(
+        "With --carry: after the device is switched to a carried player's format (the one break a format change needs), play keepalived's signal in it this long before the player's first frame, like 2s (0 to 10s; default 0): a receiver that mutes while it relocks loses silence, not the music's start. The player's start waits that much longer.",
+        valueName: "duration"))
+    var leadIn: String?
+
     func validate() throws {
         guard clip == nil || clipBase64 == nil else {
             throw ValidationError("--clip and --clip-base64 are mutually exclusive")
@@ -84,6 +89,15 @@ struct SoundOptions: ParsableArguments {
                 fade: fadeDuration ?? base.schedule?.fade ?? PlaySchedule.defaultFade)
         default:
             throw CleanExit.failure("--play-for and --pause-for go together", code: SysExit.usage)
+        }
+        if let leadIn {
+            do {
+                let duration = try DurationArgument.parse(leadIn, option: "--lead-in", atLeast: .zero, written: "0s")
+                guard duration <= .seconds(10) else { throw ValidationError("--lead-in must be at most 10s, not \(leadIn): a player's start waits that long") }
+                settings.carryLeadIn = duration
+            } catch let error as ValidationError {
+                throw CleanExit.failure(error.message, code: SysExit.usage)
+            }
         }
         settings.clip = try loadClip()
         return settings

@@ -66,6 +66,25 @@ struct OptionsFileMergeTests {
         #expect(options.namedDevices == ["hw:1", "hw:CARD=DAC,DEV=0"])
     }
 
+    @Test("--carry and --lead-in: the box's and one output's own lead-in; beyond 10 s refused, naming the option")
+    func carryLeadIn() throws {
+        let commandLine = ["-d", "hw:1", "--carry", "--lead-in", "1.5s", "--output", "hw:CARD=DAC,DEV=0 --lead-in 3s"]
+        let options = try RunCommand.parse(commandLine).currentOptions(commandLine: commandLine)
+        let configuration = try options.makeConfiguration()
+        #expect(try options.activitySettings.carriesPlayers)
+        #expect(configuration.configuration(for: "hw:1").carryLeadIn == .milliseconds(1500))
+        #expect(configuration.configuration(for: "hw:CARD=DAC,DEV=0").carryLeadIn == .seconds(3))
+        let long = ["-d", "hw:1", "--lead-in", "11s"]
+        do {
+            _ = try RunCommand.parse(long).currentOptions(commandLine: long).makeConfiguration()
+            Issue.record("an 11 s lead-in was taken")
+        } catch {
+            #expect("\(error)".contains("--lead-in must be at most 10s"))
+        }
+        let plain = ["-d", "hw:1"]
+        #expect(try !RunCommand.parse(plain).currentOptions(commandLine: plain).activitySettings.carriesPlayers)
+    }
+
     @Test("a list adds up, a single value is the file's")
     func merge() throws {
         let path = try Self.file("KEEPALIVED_OPTIONS=\"-d hw:1 --volume 0.02\"\n")

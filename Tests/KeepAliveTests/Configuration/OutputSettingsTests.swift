@@ -74,6 +74,7 @@ struct OutputSettingsTests {
         var moved = base
         moved.deviceFormat = DeviceFormat(sampleFormat: .s16, rate: 44100, channels: 2)
         moved.generatedSignalRate = 44100
+        moved.carryLeadIn = .seconds(2)
         #expect(moved.playsTheSame(as: base) && base.playsTheSame(as: moved))
         var louder = moved
         louder.volume = try Level(parsing: "0.02")

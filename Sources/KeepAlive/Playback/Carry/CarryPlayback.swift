@@ -71,7 +71,8 @@ struct CarryPlayback {
         context.report(.carrying(program: player.program, pid: player.pid))
         defer { context.report(.carrying(program: nil, pid: 0)) }
         while true {
-            if let format = request {
+            let leadInLeft = context.carryLeadInEnds.map { context.clock.now.duration(to: $0) } ?? .zero
+            if let format = request, leadInLeft <= .zero {
                 request = nil
                 guard Self.runs(self.format, as: format) else { return .switchFormat(format) }
                 do {
@@ -101,7 +102,8 @@ struct CarryPlayback {
                 let stamp = Self.monotonicNanoseconds() + Int64(position.ahead) * 1_000_000_000 / Int64(format.sampleRate)
                 memory.publish(ckeepalived_carry_position(generation: position.generation, played: position.played, queued: position.queued, stamp_ns: stamp))
             }
-            let timeout = max(1, machine.framesUntilLook(fill: queued) * 1000 / format.sampleRate)
+            var timeout = max(1, machine.framesUntilLook(fill: queued) * 1000 / format.sampleRate)
+            if request != nil, leadInLeft > .zero { timeout = min(timeout, max(1, Int(leadInLeft.wholeMilliseconds))) }
             for index in fds.indices { fds[index].revents = 0 }
             if poll(&fds, nfds_t(fds.count), Int32(min(timeout, 1000))) < 0, errno != EINTR { return .outcome(context.lose(.unknown, "poll: \(String(cString: strerror(errno)))")) }
             if fds[0].revents != 0 {
