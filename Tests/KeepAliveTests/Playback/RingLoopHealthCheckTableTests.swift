@@ -51,6 +51,9 @@ struct RingLoopHealthCheckTableTests: TransitionTable {
         case replayRound, replayStill, replayUnderrun, replayOther
         /// The health check: failed, moved a second's worth, still, the position unknown.
         case healthFailed, healthMoved, healthStill, healthUnknown
+        /// The card's PCM node changed: the stream running and the node there (a udev chmod),
+        /// the node gone, the stream suspended.
+        case nodeThere, nodeGone, nodeSuspended
 
         func apply(to machine: inout Machine) -> Action {
             let now = at(20_000)
@@ -73,6 +76,9 @@ struct RingLoopHealthCheckTableTests: TransitionTable {
             case .healthMoved: return machine.healthLooked(at: now, .running(position: 148_000))
             case .healthStill: return machine.healthLooked(at: now, .running(position: 100_000))
             case .healthUnknown: return machine.healthLooked(at: now, .running(position: nil))
+            case .nodeThere: return machine.nodeChanged(stateError: nil, nodeExists: true)
+            case .nodeGone: return machine.nodeChanged(stateError: nil, nodeExists: false)
+            case .nodeSuspended: return machine.nodeChanged(stateError: -ESTRPIPE, nodeExists: true)
             }
         }
     }
@@ -93,6 +99,7 @@ struct RingLoopHealthCheckTableTests: TransitionTable {
             (.timeoutEarly, .impossible), (.timeoutDue, .impossible),
             (.replayRound, .impossible), (.replayStill, .impossible), (.replayUnderrun, .impossible), (.replayOther, .impossible),
             (.healthFailed, .impossible), (.healthMoved, .impossible), (.healthStill, .impossible), (.healthUnknown, .impossible),
+            (.nodeThere, .impossible), (.nodeGone, .impossible), (.nodeSuspended, .impossible),
         ]),
         (.firstLook, [
             (.filled, .to(.none, refilled)),
@@ -107,6 +114,9 @@ struct RingLoopHealthCheckTableTests: TransitionTable {
             (.replayUnderrun, .to(.notReplayed(.underrun), .playing(position: 1_000, replayDue: nil))),
             (.replayOther, .to(.none, .playing(position: 1_000, replayDue: nil))),
             (.healthFailed, .impossible), (.healthMoved, .impossible), (.healthStill, .impossible), (.healthUnknown, .impossible),
+            (.nodeThere, .to(.none, nil)),
+            (.nodeGone, .to(.recover(-ENODEV), nil)),
+            (.nodeSuspended, .to(.recover(-ESTRPIPE), nil)),
         ]),
         (.confirming, [
             (.filled, .to(.none, refilled)),
@@ -120,6 +130,9 @@ struct RingLoopHealthCheckTableTests: TransitionTable {
             (.replayUnderrun, .to(.notReplayed(.underrun), .playing(position: 1_000, replayDue: nil))),
             (.replayOther, .to(.none, .playing(position: 1_000, replayDue: nil))),
             (.healthFailed, .impossible), (.healthMoved, .impossible), (.healthStill, .impossible), (.healthUnknown, .impossible),
+            (.nodeThere, .to(.none, nil)),
+            (.nodeGone, .to(.recover(-ENODEV), nil)),
+            (.nodeSuspended, .to(.recover(-ESTRPIPE), nil)),
         ]),
         (.checking, [
             (.filled, .to(.none, refilled)),
@@ -134,6 +147,9 @@ struct RingLoopHealthCheckTableTests: TransitionTable {
             // The quiet path's 15 s, since the look before.
             (.healthStill, .to(.stalled(for: .seconds(15), since: at(5_000)), nil)),
             (.healthUnknown, .to(.none, .playing(position: nil, replayDue: nil))),
+            (.nodeThere, .to(.none, nil)),
+            (.nodeGone, .to(.recover(-ENODEV), nil)),
+            (.nodeSuspended, .to(.recover(-ESTRPIPE), nil)),
         ]),
     ])
 

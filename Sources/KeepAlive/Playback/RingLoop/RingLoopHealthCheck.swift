@@ -1,3 +1,5 @@
+import Glibc
+
 /// Every decision of the ring loop's sleep, without I/O: how long it sleeps, what it looks at
 /// when it wakes (the ring's replay, two rings and a second after a fill: ``RingReplayCheck``; or
 /// the stream's health: running, and its position moving), and what a look means (a device that
@@ -116,6 +118,17 @@ struct RingLoopHealthCheck {
         case .unfilled: state = .playing(position: position, replay: replayCheck)
         case .playing(_, let replay): state = .playing(position: position, replay: replay)
         }
+    }
+
+    /// The card's PCM node changed (the quiet path's wakeup): the stream was then in a state that
+    /// stands for `stateError` (nil: running), and the node was still there or not. A udev chmod
+    /// changes it too: a running stream whose node is there plays on.
+    mutating func nodeChanged(stateError: Int32?, nodeExists: Bool) -> Action {
+        guard case .playing = state else {
+            preconditionFailure("RingLoopHealthCheck.nodeChanged before the ring was filled")
+        }
+        if let stateError { return .recover(stateError) }
+        return nodeExists ? .none : .recover(-ENODEV)
     }
 
     /// The sleep ended without an event at `now`: what to read, if anything yet.

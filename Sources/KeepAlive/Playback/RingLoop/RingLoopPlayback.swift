@@ -49,162 +49,38 @@ struct RingLoopPlayback {
     static let maximumRingSeconds = 4
 
     mutating func play(in context: some PlaybackContext) -> PlaybackOutcome {
-        var descriptors: [pollfd]
-        let node = pollsDevice ? nil : hardware.flatMap(PCMNodeWatch.init)
-        if let node {
-            descriptors = [pollfd(fd: node.descriptor, events: Int16(POLLIN), revents: 0)]
-        } else {
-            do { descriptors = try pcm.pollDescriptors() } catch { return context.lose(.unknown, error.description) }
-            // Errors only: with period interrupts off nothing else could wake the thread.
-            for index in descriptors.indices { descriptors[index].events = 0 }
-        }
-        descriptors.append(pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0))
-        let pcmCount = descriptors.count - 1
+        var sleep: RingLoopSleep
+        do {
+            sleep = try RingLoopSleep(pcm: pcm, node: pollsDevice ? nil : hardware.flatMap(PCMNodeWatch.init), doorbell: context.doorbell)
+        } catch { return context.lose(.unknown, error.description) }
         let ringDuration = Duration.nanoseconds(Int64(format.bufferFrames) * 1_000_000_000 / Int64(max(format.sampleRate, 1)))
         // Every judgement is the check's; the loop sleeps, reads the device and acts.
-        var check = RingLoopHealthCheck(quiet: node != nil, ringFrames: format.bufferFrames, ringDuration: ringDuration,
+        var check = RingLoopHealthCheck(quiet: sleep.node != nil, ringFrames: format.bufferFrames, ringDuration: ringDuration,
                                         boundary: pcm.boundary, rate: format.sampleRate)
-        let ringFrames = format.bufferFrames
-
-        func notReplayed(_ reason: RingReplayCheck.Reason) -> PlaybackOutcome {
-            switch reason {
-            case .positionStopped:
-                context.ringNotReplayed(
-                    "the device did not replay its ring (its position stopped within the \(ringFrames) frames written): it copies audio out of its own accord; streaming instead")
-            case .underrun:
-                context.ringNotReplayed(
-                    "the device stopped with an underrun after the \(ringFrames) frames written once, which a ring it replays never has: it copies audio out of its own accord; streaming instead")
-            }
-        }
-
-        /// Fills the ring from the signal's first frame and starts it; nil when it plays.
-        func fillAndStart() -> PlaybackOutcome? {
-            source.restart()
-            var remaining = format.bufferFrames
-            while remaining > 0 {
-                let (frames, chunk) = source.peek(maximum: remaining)
-                let written = pcm.write(frames, frames: chunk)
-                if written == -Int(EAGAIN) { return context.lose(.unknown, "the device took less than its ring (\(format.bufferFrames - remaining) of \(format.bufferFrames) frames)") }
-                if written < 0 { return fail(Int32(truncatingIfNeeded: written), "write") }
-                source.consume(written)
-                remaining -= written
-            }
-            let result = pcm.start()
-            if result < 0 { return fail(result, "start") }
-            context.report(.wrote(format.bufferFrames))
-            context.flowing()
-            check.filled(at: context.clock.now, position: pcm.playedPosition)
-            return nil
-        }
-
-        /// Handles a stream error; nil to go on playing (the ring is filled again when the
-        /// buffer was emptied).
-        func fail(_ code: Int32, _ operation: String) -> PlaybackOutcome? {
-            if case .notReplayed(let reason) = check.streamFailed(code) { return notReplayed(reason) }
-            var restarted = false
-            if let outcome = context.recover(pcm, code: code, operation: operation, dryAt: nil, restarted: &restarted) { return outcome }
-            return restarted ? fillAndStart() : nil
-        }
-
-        /// Handles a stream error found while playing; nil to go on from the position now.
-        func failWhilePlaying(_ code: Int32, _ operation: String) -> PlaybackOutcome? {
-            if let outcome = fail(code, operation) { return outcome }
-            check.playing(position: pcm.playedPosition)
-            return nil
-        }
-
-        if let outcome = fillAndStart() { return outcome }
+        if let outcome = fillAndStart(&check, context) { return outcome }
         check.playing(position: pcm.playedPosition)
         while true {
-            switch context.pendingRequest(pcm, format) {
-            case .stop:
-                return .stopped
-            case .end(let outcome):
-                return outcome
-            case .writesNothing:
-                return .reconfigure
-            case .carry(let player, let request):
-                switch context.carry(player, request, pcm: pcm, format: format, source: &source, ringLoop: true) {
-                case .playerGone, .switchFormat: check.playing(position: pcm.playedPosition)
-                case .failed(let code, let operation):
-                    // Repaired as any fault, but never taken for a ring that does not go round:
-                    // while carrying, the stream stops when what was written has played.
-                    var restarted = false
-                    if let outcome = context.recover(pcm, code: code, operation: operation, dryAt: nil, restarted: &restarted) { return outcome }
-                    if restarted, let outcome = fillAndStart() { return outcome }
-                    check.playing(position: pcm.playedPosition)
-                case .outcome(let outcome): return outcome
-                }
-                continue
-            case .reloaded(let next):
-                // Refill the ring if the new signal still loops in it (a drop and a refill: a gap
-                // of about a millisecond); else open again for it.
-                guard next.ringFit.fits(ringFrames: format.bufferFrames) else { return .reconfigure }
-                source = next
-                pcm.drop()
-                let result = pcm.prepare()
-                if result < 0 { return context.prepareFailed(result) }
-                if let outcome = fillAndStart() { return outcome }
-                check.playing(position: pcm.playedPosition)
-                continue
-            case nil:
-                break
-            }
-            let timeout = check.sleep(from: context.clock.now)
-            let ready = descriptors.withUnsafeMutableBufferPointer { fds -> Int32 in
-                for index in fds.indices { fds[index].revents = 0 }
-                return poll(fds.baseAddress, nfds_t(fds.count), timeout.pollTimeout)
-            }
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return context.lose(.unknown, "poll: \(String(cString: strerror(errno)))")
-            }
-            if descriptors[pcmCount].revents != 0 {
-                context.doorbell.drain()
+            if let request = context.pendingRequest(pcm, format) {
+                if let outcome = take(request, &check, context) { return outcome }
                 continue
             }
-            if ready > 0, let node {
-                // The card's PCM node changed: gone at an unplug. The stream's state says.
-                node.drain()
-                if let code = Self.stateError(pcm.state) ?? (node.exists ? nil : -ENODEV),
-                   let outcome = failWhilePlaying(code, "state") { return outcome }
-                continue
-            }
-            if ready > 0 {
-                let events = descriptors.withUnsafeMutableBufferPointer { pcm.revents($0.baseAddress!, count: pcmCount) }
-                if let code = pcm.streamError(fromEvents: events), let outcome = failWhilePlaying(code, "poll") { return outcome }
-                continue
-            }
-            let now = context.clock.now
             let action: RingLoopHealthCheck.Action
-            switch check.timedOut(at: now) {
-            case .lookAtReplay:
-                // The position first: reading it updates the state of an ioplug PCM.
-                let position = pcm.playedPosition
-                let stream: RingReplayCheck.Stream = switch pcm.state {
-                case SND_PCM_STATE_RUNNING: .running(position: position)
-                case SND_PCM_STATE_XRUN: .underrun
-                default: .other
-                }
-                action = check.replayLooked(at: now, stream)
-            case .lookAtHealth:
-                action = check.healthLooked(at: now, Self.stateError(pcm.state).map { .failed($0) } ?? .running(position: pcm.playedPosition))
-            case let other:
-                action = other
-            }
-            switch action {
-            case .none, .lookAtReplay, .lookAtHealth:
+            var operation = "state"
+            switch sleep.wait(check.sleep(from: context.clock.now), pcm: pcm) {
+            case .interrupted, .rung:
                 continue
-            case .recover(let code):
-                if let outcome = failWhilePlaying(code, "state") { return outcome }
-            case .notReplayed(let reason):
-                return notReplayed(reason)
-            case .stalled(let stalledFor, let since):
-                return context.lose(.stalled, "the device's position did not move for \(PlaybackLoop.format(stalledFor)) (ring loop)", since: since)
-            case .played(let frames):
-                // The heartbeat, and the count in `status`.
-                context.report(.wrote(frames))
+            case .failed(let code):
+                return context.lose(.unknown, "poll: \(String(cString: strerror(code)))")
+            case .nodeChanged(let node):
+                // The card's PCM node changed: gone at an unplug. The stream's state says.
+                action = check.nodeChanged(stateError: Self.stateError(pcm.state), nodeExists: node.exists)
+            case .events(let events):
+                guard let code = pcm.streamError(fromEvents: events) else { continue }
+                (action, operation) = (.recover(code), "poll")
+            case .timedOut:
+                action = look(&check, at: context.clock.now)
             }
+            if let outcome = act(on: action, operation, &check, context) { return outcome }
         }
     }
 
@@ -220,38 +96,129 @@ struct RingLoopPlayback {
     }
 }
 
-/// An inotify watch on a card device's playback node (`/dev/snd/pcmC0D3p`), which the kernel
-/// unlinks when the card goes away: how a ring loop that does not sleep on the PCM itself learns
-/// of an unplug at once. Made and dropped with one open, on its playback thread.
-final class PCMNodeWatch {
-    let descriptor: Int32
-    let path: String
-
-    /// nil when the node cannot be watched (no such node: the PCM is not a card's own).
-    init?(_ hardware: HardwareDevice) {
-        path = "/dev/snd/pcmC\(hardware.card)D\(hardware.device)p"
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { return nil }
-        // IN_ATTRIB as well: while keepalived holds the node open its inode outlives the unlink,
-        // so IN_DELETE_SELF comes only after the close; the unlink itself changes the link count,
-        // which inotify reports as IN_ATTRIB at once (the VM's USB unplug went unseen for the 15 s
-        // health check without it).
-        guard inotify_add_watch(fd, path, UInt32(IN_DELETE_SELF | IN_ATTRIB)) >= 0 else {
-            close(fd)
-            return nil
+extension RingLoopPlayback {
+    /// Acts on what another thread asked; nil to go on playing from a new look at the stream
+    /// (the request may have filled the ring again).
+    private mutating func take(_ request: PlaybackRequest, _ check: inout RingLoopHealthCheck,
+                               _ context: some PlaybackContext) -> PlaybackOutcome? {
+        switch request {
+        case .stop:
+            return .stopped
+        case .end(let outcome):
+            return outcome
+        case .writesNothing:
+            return .reconfigure
+        case .carry(let player, let request):
+            switch context.carry(player, request, pcm: pcm, format: format, source: &source, ringLoop: true) {
+            case .playerGone, .switchFormat: break
+            case .failed(let code, let operation):
+                // Repaired as any fault, but never taken for a ring that does not go round:
+                // while carrying, the stream stops when what was written has played.
+                var restarted = false
+                if let outcome = context.recover(pcm, code: code, operation: operation, dryAt: nil, restarted: &restarted) { return outcome }
+                if restarted, let outcome = fillAndStart(&check, context) { return outcome }
+            case .outcome(let outcome): return outcome
+            }
+        case .reloaded(let next):
+            // Refill the ring if the new signal still loops in it (a drop and a refill: a gap
+            // of about a millisecond); else open again for it.
+            guard next.ringFit.fits(ringFrames: format.bufferFrames) else { return .reconfigure }
+            source = next
+            pcm.drop()
+            let result = pcm.prepare()
+            if result < 0 { return context.prepareFailed(result) }
+            if let outcome = fillAndStart(&check, context) { return outcome }
         }
-        descriptor = fd
+        check.playing(position: pcm.playedPosition)
+        return nil
     }
 
-    deinit { close(descriptor) }
+    /// Reads what the check asks for at a wakeup without an event, and tells it what it read.
+    private func look(_ check: inout RingLoopHealthCheck, at now: ContinuousClock.Instant) -> RingLoopHealthCheck.Action {
+        switch check.timedOut(at: now) {
+        case .lookAtReplay:
+            // The position first: reading it updates the state of an ioplug PCM.
+            let position = pcm.playedPosition
+            let stream: RingReplayCheck.Stream = switch pcm.state {
+            case SND_PCM_STATE_RUNNING: .running(position: position)
+            case SND_PCM_STATE_XRUN: .underrun
+            default: .other
+            }
+            return check.replayLooked(at: now, stream)
+        case .lookAtHealth:
+            return check.healthLooked(at: now, Self.stateError(pcm.state).map { .failed($0) } ?? .running(position: pcm.playedPosition))
+        case let other:
+            return other
+        }
+    }
 
-    /// Whether the node is still there (a udev chmod also says IN_ATTRIB).
-    var exists: Bool { access(path, F_OK) == 0 }
+    /// Carries out the check's answer; `operation` names what found a stream error. Nil to go on.
+    private mutating func act(on action: RingLoopHealthCheck.Action, _ operation: String, _ check: inout RingLoopHealthCheck,
+                              _ context: some PlaybackContext) -> PlaybackOutcome? {
+        switch action {
+        case .none, .lookAtReplay, .lookAtHealth:
+            return nil
+        case .recover(let code):
+            return failWhilePlaying(code, operation, &check, context)
+        case .notReplayed(let reason):
+            return notReplayed(reason, context)
+        case .stalled(let stalledFor, let since):
+            return context.lose(.stalled, "the device's position did not move for \(PlaybackLoop.format(stalledFor)) (ring loop)", since: since)
+        case .played(let frames):
+            // The heartbeat, and the count in `status`.
+            context.report(.wrote(frames))
+            return nil
+        }
+    }
 
-    /// Reads the events there are (the state, not the events, says what happened).
-    func drain() {
-        var buffer = [UInt8](repeating: 0, count: 512)
-        while buffer.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) > 0 {}
+    /// Fills the ring from the signal's first frame and starts it; nil when it plays.
+    private mutating func fillAndStart(_ check: inout RingLoopHealthCheck, _ context: some PlaybackContext) -> PlaybackOutcome? {
+        source.restart()
+        var remaining = format.bufferFrames
+        while remaining > 0 {
+            let (frames, chunk) = source.peek(maximum: remaining)
+            let written = pcm.write(frames, frames: chunk)
+            if written == -Int(EAGAIN) { return context.lose(.unknown, "the device took less than its ring (\(format.bufferFrames - remaining) of \(format.bufferFrames) frames)") }
+            if written < 0 { return fail(Int32(truncatingIfNeeded: written), "write", &check, context) }
+            source.consume(written)
+            remaining -= written
+        }
+        let result = pcm.start()
+        if result < 0 { return fail(result, "start", &check, context) }
+        context.report(.wrote(format.bufferFrames))
+        context.flowing()
+        check.filled(at: context.clock.now, position: pcm.playedPosition)
+        return nil
+    }
+
+    /// Handles a stream error; nil to go on playing (the ring is filled again when the
+    /// buffer was emptied).
+    private mutating func fail(_ code: Int32, _ operation: String, _ check: inout RingLoopHealthCheck,
+                               _ context: some PlaybackContext) -> PlaybackOutcome? {
+        if case .notReplayed(let reason) = check.streamFailed(code) { return notReplayed(reason, context) }
+        var restarted = false
+        if let outcome = context.recover(pcm, code: code, operation: operation, dryAt: nil, restarted: &restarted) { return outcome }
+        return restarted ? fillAndStart(&check, context) : nil
+    }
+
+    /// Handles a stream error found while playing; nil to go on from the position now.
+    private mutating func failWhilePlaying(_ code: Int32, _ operation: String, _ check: inout RingLoopHealthCheck,
+                                           _ context: some PlaybackContext) -> PlaybackOutcome? {
+        if let outcome = fail(code, operation, &check, context) { return outcome }
+        check.playing(position: pcm.playedPosition)
+        return nil
+    }
+
+    private func notReplayed(_ reason: RingReplayCheck.Reason, _ context: some PlaybackContext) -> PlaybackOutcome {
+        let ringFrames = format.bufferFrames
+        switch reason {
+        case .positionStopped:
+            return context.ringNotReplayed(
+                "the device did not replay its ring (its position stopped within the \(ringFrames) frames written): it copies audio out of its own accord; streaming instead")
+        case .underrun:
+            return context.ringNotReplayed(
+                "the device stopped with an underrun after the \(ringFrames) frames written once, which a ring it replays never has: it copies audio out of its own accord; streaming instead")
+        }
     }
 }
 
