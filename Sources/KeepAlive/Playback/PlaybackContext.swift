@@ -68,15 +68,27 @@ extension PlaybackContext {
     }
 }
 
+/// How carrying a player ended, for the way of playing that carried it.
+enum CarryEnding {
+    /// The mode goes on (the player is gone, or kept for a format the device could not open in).
+    case goOn
+    /// A stream error for the mode to repair as its own.
+    case failed(Int32, String)
+    case outcome(PlaybackOutcome)
+}
+
 extension PlaybackContext {
-    /// Carries `player` on the open stream (``CarryPlayback``). `.failed`: a stream error for the
-    /// mode to repair as its own; a format switch becomes `.outcome(.reconfigure)` or, refused,
-    /// `.playerGone`.
-    func carry(_ player: CarriedPlayer, _ request: CarriedFormat?, pcm: PCMDevice, format: OutputFormat, source: inout any FrameSource, ringLoop: Bool) -> CarryPlayback.Ending {
+    /// Carries `player` on the open stream (``CarryPlayback``); a format switch becomes
+    /// `.outcome(.reconfigure)` (the device opened again in it) or, refused, `.goOn`.
+    func carry(_ player: CarriedPlayer, _ request: CarriedFormat?, pcm: PCMDevice, format: OutputFormat, source: inout any FrameSource, ringLoop: Bool) -> CarryEnding {
         var carrying = CarryPlayback(pcm: pcm, format: format, source: source)
         defer { source = carrying.source }
-        let ending = carrying.carry(player, answering: request, ringLoop: ringLoop, in: self)
-        guard case .switchFormat(let wanted) = ending else { return ending }
-        return reopen(for: wanted, carrying: player) ? .outcome(.reconfigure) : .playerGone
+        switch carrying.carry(player, answering: request, ringLoop: ringLoop, in: self) {
+        case .playerGone: return .goOn
+        case .switchFormat(let wanted): return reopen(for: wanted, carrying: player) ? .outcome(.reconfigure) : .goOn
+        case .failed(let code, let operation): return .failed(code, operation)
+        case .outcome(let outcome): return .outcome(outcome)
+        case .next: preconditionFailure("CarryPlayback.carry returned a player it carries next")
+        }
     }
 }

@@ -23,6 +23,9 @@ struct CarryPlayback {
         case playerGone
         /// A format the open stream is not in: opened again in it, the player kept waiting.
         case switchFormat(CarriedFormat)
+        /// The player is gone and `next` came for the device meanwhile: carried next, on the same
+        /// stream (the caller only starts it again).
+        case next(CarriedPlayer)
         /// A stream error (`operation` failed with `code`): the player's stream ends with it, and
         /// the output's own mode repairs the stream as it repairs its own.
         case failed(Int32, String)
@@ -36,8 +39,15 @@ struct CarryPlayback {
     }
 
     mutating func carry(_ player: CarriedPlayer, answering request: CarriedFormat?, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
-        player.owner.claim()
-        let ending = carrying(player, answering: request, ringLoop: ringLoop, in: context)
+        var player = player
+        var request = request
+        var ending: Ending
+        while true {
+            player.owner.claim()
+            ending = carrying(player, answering: request, ringLoop: ringLoop, in: context)
+            guard case .next(let next) = ending else { break }
+            (player, request) = (next, nil)
+        }
         // A ring loop repairs its stream as its own: with its endless replay set back first.
         if ringLoop, case .failed = ending { try? pcm.configureRingLoop(bufferFrames: format.bufferFrames) }
         return ending
@@ -113,7 +123,20 @@ struct CarryPlayback {
                 case .end(let outcome): return .outcome(outcome)
                 case .writesNothing: return .outcome(.reconfigure)
                 case .reloaded(let next): source = next
-                case .carry(let other, _): other.reply(CarriedPlayer.busy)
+                case .carry(let other, _):
+                    // A player that closed its PCM and opened it again at once (MPD between two
+                    // tracks of different formats): its new open may come before the close is
+                    // read. Busy only while the carried one is really there.
+                    switch player.read() {
+                    case .gone:
+                        _ = finish(&machine, ringLoop: false, in: context)
+                        return .next(other)
+                    case .format(let format):
+                        request = format
+                        other.reply(CarriedPlayer.busy)
+                    case .nothing:
+                        other.reply(CarriedPlayer.busy)
+                    }
                 case nil: break
                 }
             }

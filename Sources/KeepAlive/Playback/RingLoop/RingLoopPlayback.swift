@@ -110,7 +110,7 @@ extension RingLoopPlayback {
             return .reconfigure
         case .carry(let player, let request):
             switch context.carry(player, request, pcm: pcm, format: format, source: &source, ringLoop: true) {
-            case .playerGone, .switchFormat: break
+            case .goOn: break
             case .failed(let code, let operation):
                 // Repaired as any fault, but never taken for a ring that does not go round:
                 // while carrying, the stream stops when what was written has played.

@@ -50,7 +50,7 @@ extension StreamPlayback {
         case .reloaded(let next): source = next
         case .carry(let player, let request):
             switch context.carry(player, request, pcm: pcm, format: format, source: &source, ringLoop: false) {
-            case .playerGone, .switchFormat: break
+            case .goOn: break
             case .failed(let code, let operation): if let outcome = fail(code, operation, &schedule, context) { return outcome }
             case .outcome(let outcome): return outcome
             }
