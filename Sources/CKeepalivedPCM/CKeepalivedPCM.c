@@ -687,6 +687,21 @@ static bool add_socket(connection *connections, size_t *count, const char *direc
     return true;
 }
 
+/// The keepalived control sockets a player asks, in order: the one at $KEEPALIVED_SOCKET, else
+/// the system service's and the user's. Returns how many of `connections` (room for 2) it set.
+static size_t add_sockets(connection connections[2]) {
+    size_t count = 0;
+    const char *chosen = secure_getenv("KEEPALIVED_SOCKET");
+    if (chosen && *chosen) {
+        add_socket(connections, &count, chosen, "");
+    } else {
+        add_socket(connections, &count, SYSTEM_SOCKET, "");
+        const char *runtime = secure_getenv("XDG_RUNTIME_DIR");
+        if (runtime && *runtime) add_socket(connections, &count, runtime, "/keepalived/control.sock");
+    }
+    return count;
+}
+
 /// Asks every keepalived listening (the one at $KEEPALIVED_SOCKET, else the system service's
 /// and the user's) to release `card`'s `device`, and waits for their answers until `deadline`
 /// (CLOCK_MONOTONIC ns; asked at `started`), or as long as a keepalived that switches the power
@@ -697,15 +712,7 @@ static void ask_release(int card, int device, int64_t started, int64_t deadline)
     if (length < 0) return;
 
     connection connections[2];
-    size_t count = 0;
-    const char *chosen = secure_getenv("KEEPALIVED_SOCKET");
-    if (chosen && *chosen) {
-        add_socket(connections, &count, chosen, "");
-    } else {
-        add_socket(connections, &count, SYSTEM_SOCKET, "");
-        const char *runtime = secure_getenv("XDG_RUNTIME_DIR");
-        if (runtime && *runtime) add_socket(connections, &count, runtime, "/keepalived/control.sock");
-    }
+    size_t count = add_sockets(connections);
     for (size_t i = 0; i < count; i++) {
         connection *c = &connections[i];
         if (start_connection(c) && !c->connecting && !send_request(c, line, (size_t)length)) {
@@ -913,15 +920,7 @@ static int ask_carry(int card, int device, int64_t deadline, int *fd, struct cke
     int length = ckeepalived_pcm_request_line_for(line, sizeof line, "carry", card, device, program_invocation_short_name);
     if (length < 0) return 0;
     connection sockets[2];
-    size_t count = 0;
-    const char *chosen = secure_getenv("KEEPALIVED_SOCKET");
-    if (chosen && *chosen) {
-        add_socket(sockets, &count, chosen, "");
-    } else {
-        add_socket(sockets, &count, SYSTEM_SOCKET, "");
-        const char *runtime = secure_getenv("XDG_RUNTIME_DIR");
-        if (runtime && *runtime) add_socket(sockets, &count, runtime, "/keepalived/control.sock");
-    }
+    size_t count = add_sockets(sockets);
     for (size_t i = 0; i < count; i++) {
         int result = ask_carry_at(sockets[i].path, line, (size_t)length, deadline, fd, grant);
         if (result == 1) memcpy(path, sockets[i].path, SOCKET_PATH_MAX);
