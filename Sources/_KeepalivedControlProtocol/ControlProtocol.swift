@@ -244,6 +244,9 @@ public struct OutputReport: Codable, Equatable, Sendable {
     /// The player whose audio this output carries on its own running stream now (`--carry`):
     /// the program its `keepalived:` PCM named.
     public var carrying: String?
+    /// True while that player has sent nothing above silence for a second or more (it holds the
+    /// device open without music, so the output's activity counts it idle); nil when none is carried.
+    public var carriedSilent: Bool?
 
     /// A report; ``recoveries`` is counted from ``recoveriesByReason``, so the two always agree.
     public init(device: String, state: String, reason: String? = nil, mode: String? = nil, format: String? = nil,

@@ -379,12 +379,21 @@ public final class KeepAliveManager: Sendable {
             ]) { $1 })
             broadcaster.publish(.opened(device: device, format: format))
         case .carrying(let program, let pid):
-            record.fields.withLock { $0.status.carrying = program }
+            record.fields.withLock {
+                $0.status.carrying = program
+                $0.status.carriedSilent = false
+            }
             if let program {
                 logger.info("carrying a player", metadata: metadata.merging(["program": "\(program)", "pid": "\(pid)"]) { $1 })
             } else {
                 logger.info("carries no player now", metadata: metadata)
             }
+        case .carriedSound(let sounding):
+            let program = record.fields.withLock { fields -> String? in
+                fields.status.carriedSilent = !sounding
+                return fields.status.carrying
+            }
+            logger.debug(sounding ? "the carried player sends sound" : "the carried player sends silence", metadata: metadata.merging(["program": "\(program ?? "?")"]) { $1 })
         case .carries(let capabilities):
             record.fields.withLock { $0.capabilities = capabilities }
         case .playsOn(let hardware):

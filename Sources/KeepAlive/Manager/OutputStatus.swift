@@ -30,6 +30,9 @@ public struct OutputStatus: Sendable, Equatable {
     /// The player whose audio this output carries on its open stream now (the program its
     /// `keepalived:` PCM named), if any.
     public var carrying: String?
+    /// Whether the player it carries has sent nothing above silence (about −84 dBFS) for a second
+    /// or more: it holds the device open without music, and the box's activity counts it idle.
+    public var carriedSilent = false
 
     /// Recoveries so far, all reasons together.
     public var totalRecoveries: Int { recoveries.values.reduce(0, +) }

@@ -17,6 +17,8 @@ enum PlaybackReport: Sendable {
     case notice(String)
     /// The player whose audio the output carries now; nil when it carries none any more.
     case carrying(program: String?, pid: Int32)
+    /// Whether the carried player's audio is sound (true) or has been silence for a second.
+    case carriedSound(Bool)
     /// What the open device could be opened in, for a player that asks to be carried; nil when
     /// the open stream cannot carry one.
     case carries(PCMCapabilities?)

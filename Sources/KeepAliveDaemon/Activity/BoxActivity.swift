@@ -83,7 +83,7 @@ final class BoxActivity: Sendable {
         var settings: Settings
         var loans: [String: Player] = [:]
         var streams: [String: Player] = [:]
-        /// Players whose audio an output carries on its own stream (``PlayerCarrying``), by output.
+        /// Players whose audio an output carries on its own stream and sends sound (``PlayerCarrying``), by output.
         var carried: [String: Player] = [:]
         /// Who played last on each output: what an `idle` names.
         var last: [String: Player] = [:]
@@ -162,11 +162,12 @@ final class BoxActivity: Sendable {
         }
     }
 
-    /// A player whose audio `outputs` carry now (`carrying`), or carry no more (any thread).
-    func carriedChanged(_ outputs: [String], player: Player, carrying: Bool) {
+    /// A player whose audio `outputs` carry is sound now (`sounding`), or silence, or gone (any
+    /// thread): the samples decide, not the open (``CarriedSoundStateMachine``).
+    func carriedChanged(_ outputs: [String], player: Player, sounding: Bool) {
         update { state in
             for output in outputs {
-                if carrying { state.carried[output] = player } else if state.carried[output] == player { state.carried[output] = nil }
+                if sounding { state.carried[output] = player } else if state.carried[output] == player { state.carried[output] = nil }
             }
         }
     }

@@ -80,7 +80,10 @@ package struct StatusCommand: ParsableCommand {
                 lines.append("  sink: \(sink)\(output.sinkKind.map { " (\($0))" } ?? "") on \(output.server ?? "the sound server")")
             }
             if let mode = output.mode { lines.append("  mode: \(Self.describe(mode: mode))") }
-            if let carrying = output.carrying { lines.append("  carrying: \(carrying), on this output's running stream (--carry)") }
+            if let carrying = output.carrying {
+                let silent = output.carriedSilent == true ? ", sending only silence" : ""
+                lines.append("  carrying: \(carrying), on this output's running stream (--carry)\(silent)")
+            }
             if let activity = output.activity { lines.append("  activity: \(Self.describe(activity))") }
             let signal = output.signal.map { "signal: \($0), " } ?? ""
             lines.append("  \(signal)level: \(Self.level(output.volume)) (ceiling \(Self.level(output.ceiling))), frames played: \(output.framesPlayed)")

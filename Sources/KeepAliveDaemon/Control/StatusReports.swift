@@ -16,6 +16,7 @@ extension OutputReport {
             lastError: output.lastError, signal: signal)
         hardware = output.hardware?.pcm
         carrying = output.carrying
+        carriedSilent = output.carrying == nil ? nil : output.carriedSilent
     }
 }
 

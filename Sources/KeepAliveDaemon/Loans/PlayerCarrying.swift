@@ -17,7 +17,8 @@ import Glibc
 /// ```
 enum PlayerCarrying {
     /// True when the connection was handed over (the caller must neither answer nor close it).
-    /// While it is carried, the player is real audio on the device's outputs (``BoxActivity``).
+    /// While it is carried and sends sound, the player is real audio on the device's outputs
+    /// (``BoxActivity``): one that holds the device open with silence is not.
     static func handOver(_ request: ReleaseRequest, pid: Int32, connection: Int32, manager: KeepAliveManager, scanner: OutputScanner,
                          activity: BoxActivity, logger: Logger) -> Bool {
         let hardware = HardwareDevice(card: request.card, device: request.device)
@@ -34,8 +35,8 @@ enum PlayerCarrying {
             guard let format = try? CarryFormatRequest(parsing: line) else { return nil }
             return CarriedFormat(alsaFormat: Int32(format.format), rate: format.rate, channels: format.channels,
                                  bufferFrames: format.bufferFrames, periodFrames: format.periodFrames)
-        }, carrying: { carrying in
-            activity.carriedChanged(outputs, player: who, carrying: carrying)
+        }, sounding: { sounding in
+            activity.carriedChanged(outputs, player: who, sounding: sounding)
         })
         guard manager.carry(player, on: hardware) else {
             // Not the caller's to close now: the player object owns the descriptor.

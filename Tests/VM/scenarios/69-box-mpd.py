@@ -49,6 +49,10 @@ WAV and a 48 kHz FLAC, 16-bit stereo sweeps made by sox. One boot:
   the timings are printed as `restart_in_hold_ms=`;
 - keepalived stopped: MPD plays through `keepalived:` as through `hw:` (the file's rate, MPD the
   owner);
+- with `--carry --lead-in 1s`, MPD's queue of 44.1 and 48 kHz carried on keepalived's running
+  stream (mpdbox/carried.py), and aplay carried while it sends 1 s of sound, 8 s of digital zero
+  and 1 s of sound with `--on-idle-after 1s`: the hooks run active, idle in the zeros (aplay still
+  holding its PCM, `status` saying it sends only silence), active, idle;
 - every open MPD logged got `type=HW`: the plugin hands the player the card's own PCM; MPD's log
   has no "busy".
 
@@ -182,6 +186,7 @@ devices.usb_lent_to_aplay(box)
 devices.two_devices_of_one_card(box)
 devices.outputs_named_by_alsa_names(box)
 carried.queue_carried(box)
+carried.carried_silence(box)
 
 # -- the codec over all of it ---------------------------------------------------------------------------
 power1 = vt.codec_power(card)

@@ -49,13 +49,14 @@ package final class CarriedPlayer: @unchecked Sendable {
     /// Whether the grant went out (a player kept across a reopen is not granted twice).
     var granted = false
 
-    /// Told once when the first of the player's formats is carried, and once when the player is
-    /// gone (from the playback thread; it must not wait).
-    private let changed: @Sendable (_ carrying: Bool) -> Void
-    private var announced = false
+    /// Told whether the player's audio is sound now: at its first format (a player opens to
+    /// play), when it falls silent or sounds again (``CarriedSoundStateMachine``), and, silent,
+    /// when it is gone. From the playback thread; it must not wait.
+    private let changed: @Sendable (_ sounding: Bool) -> Void
+    private var sounding = false
 
     package init(connection: Int32, program: String, pid: Int32, parseFormat: @escaping @Sendable ([UInt8]) -> CarriedFormat?,
-                 carrying changed: @escaping @Sendable (_ carrying: Bool) -> Void = { _ in }) {
+                 sounding changed: @escaping @Sendable (_ sounding: Bool) -> Void = { _ in }) {
         self.connection = connection
         self.program = program
         self.pid = pid
@@ -65,15 +66,15 @@ package final class CarriedPlayer: @unchecked Sendable {
 
     deinit {
         close()
-        if announced { changed(false) }
+        if sounding { changed(false) }
     }
 
-    /// Its audio is carried from now on (once).
-    func carried() {
-        owner.preconditionOwned("CarriedPlayer.carried")
-        guard !announced else { return }
-        announced = true
-        changed(true)
+    /// Whether its carried audio is sound now; told on only when it changes.
+    func heard(sounding: Bool) {
+        owner.preconditionOwned("CarriedPlayer.heard(sounding:)")
+        guard sounding != self.sounding else { return }
+        self.sounding = sounding
+        changed(sounding)
     }
 
     func close() {

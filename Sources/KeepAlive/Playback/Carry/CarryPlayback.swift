@@ -17,6 +17,14 @@ struct CarryPlayback {
     let pcm: PCMDevice
     let format: OutputFormat
     var source: any FrameSource
+    /// Whether the last step copied a sample above silence (``SampleSilence``).
+    private var heardSound = false
+
+    init(pcm: PCMDevice, format: OutputFormat, source: any FrameSource) {
+        self.pcm = pcm
+        self.format = format
+        self.source = source
+    }
 
     enum Ending {
         /// The player closed its PCM: the output's own mode goes on (a ring loop's ring is whole again).
@@ -74,6 +82,7 @@ struct CarryPlayback {
         do { try pcm.stopWhenDrained(bufferFrames: buffer) } catch { return .outcome(context.lose(.unknown, error.description)) }
         var machine = CarryStateMachine(levels: levels, leadFrames: max(0, buffer - max(available, 0)))
         var memory: CarryMemory?
+        var sound: CarriedSoundStateMachine?
         var request = request
         var fds = [pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: player.connection, events: Int16(POLLIN), revents: 0),
@@ -91,7 +100,9 @@ struct CarryPlayback {
                     memory = made
                     fds[2].fd = made.kick
                     machine.granted(bufferFrames: format.bufferFrames)
-                    player.carried()
+                    if sound == nil { sound = CarriedSoundStateMachine(startingAt: Self.monotonicNanoseconds()) }
+                    player.heard(sounding: true)
+                    context.report(.carriedSound(true))
                 } catch {
                     player.reply(CarriedPlayer.refusal("\(error)"))
                 }
@@ -105,6 +116,18 @@ struct CarryPlayback {
                 return finish(&machine, ringLoop: ringLoop, in: context)
             case .step(let step):
                 if let failure = perform(step, memory, &machine, in: context) { return .failed(failure, "write") }
+            }
+            if var heard = sound {
+                let now = Self.monotonicNanoseconds()
+                let action = heardSound ? heard.copied(sound: true, at: now) : heard.looked(at: now)
+                heardSound = false
+                sound = heard
+                switch action {
+                case .none: break
+                case .sounding, .silent:
+                    player.heard(sounding: action == .sounding)
+                    context.report(.carriedSound(action == .sounding))
+                }
             }
             let queued = buffer - max(0, pcm.available())
             if let memory, let position = machine.position(fill: queued) {
@@ -169,6 +192,8 @@ struct CarryPlayback {
                     machine.performed(rewound: rewound, music: copied, signal: 0)
                     return Int32(truncatingIfNeeded: written)
                 }
+                // Once a step is enough: music is heard in its first samples, silence read whole.
+                if !heardSound { heardSound = SampleSilence.sounds(frames, samples: written * format.channels, format: format.sampleFormat) }
                 copied += written
             }
         }
