@@ -151,14 +151,17 @@ final class BoxActivity: Sendable {
         update { $0.loans = loans }
     }
 
-    /// Whether a player at `outputs` is carried (`--carry`) rather than handed the card: not
-    /// while its open is to be held for the power (`--power-on-wait` on idle outputs), which
-    /// the hand-over's release does.
-    func carriesPlayer(at outputs: [String]) -> Bool {
+    /// Why a player at `outputs` is handed the card rather than carried (`--carry`); nil when it
+    /// may be carried. Not while its open is to be held for the power (`--power-on-wait` on idle
+    /// outputs), which the hand-over's release does.
+    func whyNotCarried(at outputs: [String]) -> String? {
         state.withLock { state in
-            guard state.settings.carriesPlayers, !outputs.isEmpty else { return false }
-            guard state.settings.powerOnWait != nil else { return true }
-            return outputs.contains { tracker.activity(of: $0).isActive }
+            guard state.settings.carriesPlayers else { return "--carry is off" }
+            guard !outputs.isEmpty else { return "no output of keepalived's plays on that device" }
+            guard state.settings.powerOnWait == nil || outputs.contains(where: { tracker.activity(of: $0).isActive }) else {
+                return "the box was idle: its open is held while the power comes on (--power-on-wait)"
+            }
+            return nil
         }
     }
 

@@ -69,6 +69,7 @@ package struct StatusCommand: ParsableCommand {
             if let format = loan.format, let rate = loan.rate, let channels = loan.channels {
                 lines.append("  player's format: \(format) \(rate) Hz \(channels) ch (kept when keepalived takes it back)")
             }
+            if let why = loan.notCarriedBecause { lines.append("  handed over, not carried: \(why)") }
         }
         if let cec = status.cec { lines.append("cec: \(Self.describe(cec))") }
         for output in status.outputs {

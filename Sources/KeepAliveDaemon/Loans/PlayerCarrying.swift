@@ -11,24 +11,33 @@ import Glibc
 ///
 /// ```swift
 /// let request = ReleaseRequest(card: 0, device: 0, program: "mpd")
-/// if !PlayerCarrying.handOver(request, pid: 812, connection: 9, manager: manager, scanner: scanner, activity: activity, logger: logger) {
-///     print("not carried: the player asks for a release")
+/// if case .notCarried(let why) = PlayerCarrying.handOver(request, pid: 812, connection: 9, manager: manager, scanner: scanner,
+///                                                        activity: activity, logger: logger) {
+///     print("the player asks for a release: \(why)")
 /// }
 /// ```
 enum PlayerCarrying {
-    /// True when the connection was handed over (the caller must neither answer nor close it).
+    enum Decision: Equatable {
+        /// The connection is the carried player's now (carried, or told no by its output): the
+        /// caller must neither answer nor close it.
+        case taken
+        /// The player asks for a release next; why, for the journal and its loan in `status`.
+        case notCarried(String)
+    }
+
     /// While it is carried and sends sound, the player is real audio on the device's outputs
     /// (``BoxActivity``): one that holds the device open with silence is not.
     static func handOver(_ request: ReleaseRequest, pid: Int32, connection: Int32, manager: KeepAliveManager, scanner: OutputScanner,
-                         activity: BoxActivity, logger: Logger) -> Bool {
+                         activity: BoxActivity, logger: Logger) -> Decision {
         let hardware = HardwareDevice(card: request.card, device: request.device)
         let outputs = scanner.outputs(on: hardware)
-        guard activity.carriesPlayer(at: outputs) else { return false }
+        if let why = activity.whyNotCarried(at: outputs) { return .notCarried(why) }
         guard manager.carryCapabilities(on: hardware) != nil else {
+            let why = "no output plays on it on a stream that can carry one (one through a plug-in, in IEC958 samples, or not open now)"
             // With --carry on, a player handed the card instead is worth a line: say why.
-            logger.info("a player is handed the card, not carried: no output plays on it on a stream that can carry one", metadata: [
+            logger.info("a player is handed the card, not carried: \(why)", metadata: [
                 "hardware": "\(hardware)", "player": "\(request.program ?? "?") (pid \(pid))", "outputs": "\(outputs.joined(separator: ","))"])
-            return false
+            return .notCarried(why)
         }
         let who = BoxActivity.Player(program: request.program ?? "pid \(pid)", card: request.card, device: request.device)
         let player = CarriedPlayer(connection: connection, program: request.program ?? "?", pid: pid, parseFormat: { line in
@@ -41,9 +50,9 @@ enum PlayerCarrying {
         guard manager.carry(player, on: hardware) else {
             // Not the caller's to close now: the player object owns the descriptor.
             player.reply(#"{"ok":false,"carry":false,"error":"no output carries a player on this device now"}"#)
-            return true
+            return .taken
         }
         logger.debug("a player asks to be carried", metadata: ["hardware": "\(hardware)", "player": "\(request.program ?? "?") (pid \(pid))"])
-        return true
+        return .taken
     }
 }

@@ -52,6 +52,9 @@ final class PlayerLoans: Sendable {
         var reports: [LoanReport] = []
         /// The closings under way, by device: a second player's reply waits for its device's.
         var closings: [HardwareDevice: OutputsClosing] = [:]
+        /// Why the last player that asked to be carried on each device was not (its release
+        /// follows): shown with its loan.
+        var notCarried: [HardwareDevice: (pid: Int32, why: String)] = [:]
     }
 
     /// Where outputs are closed for a release, one release after another: off the control
@@ -103,6 +106,12 @@ final class PlayerLoans: Sendable {
     /// `hungUp` says whether the player has stopped waiting: a release it no longer waits for is
     /// not applied (its open went on to the hardware without it, and dropping keepalived's
     /// stream now would only leave the card without its keep-alive).
+    /// The player `pid` asked to be carried on `device` and was not, `because`: its release
+    /// follows, and its loan shows why (any thread).
+    func notCarried(_ device: HardwareDevice, pid: Int32, because why: String) {
+        state.withLock { $0.notCarried[device] = (pid, why) }
+    }
+
     func release(_ request: ReleaseRequest, pid: Int32, arrived: ContinuousClock.Instant, hungUp: () -> Bool) -> ReleaseAnswer {
         let device = HardwareDevice(card: request.card, device: request.device)
         let holder = LoanStateMachine.Holder(pid: pid, program: request.program)
@@ -257,11 +266,16 @@ final class PlayerLoans: Sendable {
     private func publish(_ state: inout State) {
         let now = ContinuousClock.now
         let loans = state.machine.loans
+        let notCarried = state.notCarried
         state.reports = loans.map { device, loan, playing in
-            LoanReport(pcm: device.pcm, card: device.card, device: device.device, pid: loan.holder.pid, program: loan.holder.program,
-                       state: playing ? "playing" : "lent", sinceSeconds: (now - loan.since).seconds, outputs: loan.outputs,
-                       format: loan.format?.name, rate: loan.format?.rate, channels: loan.format?.channels)
+            var report = LoanReport(pcm: device.pcm, card: device.card, device: device.device, pid: loan.holder.pid, program: loan.holder.program,
+                                    state: playing ? "playing" : "lent", sinceSeconds: (now - loan.since).seconds, outputs: loan.outputs,
+                                    format: loan.format?.name, rate: loan.format?.rate, channels: loan.format?.channels)
+            report.notCarriedBecause = notCarried[device].flatMap { $0.pid == loan.holder.pid ? $0.why : nil }
+            return report
         }
+        // Kept only for the devices lent now: the next player's ask replaces each.
+        state.notCarried = state.notCarried.filter { device, _ in loans.contains { $0.0 == device } || state.closings[device] != nil }
         guard let activity else { return }
         // From the release on: the player opens the device next, and what comes back after its
         // close waits the loan's grace (a track of another format reopens within it).

@@ -77,7 +77,12 @@ struct DaemonAssembly {
                 reload: { reloads.queueReload(trigger: "control socket") },
                 release: { request, pid, arrived, hungUp in loans.answer(request, pid: pid, arrived: arrived, hungUp: hungUp) },
                 carry: { request, pid, connection in
-                    PlayerCarrying.handOver(request, pid: pid, connection: connection, manager: manager, scanner: scanner, activity: activity, logger: logger)
+                    switch PlayerCarrying.handOver(request, pid: pid, connection: connection, manager: manager, scanner: scanner, activity: activity, logger: logger) {
+                    case .taken: return true
+                    case .notCarried(let why):
+                        loans.notCarried(HardwareDevice(card: request.card, device: request.device), pid: pid, because: why)
+                        return false
+                    }
                 }))
         } catch {
             printError("keepalived: error: \(error)")
