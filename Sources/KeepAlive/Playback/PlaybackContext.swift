@@ -58,6 +58,10 @@ protocol PlaybackContext: AnyObject {
     /// carried at the next open: true. False when the device was just opened for that format and
     /// does not run it: the player is told so and carried on (it may set another).
     func reopen(for format: CarriedFormat, carrying player: CarriedPlayer) -> Bool
+    /// `player`'s carrying met a stream error before it had memory: carried again once the
+    /// stream is repaired, answering `request` then (refused if the repair opens a stream that
+    /// cannot carry it).
+    func keep(_ player: CarriedPlayer, waitingFor request: CarriedFormat?)
     /// The device must be closed and opened again.
     func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant?) -> PlaybackOutcome
 }
@@ -86,7 +90,9 @@ extension PlaybackContext {
         switch carrying.carry(player, answering: request, ringLoop: ringLoop, in: self) {
         case .playerGone: return .goOn
         case .switchFormat(let wanted): return reopen(for: wanted, carrying: player) ? .outcome(.reconfigure) : .goOn
-        case .failed(let code, let operation): return .failed(code, operation)
+        case .failed(let code, let operation, let kept):
+            if let (player, request) = kept { keep(player, waitingFor: request) }
+            return .failed(code, operation)
         case .outcome(let outcome): return .outcome(outcome)
         case .next: preconditionFailure("CarryPlayback.carry returned a player it carries next")
         }

@@ -460,6 +460,12 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         return true
     }
 
+    func keep(_ player: CarriedPlayer, waitingFor request: CarriedFormat?) {
+        owner.preconditionOwned("PlaybackLoop.keep(_:waitingFor:)")
+        heldCarry = player
+        heldRequest = request
+    }
+
     func prepareFailed(_ code: Int32) -> PlaybackOutcome {
         owner.preconditionOwned("PlaybackLoop.prepareFailed")
         return perform(machine.repairFailed(code, message: ALSAError(code: code, operation: "prepare").description, at: clock.now))

@@ -34,9 +34,11 @@ struct CarryPlayback {
         /// The player is gone and `next` came for the device meanwhile: carried next, on the same
         /// stream (the caller only starts it again).
         case next(CarriedPlayer)
-        /// A stream error (`operation` failed with `code`): the player's stream ends with it, and
-        /// the output's own mode repairs the stream as it repairs its own.
-        case failed(Int32, String)
+        /// A stream error (`operation` failed with `code`): the output's own mode repairs the
+        /// stream as it repairs its own. A player that had no memory yet (its format unanswered)
+        /// is `kept`, with the request it waits on, to be carried once the stream plays again;
+        /// one whose frames were carried has its stream end with the error.
+        case failed(Int32, String, kept: (CarriedPlayer, CarriedFormat?)?)
         case outcome(PlaybackOutcome)
     }
 
@@ -75,10 +77,12 @@ struct CarryPlayback {
             player.granted = true
         }
         let levels = CarryStateMachine.Levels(rate: format.sampleRate)
-        // A ring that replays has its write position behind the play position: moved to just
-        // ahead of it, over what the ring holds there (the signal, tiled).
+        // A ring that replays has its write position behind the play position: moved ahead of it
+        // over what the ring holds there (the signal, tiled), by the high water: a wakeup late
+        // by the low water alone would stop the stream (seen under emulation), while a player's
+        // first frame still goes in right behind the lead (its tail of the signal is taken back).
         var available = pcm.available()
-        if available > buffer { available -= max(0, pcm.forward(available - buffer + levels.lowWater)) }
+        if available > buffer { available -= max(0, pcm.forward(available - buffer + levels.highWater)) }
         do { try pcm.stopWhenDrained(bufferFrames: buffer) } catch { return .outcome(context.lose(.unknown, error.description)) }
         var machine = CarryStateMachine(levels: levels, leadFrames: max(0, buffer - max(available, 0)))
         var memory: CarryMemory?
@@ -108,14 +112,14 @@ struct CarryPlayback {
                 }
             }
             let available = pcm.available()
-            if available < 0 { return .failed(Int32(truncatingIfNeeded: available), "avail") }
+            if available < 0 { return .failed(Int32(truncatingIfNeeded: available), "avail", kept: memory == nil ? (player, request) : nil) }
             let fill = buffer - available
             switch machine.looked(player: memory?.player(), fill: fill) {
             case .broken(let why):
                 context.report(.notice("\(player.program) (pid \(player.pid)): its carried stream ends: \(why)"))
                 return finish(&machine, ringLoop: ringLoop, in: context)
             case .step(let step):
-                if let failure = perform(step, memory, &machine, in: context) { return .failed(failure, "write") }
+                if let failure = perform(step, memory, &machine, in: context) { return .failed(failure, "write", kept: memory == nil ? (player, request) : nil) }
             }
             if var heard = sound {
                 let now = Self.monotonicNanoseconds()
@@ -232,7 +236,7 @@ struct CarryPlayback {
                 let (frames, chunk) = source.peek(maximum: room)
                 let written = pcm.write(frames, frames: chunk)
                 if written == -Int(EAGAIN) { break }
-                if written < 0 { return .failed(Int32(truncatingIfNeeded: written), "write") }
+                if written < 0 { return .failed(Int32(truncatingIfNeeded: written), "write", kept: nil) }
                 source.consume(written)
                 room -= written
             }
