@@ -86,6 +86,27 @@ struct PlayerLoansTests {
         #expect(format == DeviceFormat(sampleFormat: nil, rate: 96000, channels: 2), "reopened in the player's rate and channels: \(String(describing: format))")
     }
 
+    @Test("a loan says why its player was not carried, only for that player and only while it is lent")
+    func whyNotCarried() throws {
+        defer { try? FileManager.default.removeItem(atPath: proc) }
+        let (manager, loans) = try parts()
+        defer { manager.stop() }
+        try substream(openBy: nil)
+
+        loans.notCarried(Self.card, pid: getpid() + 1, because: "another player's reason")
+        loans.notCarried(Self.card, pid: getpid(), because: "--carry is off")
+        let reply = loans.releaseReply(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
+        #expect(reply.ok)
+        #expect(loans.reports.map(\.notCarriedBecause) == ["--carry is off"])
+
+        try substream(openBy: nil)
+        #expect(process(loans) { loans.reports.isEmpty }, "taken back: \(loans.reports)")
+        // The next player's ask came without a carry request (an older plug-in): no reason shown.
+        let next = loans.releaseReply(ReleaseRequest(card: 0, device: 0, program: "aplay"), pid: getpid(), arrived: .now) { false }
+        #expect(next.ok)
+        #expect(loans.reports.map(\.notCarriedBecause) == [nil])
+    }
+
     @Test("a probe's loan (opened, no format set) gives the device back with the outputs still in the last player's format")
     func probeKeepsFormat() throws {
         defer { try? FileManager.default.removeItem(atPath: proc) }
