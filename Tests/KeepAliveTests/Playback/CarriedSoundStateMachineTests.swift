@@ -38,52 +38,69 @@ struct CarriedSoundStateMachineTests {
     }
 }
 
-/// Which samples are silence: digital zero and up to two steps of 16 bits, in each format.
+/// Which samples are silence: digital zero and two steps of 16 bits below zero to just under two
+/// above, in each format, whatever the block or the alignment they come in.
 @Suite("Silence in a player's samples")
 struct SampleSilenceTests {
     func sounds<T>(_ samples: [T], _ format: SampleFormat) -> Bool {
         samples.withUnsafeBytes { SampleSilence.sounds($0.baseAddress!, samples: samples.count, format: format) }
     }
 
-    @Test("S16_LE: ±2 is silence, ±3 is sound")
+    @Test("S16_LE: -2 to 1 is silence, 2 and -3 are sound")
     func s16() {
         #expect(!sounds([Int16](repeating: 0, count: 64), .s16))
-        #expect(!sounds([Int16]([2, -2, 1, -1, 0, 2]), .s16))
-        #expect(sounds([Int16](repeating: 0, count: 63) + [3], .s16))
+        #expect(!sounds([Int16]([1, -2, 1, -1, 0, -2]), .s16))
+        #expect(sounds([Int16](repeating: 0, count: 63) + [2], .s16))
         #expect(sounds([Int16]([0, -3]), .s16))
+        #expect(sounds([Int16]([Int16.min]), .s16) && sounds([Int16]([Int16.max]), .s16))
     }
 
     @Test("S24_LE: the low three bytes, sign-extended; the padding byte is not sound")
     func s24() {
-        #expect(!sounds([Int32]([0, 512, -512, 0x7F00_0000, Int32(bitPattern: 0xFF00_0000)]), .s24))
+        #expect(!sounds([Int32]([0, 511, -512, 0x7F00_0000, Int32(bitPattern: 0xFF00_0000)]), .s24))
         #expect(!sounds([Int32]([Int32(bitPattern: 0x00FF_FE00)]), .s24))  // −512 without its sign byte
-        #expect(sounds([Int32]([513]), .s24))
+        #expect(sounds([Int32]([512]), .s24))
+        #expect(sounds([Int32]([-513]), .s24))
         #expect(sounds([Int32]([0x0080_0000]), .s24))  // full scale negative in 24 bits
     }
 
-    @Test("S32_LE: ±131072 is silence")
+    @Test("S32_LE: -131072 to 131071 is silence")
     func s32() {
-        #expect(!sounds([Int32]([131_072, -131_072, 0]), .s32))
-        #expect(sounds([Int32]([0, 131_073]), .s32))
-        #expect(sounds([Int32]([Int32.min]), .s32))
+        #expect(!sounds([Int32]([131_071, -131_072, 0]), .s32))
+        #expect(sounds([Int32]([0, 131_072]), .s32))
+        #expect(sounds([Int32]([-131_073]), .s32))
+        #expect(sounds([Int32]([Int32.min]), .s32) && sounds([Int32]([Int32.max]), .s32))
     }
 
-    @Test("FLOAT_LE: two 16-bit steps; NaN is sound")
+    @Test("FLOAT_LE: below two 16-bit steps; infinities and NaN are sound")
     func float() {
-        #expect(!sounds([Float]([0, -0.0, 2 / 32768, -2 / 32768]), .float32))
-        #expect(sounds([Float]([0, 3 / 32768]), .float32))
-        #expect(sounds([Float]([.nan]), .float32))
+        #expect(!sounds([Float]([0, -0.0, 1.99 / 32768, -1.99 / 32768, .leastNonzeroMagnitude]), .float32))
+        #expect(sounds([Float]([0, 2 / 32768]), .float32))
+        #expect(sounds([Float]([-1]), .float32))
+        #expect(sounds([Float]([.nan]), .float32) && sounds([Float]([-.infinity]), .float32))
     }
 
     @Test("U8: only the midpoint is silence")
     func u8() {
         #expect(!sounds([UInt8](repeating: 128, count: 16), .u8))
         #expect(sounds([UInt8]([128, 129]), .u8))
-        #expect(sounds([UInt8]([0]), .u8))
+        #expect(sounds([UInt8]([127]), .u8))
     }
 
-    @Test("no samples: silence")
-    func empty() {
+    @Test("sound in a later block, or at the very last sample, is found; no samples are silence")
+    func blocks() {
+        var samples = [Int16](repeating: 1, count: 3 * SampleSilence.blockSamples + 5)
+        #expect(!sounds(samples, .s16))
+        samples[samples.count - 1] = 100
+        #expect(sounds(samples, .s16))
         #expect(!sounds([Int16](), .s16))
+    }
+
+    @Test("samples at an address not aligned to their size")
+    func unaligned() {
+        var bytes = [UInt8](repeating: 0, count: 4 * 9)
+        #expect(!bytes.withUnsafeBytes { SampleSilence.sounds($0.baseAddress! + 1, samples: 8, format: .s32) })
+        bytes[1 + 4 * 7 + 3] = 0x40  // the last sample's top byte
+        #expect(bytes.withUnsafeBytes { SampleSilence.sounds($0.baseAddress! + 1, samples: 8, format: .s32) })
     }
 }
