@@ -27,14 +27,15 @@ BEGIN_MARK = "<!-- bench/run --carry results: begin (generated, do not edit by h
 END_MARK = "<!-- bench/run --carry results: end -->"
 
 
-def table(results, seconds, kernel):
+def table(results, seconds, kernel, load):
     runs = {r["run"]: r for r in results["runs"]}
     alone, idle, carrying = runs["aplay alone on hw:"], runs["keepalived alone (ring loop)"], runs["keepalived carrying aplay"]
     period_rate = results["rate"] / (results["rate"] * 125 // 1000)
     lines = [
         f"Measured {datetime.date.today().isoformat()} with `bench/run --carry -n {seconds:g}` (kernel {kernel}, TCG; "
         f"{results['rate']} Hz {results['format']} {results['channels']} ch, aplay with a 500 ms buffer of 125 ms periods "
-        f"playing digital zero, {seconds:g} s per run after a 3 s warm-up).",
+        f"playing digital zero, {seconds:g} s per run after a 3 s warm-up; this machine's load average "
+        f"{load[0]:.2f} at the start, {load[1]:.2f} at the end).",
         "",
         "| run | process | wakeups/s | CPU µs/s (emulated) |",
         "| --- | --- | ---: | ---: |",
@@ -47,6 +48,9 @@ def table(results, seconds, kernel):
     added_wakeups = carrying["keepalived"]["wakeups"] - idle["keepalived"]["wakeups"]
     lines += [
         "",
+        f"- In the same run (the fairest figure under TCG, where another program's load on this machine "
+        f"stretches every guest task's time alike): keepalived carrying used {carrying['keepalived']['cpu_us'] / carrying['aplay']['cpu_us']:.2f}× "
+        f"the CPU of the aplay it carried.",
         f"- keepalived's added CPU while carrying: {added_cpu:.1f} µs/s, {100 * added_cpu / alone['aplay']['cpu_us']:.1f} % of aplay's "
         f"own on `hw:` ({alone['aplay']['cpu_us']:.1f} µs/s); carried, aplay itself used {carrying['aplay']['cpu_us']:.1f} µs/s.",
         f"- keepalived's added wakeups: {added_wakeups:.2f}/s against aplay's {period_rate:g} periods/s "
@@ -71,6 +75,9 @@ def main():
     vmrig.ensure_initramfs(kernel)
     io = tempfile.mkdtemp(prefix="bench-carry-")
     env = {"KEEPALIVED": os.path.abspath(keepalived), "BENCH_SECONDS": str(args.seconds)}
+    load_start = os.getloadavg()[0]
+    if load_start >= 0.5:
+        print(f"bench/run --carry: this machine's load average is {load_start:.2f}: CPU figures across runs will not compare", file=sys.stderr)
     result = vmrig.run_vm([os.path.join(ROOT, "bench", "carry-guest.py")], devices="aloop",
                           module_options={"snd_aloop": "pcm_substreams=1"}, env=env, io_dir=io,
                           timeout=300 + 3 * (args.seconds + 30), on_line=lambda line: print(f"  [vm] {line}", flush=True))
@@ -80,7 +87,7 @@ def main():
         return 1
     with open(path) as f:
         results = json.load(f)
-    section = table(results, args.seconds, kernel.version)
+    section = table(results, args.seconds, kernel.version, (load_start, os.getloadavg()[0]))
     print(section)
     if args.no_write:
         return 0
