@@ -3,6 +3,9 @@ import CALSA
 /// The sample formats the engine writes: the linear ones nearly every ALSA device or plug-in
 /// accepts, and the packed 24-bit one many USB cards take natively.
 ///
+/// The set is not closed: a release may add a format (``s24Packed`` was added after 0.2), so a `switch`
+/// over it needs a `default`.
+///
 /// ```swift
 /// let format = SampleFormat.s16
 /// print(format, format.bytesPerSample)  // S16_LE 2
