@@ -101,6 +101,7 @@ if not vt.check("keepalived-on-the-link", r.returncode == 0 and w, f"systemctl e
     vt.finish()
 vt.note(f"keepalived's own stream: {stream_format()}")
 
+
 def recoveries():
     """keepalived's recoveries so far (every output's), from its control socket: no program started."""
     try:
@@ -123,7 +124,9 @@ def attempt(number, name, fmt, channels, rate, path):
     """One carried play of `path` with the capture around it; its report, or why to try again."""
     captured = f"/tmp/case-{number}.raw"
     want = (fmt, channels, rate)
-    # The capture of the case before is closed: the cable is free for keepalived's reopen.
+    # keepalived's stream running (after a recovery too), the capture of the case before
+    # closed: the cable is free for keepalived's reopen.
+    vt.wait_until(lambda: stream_format() is not None, 15, 0.02)
     same = stream_format() == want
 
     def record():
