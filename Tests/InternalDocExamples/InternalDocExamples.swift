@@ -107,7 +107,7 @@ extension InternalDocExamples {
 
     // Sources/KeepAlive/ALSA/HardwareNegotiation.swift
     static func example5() async throws {
-        SampleFormat.s24.preferenceOrder   // [.s24, .s32, .float32, .s16, .u8]
+        SampleFormat.s24.preferenceOrder   // [.s24, .s24Packed, .s32, .float32, .s16, .u8]
     }
 
     // Sources/KeepAlive/ALSA/PCMCapabilities.swift

@@ -142,10 +142,14 @@ final class HardwareNegotiation {
 extension SampleFormat {
     /// The formats to try on a device, this one first, then the others by distance in bits,
     /// more resolution before less on a tie, and integer before float for an integer source
-    /// (a float source prefers float).
+    /// (a float source prefers float). ``SampleFormat/s24Packed`` ties with ``SampleFormat/s24``
+    /// and comes after it (the last of `allCases`): the 32-bit container is what a card's own
+    /// DMA takes on HDA and most PCI and SoC cards; the packed one is a USB card's natural
+    /// layout, and a USB card that takes no `S24_LE` gets a 24-bit clip in it rather than in 16
+    /// bits, and is opened at all where it takes nothing else.
     ///
     /// ```swift
-    /// SampleFormat.s24.preferenceOrder   // [.s24, .s32, .float32, .s16, .u8]
+    /// SampleFormat.s24.preferenceOrder   // [.s24, .s24Packed, .s32, .float32, .s16, .u8]
     /// ```
     var preferenceOrder: [SampleFormat] {
         let bits = resolutionBits
@@ -164,7 +168,7 @@ extension SampleFormat {
         switch self {
         case .u8: 8
         case .s16: 16
-        case .s24: 24
+        case .s24, .s24Packed: 24
         case .s32, .float32: 32
         }
     }

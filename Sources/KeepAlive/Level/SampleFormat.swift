@@ -1,6 +1,10 @@
 import CALSA
 
-/// The sample formats the engine writes, the ones nearly every ALSA device or plug-in accepts.
+/// The sample formats the engine writes: the linear ones nearly every ALSA device or plug-in
+/// accepts, and the packed 24-bit one many USB cards take natively.
+///
+/// The set is not closed: a release may add a format (``s24Packed`` was added after 0.2), so a `switch`
+/// over it needs a `default`.
 ///
 /// ```swift
 /// let format = SampleFormat.s16
@@ -17,11 +21,19 @@ public enum SampleFormat: String, Sendable, CaseIterable, CustomStringConvertibl
     case float32 = "FLOAT_LE"
     /// Unsigned 8-bit, silence at 128.
     case u8 = "U8"
+    /// Signed 24-bit little-endian packed in three bytes (ALSA's `S24_3LE`): a USB audio card's
+    /// native 24-bit layout. Its least significant bit is a 24-bit one, as ``s24``'s.
+    ///
+    /// keepalived opens a device in it when a player asks for it (a carried player, or the format
+    /// a player left the card in), or when the device takes no 24-bit format but this one for a
+    /// 24-bit clip (``s24`` comes first: the two carry the same samples).
+    case s24Packed = "S24_3LE"
 
     /// Bytes one sample takes in an interleaved buffer.
     public var bytesPerSample: Int {
         switch self {
         case .s16: 2
+        case .s24Packed: 3
         case .s24, .s32, .float32: 4
         case .u8: 1
         }
@@ -39,7 +51,7 @@ public enum SampleFormat: String, Sendable, CaseIterable, CustomStringConvertibl
         switch self {
         case .u8: KeepAlive.fullScale(bits: 8)
         case .s16: KeepAlive.fullScale(bits: 16)
-        case .s24: KeepAlive.fullScale(bits: 24)
+        case .s24, .s24Packed: KeepAlive.fullScale(bits: 24)
         case .s32: KeepAlive.fullScale(bits: 32)
         case .float32: 1
         }
@@ -55,6 +67,7 @@ public enum SampleFormat: String, Sendable, CaseIterable, CustomStringConvertibl
         case .s32: SND_PCM_FORMAT_S32_LE
         case .float32: SND_PCM_FORMAT_FLOAT_LE
         case .u8: SND_PCM_FORMAT_U8
+        case .s24Packed: SND_PCM_FORMAT_S24_3LE
         }
     }
 

@@ -64,6 +64,8 @@ struct SampleQuantizer {
             pointer.storeBytes(of: Float(value).bitPattern.littleEndian, as: UInt32.self)
         case .u8:
             pointer.storeBytes(of: UInt8(Int(value) + 128), as: UInt8.self)
+        case .s24Packed:
+            Self.storePacked(Int32(value), at: pointer)
         }
     }
 
@@ -84,7 +86,20 @@ struct SampleQuantizer {
         case .u8:
             let sample = UInt8(Int(value) + 128)
             for channel in 0..<channels { pointer.storeBytes(of: sample, toByteOffset: channel, as: UInt8.self) }
+        case .s24Packed:
+            let sample = Int32(value)
+            for channel in 0..<channels { Self.storePacked(sample, at: pointer + channel * 3) }
         }
+    }
+
+    /// Stores the low 24 bits of `sample` (two's complement, so the sign is bit 23) in three
+    /// bytes, least significant first: an `S24_3LE` sample, at any alignment.
+    @inline(__always)
+    private static func storePacked(_ sample: Int32, at pointer: UnsafeMutableRawPointer) {
+        let bits = UInt32(bitPattern: sample)
+        pointer.storeBytes(of: UInt8(truncatingIfNeeded: bits), as: UInt8.self)
+        pointer.storeBytes(of: UInt8(truncatingIfNeeded: bits >> 8), toByteOffset: 1, as: UInt8.self)
+        pointer.storeBytes(of: UInt8(truncatingIfNeeded: bits >> 16), toByteOffset: 2, as: UInt8.self)
     }
 
     /// Reads a stored sample back as a fraction of full scale (for tests and peak reporting).
@@ -94,6 +109,10 @@ struct SampleQuantizer {
         case .s24, .s32: Double(Int32(littleEndian: pointer.loadUnaligned(as: Int32.self))) / format.fullScale
         case .float32: Double(Float(bitPattern: UInt32(littleEndian: pointer.loadUnaligned(as: UInt32.self))))
         case .u8: Double(Int(pointer.load(as: UInt8.self)) - 128) / format.fullScale
+        case .s24Packed:
+            // The three bytes into the top of a word, then an arithmetic shift: bit 23 is the sign.
+            Double(Int32(bitPattern: UInt32(pointer.load(as: UInt8.self)) << 8 | UInt32(pointer.load(fromByteOffset: 1, as: UInt8.self)) << 16
+                | UInt32(pointer.load(fromByteOffset: 2, as: UInt8.self)) << 24) >> 8) / format.fullScale
         }
     }
 }

@@ -17,6 +17,7 @@ enum SampleSilence {
         case .s16: return any(start, samples) { (sample: UInt16) in (sample &+ 2) >> 2 }
         // The low three bytes of each word, sign-extended: the top byte is padding.
         case .s24: return any(start, samples) { (sample: UInt32) in (UInt32(bitPattern: (Int32(bitPattern: sample) << 8) >> 8) &+ 512) >> 10 }
+        case .s24Packed: return anyPacked(start, samples)
         case .s32: return any(start, samples) { (sample: UInt32) in (sample &+ 131_072) >> 18 }
         // The magnitude's bits order as the magnitudes do (NaN's above every number's): below
         // the bound's, adding its complement to 2^31 leaves bit 31 clear.
@@ -28,6 +29,26 @@ enum SampleSilence {
 
     /// The bits of two 16-bit steps as a float (2^-14).
     private static let floatBound = (2 / Float(32768)).bitPattern
+
+    /// S24_3LE's test: as S24_LE's, each sample read from its three bytes into the top of a word
+    /// and shifted down, sign-extended.
+    @inline(__always)
+    private static func anyPacked(_ start: UnsafeRawPointer, _ samples: Int) -> Bool {
+        var index = 0
+        while index < samples {
+            let end = min(samples, index + blockSamples)
+            var found: UInt32 = 0
+            for at in index..<end {
+                let word = UInt32(start.load(fromByteOffset: 3 * at, as: UInt8.self)) << 8
+                    | UInt32(start.load(fromByteOffset: 3 * at + 1, as: UInt8.self)) << 16
+                    | UInt32(start.load(fromByteOffset: 3 * at + 2, as: UInt8.self)) << 24
+                found |= (UInt32(bitPattern: Int32(bitPattern: word) >> 8) &+ 512) >> 10
+            }
+            if found != 0 { return true }
+            index = end
+        }
+        return false
+    }
 
     /// Whether `measure` is non-zero for any sample, block by block.
     @inline(__always)

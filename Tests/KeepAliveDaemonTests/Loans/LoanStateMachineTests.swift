@@ -203,9 +203,11 @@ struct SubstreamStateTests {
         #expect(SubstreamState.format(hwParams: text) == PlayerFormat(name: "S16_LE", rate: 44100, channels: 2))
         #expect(SubstreamState.format(hwParams: "closed\n") == nil)
         #expect(SubstreamState.format(hwParams: "format: S24_3LE\nchannels: 6\n") == nil)
-        let odd = PlayerFormat(name: "S24_3LE", rate: 96000, channels: 6)
-        #expect(SubstreamState.format(hwParams: "format: S24_3LE\nchannels: 6\nrate: 96000 (96000/1)\n") == odd)
-        #expect(odd.deviceFormat.sampleFormat == nil)
+        let packed = PlayerFormat(name: "S24_3LE", rate: 96000, channels: 6)
+        #expect(SubstreamState.format(hwParams: "format: S24_3LE\nchannels: 6\nrate: 96000 (96000/1)\n") == packed)
+        #expect(packed.deviceFormat.sampleFormat == .s24Packed)
+        // A format keepalived does not write: the device comes back in the player's rate and channels only.
+        #expect(PlayerFormat(name: "S20_3LE", rate: 96000, channels: 6).deviceFormat.sampleFormat == nil)
         #expect(PlayerFormat(name: "S32_LE", rate: 48000, channels: 2).deviceFormat.sampleFormat == .s32)
     }
 

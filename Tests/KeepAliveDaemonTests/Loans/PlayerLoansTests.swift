@@ -83,7 +83,7 @@ struct PlayerLoansTests {
         #expect(process(loans) { loans.reports.isEmpty }, "taken back after the player's close: \(loans.reports)")
         #expect(state(of: "hw:0,0", in: manager)?.pauseReason == nil, "the output is no longer held")
         let format = manager.configuration.outputSettings["hw:0,0"]?.deviceFormat
-        #expect(format == DeviceFormat(sampleFormat: nil, rate: 96000, channels: 2), "reopened in the player's rate and channels: \(String(describing: format))")
+        #expect(format == DeviceFormat(sampleFormat: .s24Packed, rate: 96000, channels: 2), "reopened in the player's format: \(String(describing: format))")
     }
 
     @Test("a loan says why its player was not carried, only for that player and only while it is lent")
@@ -119,7 +119,7 @@ struct PlayerLoansTests {
             #expect(process(loans) { loans.reports.first?.state == "playing" }, "\(loans.reports)")
             try substream(openBy: nil)
             #expect(process(loans) { loans.reports.isEmpty }, "\(loans.reports)")
-            #expect(manager.configuration.outputSettings["hw:0,0"]?.deviceFormat == DeviceFormat(sampleFormat: nil, rate: 96000, channels: 2),
+            #expect(manager.configuration.outputSettings["hw:0,0"]?.deviceFormat == DeviceFormat(sampleFormat: .s24Packed, rate: 96000, channels: 2),
                     "after \(format == nil ? "the probe" : "the player"): \(String(describing: manager.configuration.outputSettings["hw:0,0"]?.deviceFormat))")
         }
     }

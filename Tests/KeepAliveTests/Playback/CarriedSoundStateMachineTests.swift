@@ -64,6 +64,15 @@ struct SampleSilenceTests {
         #expect(sounds([Int32]([0x0080_0000]), .s24))  // full scale negative in 24 bits
     }
 
+    @Test("S24_3LE: three bytes a sample, sign from the third; the same bounds as S24_LE")
+    func s24Packed() {
+        func packed(_ values: [Int32]) -> [UInt8] { values.flatMap { v in (0..<3).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } } }
+        #expect(!packed([0, 511, -512, -1, 1]).withUnsafeBytes { SampleSilence.sounds($0.baseAddress!, samples: 5, format: .s24Packed) })
+        #expect(packed([0, 512]).withUnsafeBytes { SampleSilence.sounds($0.baseAddress!, samples: 2, format: .s24Packed) })
+        #expect(packed([-513]).withUnsafeBytes { SampleSilence.sounds($0.baseAddress!, samples: 1, format: .s24Packed) })
+        #expect(packed([-0x80_0000]).withUnsafeBytes { SampleSilence.sounds($0.baseAddress!, samples: 1, format: .s24Packed) })
+    }
+
     @Test("S32_LE: -131072 to 131071 is silence")
     func s32() {
         #expect(!sounds([Int32]([131_071, -131_072, 0]), .s32))

@@ -62,9 +62,10 @@ struct PCMChainTests {
 
     @Test("the format preference order matches the documented rule")
     func preferenceOrder() {
-        #expect(SampleFormat.s16.preferenceOrder == [.s16, .s24, .u8, .s32, .float32], "8 bits below is nearer than 16 above")
-        #expect(SampleFormat.s24.preferenceOrder == [.s24, .s32, .float32, .s16, .u8])
-        #expect(SampleFormat.float32.preferenceOrder == [.float32, .s32, .s24, .s16, .u8])
-        #expect(SampleFormat.u8.preferenceOrder == [.u8, .s16, .s24, .s32, .float32])
+        #expect(SampleFormat.s16.preferenceOrder == [.s16, .s24, .s24Packed, .u8, .s32, .float32], "8 bits below is nearer than 16 above")
+        #expect(SampleFormat.s24.preferenceOrder == [.s24, .s24Packed, .s32, .float32, .s16, .u8], "the packed layout of the same 24 bits next")
+        #expect(SampleFormat.s24Packed.preferenceOrder == [.s24Packed, .s24, .s32, .float32, .s16, .u8])
+        #expect(SampleFormat.float32.preferenceOrder == [.float32, .s32, .s24, .s24Packed, .s16, .u8])
+        #expect(SampleFormat.u8.preferenceOrder == [.u8, .s16, .s24, .s24Packed, .s32, .float32])
     }
 }

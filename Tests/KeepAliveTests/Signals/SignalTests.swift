@@ -4,8 +4,8 @@ import Testing
 
 /// Renders and measures signals through their ``FrameSource``, the way the playback loop reads them.
 enum SignalBench {
-    static let integerFormats: [SampleFormat] = [.s16, .s24, .s32, .float32]
-    static let allFormats: [SampleFormat] = [.s16, .s24, .s32, .float32, .u8]
+    static let integerFormats: [SampleFormat] = [.s16, .s24, .s24Packed, .s32, .float32]
+    static let allFormats: [SampleFormat] = [.s16, .s24, .s24Packed, .s32, .float32, .u8]
 
     static func format(_ sampleFormat: SampleFormat, rate: Int = 48_000, channels: Int = 2, period: Int = 1024) -> OutputFormat {
         OutputFormat(sampleFormat: sampleFormat, sampleRate: rate, channels: channels, bufferFrames: period * 4, periodFrames: period)

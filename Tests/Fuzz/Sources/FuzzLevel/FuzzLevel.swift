@@ -25,7 +25,7 @@ func fuzzLevel(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         preconditionFailure("'\(level.decibels) dB' does not parse")
     }
     var storage = (UInt64(0), UInt64(0))
-    for format in [SampleFormat.u8, .s16, .s24, .s32, .float32] {
+    for format in [SampleFormat.u8, .s16, .s24, .s24Packed, .s32, .float32] {
         for (gain, ceiling) in [(level, Level.defaultCeiling), (Level.defaultVolume, level), (level, level)] where gain <= ceiling {
             let quantizer = SampleQuantizer(format: format, gain: gain, ceiling: ceiling)
             for source in [1.0, -1.0, 0.5, -1e-12, 1e-300] {
