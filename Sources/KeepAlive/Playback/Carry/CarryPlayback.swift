@@ -198,6 +198,9 @@ struct CarryPlayback {
         let rewound = max(0, pcm.rewind(step.rewind))
         _ = rewound
         guard ringLoop else { return .playerGone }
+        // What has played was zeroed while carrying: the fill below writes over all of it, and
+        // nothing it writes may be zeroed after.
+        do { try pcm.stopSilencing() } catch { return .outcome(context.lose(.unknown, error.description)) }
         // Twice: the first fill leaves the lead (which may be the player's) ahead of the play
         // position; once that has played, the second writes over it.
         for pass in 0..<2 {
