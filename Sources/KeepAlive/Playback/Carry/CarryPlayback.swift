@@ -62,11 +62,11 @@ struct CarryPlayback {
             }
             // The player's buffer: at most the card's own (what it queues goes into the card's
             // ring at once), and never beyond the bound on shared memory.
-            let bytes = min(CarriedFormat.maximumBufferBytes, (buffer - 2 * CarryStateMachine.Levels(rate: format.sampleRate).highWater) * format.bytesPerFrame)
+            let bytes = min(CarriedFormat.maximumBufferBytes, (buffer - 2 * CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer).highWater) * format.bytesPerFrame)
             guard bytes > 0, player.reply(CarriedPlayer.grant(capabilities, maximumBufferBytes: bytes)) else { return .playerGone }
             player.granted = true
         }
-        let levels = CarryStateMachine.Levels(rate: format.sampleRate)
+        let levels = CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer)
         // A ring that replays has its write position behind the play position: moved to just
         // ahead of it, over what the ring holds there (the signal, tiled).
         var available = pcm.available()
@@ -204,7 +204,7 @@ struct CarryPlayback {
         // Twice: the first fill leaves the lead (which may be the player's) ahead of the play
         // position; once that has played, the second writes over it.
         for pass in 0..<2 {
-            if pass == 1, context.doorbell.wait(.milliseconds(Int64(1000 * machine.levels.lowWater / format.sampleRate + 5))) { return .outcome(.stopped) }
+            if pass == 1, context.doorbell.wait(.milliseconds(Int64(1000 * machine.levels.settle / format.sampleRate + 5))) { return .outcome(.stopped) }
             var room = max(0, pcm.available())
             while room > 0 {
                 let (frames, chunk) = source.peek(maximum: room)
