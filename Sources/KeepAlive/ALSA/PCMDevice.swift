@@ -95,13 +95,27 @@ final class PCMDevice {
     }
 
     /// Carrying a player: the stream stops with an underrun once everything written has played
-    /// (the stop threshold at the buffer's size), so that a keepalived that is not scheduled
-    /// never lets the hardware replay a player's audio from its ring. ``configureRingLoop(bufferFrames:)``
-    /// sets the endless replay back.
+    /// (the stop threshold at the buffer's size), and the kernel writes digital zero over what
+    /// has played at each look at the position (silence threshold 0, size the boundary), so
+    /// that a keepalived that is not scheduled never lets the hardware replay a player's audio
+    /// from its ring. The kernel finds the underrun only when it looks: at the next period
+    /// interrupt (snd-aloop's 2 s periods); until then the card plays what its ring holds past
+    /// the last frame written, which was, once the ring went round under a play, that play's
+    /// own older frames (seen in carry-chaos: 1.55 s of them again). ``stopSilencing()`` ends
+    /// the silence, ``configureRingLoop(bufferFrames:)`` sets the endless replay back.
     func stopWhenDrained(bufferFrames: Int) throws(ALSAError) {
-        try configureSoftware { pcm, params, _ in
-            snd_pcm_sw_params_set_stop_threshold(pcm, params, snd_pcm_uframes_t(bufferFrames))
+        try configureSoftware { pcm, params, boundary in
+            var result = snd_pcm_sw_params_set_stop_threshold(pcm, params, snd_pcm_uframes_t(bufferFrames))
+            if result >= 0 { result = snd_pcm_sw_params_set_silence_threshold(pcm, params, 0) }
+            if result >= 0 { result = snd_pcm_sw_params_set_silence_size(pcm, params, boundary) }
+            return result
         }
+    }
+
+    /// The kernel stops writing silence over what has played (``stopWhenDrained(bufferFrames:)``):
+    /// before a ring is filled to be replayed, so that no frame of it is zeroed once written.
+    func stopSilencing() throws(ALSAError) {
+        try configureSoftware { pcm, params, _ in snd_pcm_sw_params_set_silence_size(pcm, params, 0) }
     }
 
     /// Moves the write position `frames` on without writing: what the ring holds there plays.

@@ -20,10 +20,15 @@ struct CarryStateMachineTests {
         return machine
     }
 
-    @Test("levels: 10, 50 and 150 ms")
+    @Test("levels: a lead of 10 ms; the signal topped up from 250 to 500 ms on a ring loop's buffer, 50 to 150 ms at least on a small one")
     func levelsAt48k() {
-        let levels = CarryStateMachine.Levels(rate: 48_000)
-        #expect(levels.minimumLead == 480 && levels.lowWater == 2400 && levels.highWater == 7200)
+        let ring = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 4 * 48_000)
+        #expect(ring.minimumLead == 480 && ring.lowWater == 12_000 && ring.highWater == 24_000 && ring.settle == 2400)
+        let small = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 12_000)
+        #expect(small.minimumLead == 480 && small.lowWater == 2400 && small.highWater == 7200 && small.settle == 2400)
+        // A 0.5 s buffer (a stream's): a 500 ms high water would leave the player nothing.
+        let stream = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 24_000)
+        #expect(stream.lowWater == 3000 && stream.highWater == 7200 && 24_000 - 2 * stream.highWater > 0)
     }
 
     @Test("the player gone or dropping with only the signal queued: nothing is taken back")

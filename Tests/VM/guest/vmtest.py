@@ -221,6 +221,22 @@ def pcm_state(card=0, device=0, sub=0, stream="p"):
     return s.get("state") if s else None
 
 
+def pcm_holder(card=0, device=0, sub=0, stream="p"):
+    """The process holding a substream open (the Tgid of its status's owner_pid: a player's
+    thread may own it), None when it is closed, "open" when the status names no owner."""
+    text = read(f"/proc/asound/card{card}/pcm{device}{stream}/sub{sub}/status", "closed")
+    if text.strip() == "closed":
+        return None
+    for line in text.splitlines():
+        if line.strip().startswith("owner_pid"):
+            tid = int(line.split(":")[1])
+            for status in read(f"/proc/{tid}/status", "").splitlines():
+                if status.startswith("Tgid:"):
+                    return int(status.split()[1])
+            return tid
+    return "open"
+
+
 def hw_params(card=0, device=0, sub=0, stream="p"):
     """/proc/asound/cardC/pcmD{p,c}/subS/hw_params as a dict ({} when closed)."""
     text = read(f"/proc/asound/card{card}/pcm{device}{stream}/sub{sub}/hw_params", "")

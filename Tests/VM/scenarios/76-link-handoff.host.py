@@ -6,40 +6,13 @@ and after the last. The zero runs (frames of digital zero on both channels: no s
 link) are printed per play, `handoff_zero_ms= play N before A after B`: the gap between
 keepalived's signal and the music, and between the music and the signal."""
 
-RATE = 44100
-FRAME = 4
-ZERO = b"\0" * FRAME
-SIGNAL = b"\xff\xff\xff\xff"
+import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from linkcapture import FRAME, RATE, SIGNAL, ZERO, common, zero_runs  # noqa: E402
 
 TAIL_LIMIT = 4096  # frames, 93 ms: a hand-over's end on a loaded host (519 seen in the landing)
-
-
-def common(cap, at, ramp):
-    """Bytes of `ramp` equal from cap[at] on, in whole frames."""
-    lo, hi = 0, min(len(ramp), len(cap) - at) // FRAME
-    while lo < hi:  # the first differing frame, by bisection over prefixes
-        mid = (lo + hi + 1) // 2
-        if cap[at:at + mid * FRAME] == ramp[:mid * FRAME]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo * FRAME
-
-
-def zero_runs(cap):
-    """(first frame, frames) of every run of zero frames."""
-    runs, n, i = [], len(cap) // FRAME, 0
-    while i < n:
-        if cap[i * FRAME:(i + 1) * FRAME] == ZERO:
-            j = i
-            while j < n and cap[j * FRAME:(j + 1) * FRAME] == ZERO:
-                j += 1
-            runs.append((i, j - i))
-            i = j
-        else:
-            i += 1
-    return runs
 
 
 def check(result, report):

@@ -37,7 +37,6 @@ CONF = "/etc/keepalived-audio/keepalived-audio.conf"
 HW = "hw:CARD=Loopback,DEV=0"
 PLUGIN = "keepalived:CARD=Loopback,DEV=0"
 CAPTURE = "hw:CARD=Loopback,DEV=1"
-STATUS = f"/proc/asound/card{loop}/pcm0p/sub0/status"
 RATE, SECONDS, PLAYS, PAUSE = 44100, 2, 3, 2.0
 RAMP = "/tmp/ramp.wav"
 CAPTURED = os.path.join(vt.IO, "link.raw")
@@ -45,17 +44,7 @@ PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
 
 
 def holder():
-    text = vt.read(STATUS, "closed")
-    if text.strip() == "closed":
-        return None
-    for line in text.splitlines():
-        if line.strip().startswith("owner_pid"):
-            tid = int(line.split(":")[1])
-            for l in vt.read(f"/proc/{tid}/status", "").splitlines():
-                if l.startswith("Tgid:"):
-                    return int(l.split()[1])
-            return tid
-    return "open"
+    return vt.pcm_holder(loop, 0)
 
 
 def show(prop):

@@ -72,15 +72,15 @@ struct CarryPlayback {
             }
             // The player's buffer: at most the card's own (what it queues goes into the card's
             // ring at once), and never beyond the bound on shared memory.
-            let bytes = min(CarriedFormat.maximumBufferBytes, (buffer - 2 * CarryStateMachine.Levels(rate: format.sampleRate).highWater) * format.bytesPerFrame)
+            let bytes = min(CarriedFormat.maximumBufferBytes, (buffer - 2 * CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer).highWater) * format.bytesPerFrame)
             guard bytes > 0, player.reply(CarriedPlayer.grant(capabilities, maximumBufferBytes: bytes)) else { return .playerGone }
             player.granted = true
         }
-        let levels = CarryStateMachine.Levels(rate: format.sampleRate)
+        let levels = CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer)
         // A ring that replays has its write position behind the play position: moved ahead of it
-        // over what the ring holds there (the signal, tiled), by the high water: a wakeup late
-        // by the low water alone would stop the stream (seen under emulation), while a player's
-        // first frame still goes in right behind the lead (its tail of the signal is taken back).
+        // over what the ring holds there (the signal, tiled), by the high water, where the loop
+        // keeps it (box-mpd: a carry that began at the low water underran under emulation); a
+        // player's first frame still goes in right behind the lead (its tail of signal is taken back).
         var available = pcm.available()
         if available > buffer { available -= max(0, pcm.forward(available - buffer + levels.highWater)) }
         do { try pcm.stopWhenDrained(bufferFrames: buffer) } catch { return .outcome(context.lose(.unknown, error.description)) }
@@ -227,10 +227,13 @@ struct CarryPlayback {
         let rewound = max(0, pcm.rewind(step.rewind))
         _ = rewound
         guard ringLoop else { return .playerGone }
+        // What has played was zeroed while carrying: the fill below writes over all of it, and
+        // nothing it writes may be zeroed after.
+        do { try pcm.stopSilencing() } catch { return .outcome(context.lose(.unknown, error.description)) }
         // Twice: the first fill leaves the lead (which may be the player's) ahead of the play
         // position; once that has played, the second writes over it.
         for pass in 0..<2 {
-            if pass == 1, context.doorbell.wait(.milliseconds(Int64(1000 * machine.levels.lowWater / format.sampleRate + 5))) { return .outcome(.stopped) }
+            if pass == 1, context.doorbell.wait(.milliseconds(Int64(1000 * machine.levels.settle / format.sampleRate + 5))) { return .outcome(.stopped) }
             var room = max(0, pcm.available())
             while room > 0 {
                 let (frames, chunk) = source.peek(maximum: room)

@@ -28,21 +28,33 @@ struct CarryStateMachine {
         var lowWater: Int
         /// The signal is appended up to this.
         var highWater: Int
+        /// What the card plays before the frames queued at a player's end are surely played
+        /// (the lead, and a DMA engine's steps): a ring is filled again after that long.
+        var settle: Int
 
-        init(minimumLead: Int, lowWater: Int, highWater: Int) {
+        init(minimumLead: Int, lowWater: Int, highWater: Int, settle: Int? = nil) {
             self.minimumLead = minimumLead
             self.lowWater = lowWater
             self.highWater = highWater
+            self.settle = settle ?? lowWater
         }
 
-        init(rate: Int) {
+        /// The levels for a card at `rate` whose buffer holds `bufferFrames`.
+        init(rate: Int, bufferFrames: Int = .max) {
             // A position read a scheduler tick late (snd-aloop moves by jiffies): 10 ms ahead of
-            // it survives that in the VM. The low water is a wakeup's lateness on a busy machine
-            // (an emulated one misses 20 ms); between it and the high water the loop sleeps while
-            // a player that holds the device sends nothing: ten wakeups a second.
+            // it survives that in the VM.
             minimumLead = max(rate / 100, 32)  // 10 ms
-            lowWater = max(rate / 20, 64)  // 50 ms
-            highWater = max(rate * 3 / 20, 192)  // 150 ms
+            settle = max(rate / 20, 64)  // 50 ms
+            // The low water is how late a wakeup may be before the card runs dry and stops
+            // (an underrun, digital zero on the link, the player's stream ended): 50 ms was
+            // missed by 76-96 ms in carry-chaos's hundred hand-offs (an emulated machine, a
+            // player opening beside keepalived on one CPU). What lies above the player's last
+            // frame is the signal, taken back when its next frames come: a quarter of a second of
+            // it costs no latency. Between it and the high water the loop sleeps while a player
+            // that holds the device sends nothing: four wakeups a second. A small buffer (a
+            // stream's) keeps the old 50 and 150 ms at least.
+            lowWater = max(min(rate / 4, bufferFrames / 8), settle, 64)  // 250 ms on a 2 s buffer or more
+            highWater = max(min(rate / 2, bufferFrames / 4), rate * 3 / 20, 192)  // 500 ms
         }
     }
 

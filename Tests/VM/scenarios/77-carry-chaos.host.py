@@ -1,0 +1,155 @@
+"""Host side of 77-carry-chaos: the loopback capture read into runs of each play's tagged ramp,
+keepalived's signal, zero and anything else (Tests/VM/linkcapture.py), each case held to what
+`io/chaos.json` says:
+
+- `exact`: the play's frames on the link once, whole, in one run (each of a case's tags);
+- `split`: every frame once, in order, in runs with nothing but keepalived's signal between them
+  (a pause, a stopped player), at least `signal_between` seconds of it where asked;
+- `no-repeat`: no frame twice and none out of order (keepalived stopped or restarted under the
+  play: frames may be missing, zeros are acceptable, a loop of the music is not).
+
+Everywhere else, from keepalived's first frame on the link: no zero run of 1 ms or more (a
+dropped link) but a play's own padding right after its last frame (aplay pads its last period:
+at most 125 ms; the cases marked `padding`, aplay's), in the cases marked `zeros_ok` and within
+a second after the whole guest stood still 0.2 s or more (vmtest.StallWatch: keepalived keeps
+250 ms of its signal queued, and no stream outlives a machine that stops; each printed), and no
+frame that is neither a play's, the signal's nor zero."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import linkcapture as lc  # noqa: E402
+
+PADDING = lc.RATE // 8
+STALL = 0.2  # seconds the whole guest stood still that excuse a zero run in the second after
+
+
+def ms(frames):
+    return f"{1000 * frames / lc.RATE:.1f} ms"
+
+
+def judge(case, pieces, between):
+    """(ok, detail) for one tag's pieces (its ramp runs, in order) against the case's expectation;
+    `between(a, b)` is the runs between two pieces."""
+    frames, expect = case["frames"], case["expect"]
+    if not pieces:
+        return False, "not on the link"
+    present = sum(p.length for p in pieces)
+    ordered = all(b.n0 >= a.n0 + a.length for a, b in zip(pieces, pieces[1:])) and pieces[-1].n0 + pieces[-1].length <= frames
+    if expect == "exact":
+        ok = len(pieces) == 1 and pieces[0].n0 == 0 and pieces[0].length == frames
+        return ok, f"{present} of {frames} frames, {len(pieces)} run(s)" + ("" if ok else f": {pieces[:6]}")
+    gaps = [between(a, b) for a, b in zip(pieces, pieces[1:])]
+    if expect == "split":
+        contiguous = pieces[0].n0 == 0 and all(b.n0 == a.n0 + a.length for a, b in zip(pieces, pieces[1:])) and present == frames
+        only_signal = all(r.kind == "signal" for g in gaps for r in g)
+        signal = max((sum(r.length for r in g) for g in gaps), default=0)
+        want = case.get("signal_between", 0) * lc.RATE
+        ok = contiguous and only_signal and signal >= want
+        return ok, (f"{present} of {frames} frames, each once and in order: {contiguous}, in {len(pieces)} run(s) split at "
+                    + ", ".join(f"frame {b.n0}" for b in pieces[1:]) + f"; between them only the signal: {only_signal} "
+                    + f"(the longest {ms(signal)}, want {ms(want)})" + ("" if ok else f": {pieces[:6]} {gaps[:3]}"))
+    # no-repeat
+    kinds = sorted({r.kind for g in gaps for r in g})
+    return ordered, (f"{present} of {frames} frames, none twice or out of order: {ordered}, in {len(pieces)} run(s) "
+                     + ", ".join(f"n {p.n0}..{p.n0 + p.length - 1}" for p in pieces[:6]) + f"; between them: {', '.join(kinds) or 'nothing'}")
+
+
+def check(result, report):
+    io = result.io_dir
+    if not io or not (io / "link.raw").exists() or not (io / "chaos.json").exists():
+        report("SKIP", "chaos-link", "the guest wrote no capture (an earlier step failed)")
+        return
+    cap = (io / "link.raw").read_bytes()
+    told = json.loads((io / "chaos.json").read_text())
+    cases = [case for case in told["cases"] if case["expect"] != "none"]
+    stalls = told.get("stalls", [])
+    runs = lc.runs(cap)
+    index = {id(r): i for i, r in enumerate(runs)}
+    by_tag = {}
+    for r in runs:
+        if r.kind == "ramp":
+            by_tag.setdefault(r.tag, []).append(r)
+
+    def between(a, b):
+        return runs[index[id(a)] + 1:index[id(b)]]
+
+    def stood_still(r):
+        """The guest's stalls within the second before run `r` or during it."""
+        t = r.start / lc.RATE
+        return [(a, b) for a, b in stalls if b >= t - 1.0 and a <= t + r.length / lc.RATE]
+
+    def excused(r):
+        return r.kind == "zero" and any(b - a >= STALL for a, b in stood_still(r))
+
+    starts = []
+    for case in cases:
+        pieces = [p for t in case["tags"] for p in by_tag.get(t, [])]
+        starts.append(min((p.start for p in pieces), default=None))
+        results = [judge(case, by_tag.get(t, []), between) for t in case["tags"]]
+        bad = [(t, d) for t, (ok, d) in zip(case["tags"], results) if not ok]
+        if len(case["tags"]) == 1:
+            detail = results[0][1]
+        else:
+            detail = f"{len(results) - len(bad)} of {len(results)} plays as expected" + (f"; not: {bad[:4]}" if bad else "")
+        extra = {k: v for k, v in case.items() if k in ("aplay", "exit", "how", "client")}
+        report("FAIL" if bad else "ok", f"{case['name']}-link", f"{case['expect']}: {detail}" + (f" [{json.dumps(extra)}]" if extra else ""))
+        if case.get("signal_between") is True:
+            gaps = [between(by_tag[a][-1], by_tag[b][0]) for a, b in zip(case["tags"], case["tags"][1:]) if by_tag.get(a) and by_tag.get(b)]
+            lengths = [sum(r.length for r in g) for g in gaps]
+            clean = all(r.kind == "signal" or excused(r) for g in gaps for r in g)
+            report("ok" if clean and len(gaps) == len(case["tags"]) - 1 else "FAIL", f"{case['name']}-signal-between",
+                   f"between {len(gaps)} pairs of consecutive plays only keepalived's signal (or zero after the guest stood still): {clean}, "
+                   f"{ms(min(lengths, default=0))} to {ms(max(lengths, default=0))} of it"
+                   + ("" if clean else ": " + "; ".join(str(g[:4]) for g in gaps if any(r.kind != "signal" for r in g))[:400]))
+
+    # Everything from keepalived's first frame on: where the link dropped (zero runs of 1 ms or
+    # more), by case, and what is none of the expected kinds.
+    first = next((r.start for r in runs if r.kind == "signal"), None)
+    if first is None:
+        report("FAIL", "chaos-link-never-dropped", "keepalived's signal never reached the link")
+        return
+    # aplay's own padding follows its last frame (carryclient.py pads nothing).
+    ends = {p.end for case in cases if case.get("padding") for t in case["tags"] for p in by_tag.get(t, [])
+            if p.n0 + p.length == case["frames"]}
+    marks = [(s, case) for s, case in zip(starts, cases) if s is not None]
+
+    def case_at(frame):
+        """The case whose plays began last before `frame`."""
+        return ([case for s, case in marks if s <= frame] or [None])[-1]
+    dropped, allowed, padding = [], [], []
+    for r in runs:
+        if r.kind != "zero" or r.start < first or r.length < lc.MS:
+            continue
+        case = case_at(r.start)
+        t = r.start / lc.RATE
+        near = stood_still(r)
+        where = (f"{t:.2f} s {ms(r.length)} ({case['name'] if case else 'before the first play'}"
+                 + (f"; the guest stood still {', '.join(f'{1000 * (b - a):.0f} ms at {a:.2f} s' for a, b in near)}" if near else "") + ")")
+        if r.start in ends and r.length <= PADDING:
+            padding.append(r.length)
+        elif case and case.get("zeros_ok"):
+            allowed.append(where)
+        elif excused(r):
+            # The whole guest stood still for most of what keepalived keeps queued of its signal
+            # (250 ms): the card ran dry as any stream's would (the rig's StallWatch, as
+            # keepalived-hda counts its underruns).
+            allowed.append(where + " excused")
+        else:
+            dropped.append(where)
+    report("ok" if not dropped else "FAIL", "chaos-link-never-dropped",
+           f"zero runs of 1 ms or more on the link besides the players' padding and the cases that allow them: {len(dropped)}"
+           + (": " + ", ".join(dropped[:8]) if dropped else "")
+           + f"; padding after {len(padding)} plays ({ms(min(padding, default=0))} to {ms(max(padding, default=0))});"
+           + f" where allowed: {', '.join(allowed) or 'none'}")
+    known = {t for case in cases for t in case["tags"]}
+    strange = [r for r in runs if r.start >= first and (r.kind == "other" or (r.kind == "ramp" and r.tag not in known))]
+    report("ok" if not strange else "FAIL", "chaos-link-nothing-else",
+           f"frames on the link that are no play's, not the signal and not zero: {sum(r.length for r in strange)}"
+           + (f": {strange[:8]}" if strange else ""))
+    longest = max((r.length for r in runs if r.kind == "zero" and r.start >= first), default=0)
+    print(f"# chaos link: {len(cap) // lc.FRAME} frames, {len(runs)} runs, keepalived's first frame at {first / lc.RATE:.2f} s, "
+          f"the longest zero run after it {ms(longest)}; the guest stood still {len(stalls)} times (0.1 s or more), the longest "
+          f"{1000 * max((b - a for a, b in stalls), default=0):.0f} ms", flush=True)

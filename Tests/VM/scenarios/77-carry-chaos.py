@@ -1,0 +1,318 @@
+#!/usr/bin/python3
+# vm: devices=aloop mode=systemd options=snd_aloop:pcm_substreams=1 timeout=400
+"""A carried player's bad days, on the link a receiver sees (issue 60): the hardware's semantics
+(mmap, pause, a non-blocking player's poll) and nothing worse than the hardware when a player
+or keepalived is stopped, reloaded or restarted, and a hundred hand-offs in a row.
+
+The rig is link-handoff's: `snd-aloop` with `pcm_substreams=1` (device 0 exclusive like a real
+card), its capture side (device 1) opened first and recorded whole (`io/link.raw`), the
+package's service on `-d hw:CARD=Loopback,DEV=0 --carry` from the start. Every play is a ramp
+of its own tag (Tests/VM/linkcapture.py: no zero frame, no frame repeated, each play's frames
+told from every other's), so the host (77-carry-chaos.host.py) finds each play's frames on the
+link, in what order, how often, and what lies between them. The cases, in order (`io/chaos.json`
+lists each one's tags and what the host holds it to):
+
+1. mmap: `aplay -M` carried.
+2. pause: guest/carryclient.py pauses 1 s mid-play (snd_pcm_pause), blocking and non-blocking
+   (poll() on the PCM's descriptors, the drain too).
+3. the player SIGSTOPped 1.5 s mid-play: keepalived's signal meanwhile, aplay reports an
+   underrun and goes on; a second player meanwhile gets "busy" (the stopped one still holds the
+   device, as a hardware open would).
+4. keepalived SIGSTOPped 2 s mid-carry, once its ring (4 s) went round under the play: never a
+   frame of the music twice (the card plays zero after the last frame written, then stops);
+   keepalived recovers, and the next play is carried.
+5. `systemctl reload` mid-play (the package's ExecReload): the play goes on untouched.
+6. `systemctl restart` mid-play: the player gets an error within 10 s; its next open (right
+   after the restart returns) works, carried by the new process or handed the card.
+7. a hundred carried plays of 0.15 s in a row, each its own open and close
+   (carryclient.py --segments: one process, without a hundred programs' start-up under TCG),
+   each with its own tag so that a segment played twice, out of place or cut is seen.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import vmtest as vt
+
+sys.path.insert(0, os.path.join(os.environ["VM_REPO"], "Tests", "VM"))
+import linkcapture as lc  # noqa: E402
+
+loop = int(os.environ.get("VM_CARD_ALOOP", "0"))
+UNIT = "keepalived-audio"
+CONF = "/etc/keepalived-audio/keepalived-audio.conf"
+HW = "hw:CARD=Loopback,DEV=0"
+PLUGIN = "keepalived:CARD=Loopback,DEV=0"
+CAPTURE = "hw:CARD=Loopback,DEV=1"
+RATE = lc.RATE
+CAPTURED = os.path.join(vt.IO, "link.raw")
+CLIENT = os.path.join(os.environ["VM_GUEST"], "carryclient.py")
+PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
+GAP = 1.0  # keepalived's signal between two cases
+cases = []
+
+
+def holder():
+    return vt.pcm_holder(loop, 0)
+
+
+def show(prop):
+    return vt.run(["systemctl", "show", "-p", prop, "--value", UNIT]).stdout.strip()
+
+
+def ramp_file(tag, seconds):
+    """The ramp tagged `tag`, as /tmp/ramp-TAG.wav and .raw; its frame count."""
+    data = lc.ramp(tag, int(RATE * seconds))
+    with open(f"/tmp/ramp-{tag}.raw", "wb") as f:
+        f.write(data)
+    with open(f"/tmp/ramp-{tag}.wav", "wb") as f:
+        f.write(lc.wav(data))
+    return len(data) // lc.FRAME
+
+
+def case(name, tags, frames, expect, **more):
+    """Records what the host holds the case's plays to (written out as the guest goes)."""
+    cases.append(dict(name=name, tags=tags, frames=frames, expect=expect, **more))
+    with open(os.path.join(vt.IO, "chaos.json"), "w") as f:
+        json.dump({"rate": RATE, "cases": cases, "stalls": [(a - captured_at, b - captured_at) for a, b in stalls.between(0, time.time())]}, f)
+
+
+def start(cmd):
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=PLAYER_ENV)
+
+
+def watch(player, deadline, every=0.02, during=None):
+    """Waits for `player` to end (killed past `deadline` seconds); who held device 0 meanwhile,
+    its output, its seconds. `during(elapsed)` is called at each look."""
+    t = time.monotonic()
+    holders = set()
+    while player.poll() is None and time.monotonic() - t < deadline:
+        holders.add(holder())
+        if during:
+            during(time.monotonic() - t)
+        time.sleep(every)
+    if player.poll() is None:
+        player.kill()
+    out, _ = player.communicate(timeout=10)
+    return holders, out, time.monotonic() - t
+
+
+def aplay(tag, *args):
+    return start(["aplay", "-q", *args, "-D", PLUGIN, f"/tmp/ramp-{tag}.wav"])
+
+
+def client(tag, *args):
+    return start([sys.executable, CLIENT, PLUGIN, f"/tmp/ramp-{tag}.raw", *args])
+
+
+def result_of(out):
+    """carryclient.py's JSON line ({} when there is none)."""
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                break
+    return {}
+
+
+def on_link(kpid, why):
+    """keepalived (`kpid`) holds device 0, running, within 30 s."""
+    w = vt.wait_until(lambda: holder() == kpid and vt.pcm_state(loop, 0, 0) == "RUNNING", 30, 0.05)
+    return vt.check(why, w, f"device 0 held by {holder()} (keepalived {kpid}), {vt.pcm_state(loop, 0, 0)}, after {w.seconds:.2f} s")
+
+
+def carried(name, holders, kpid, what):
+    vt.check(f"{name}-carried", holders == {kpid}, f"device 0 held by {sorted(map(str, holders))} while {what} played (keepalived {kpid})")
+
+
+vt.install_package(timeout=180)
+stalls = vt.StallWatch()
+rec = subprocess.Popen(["arecord", "-q", "-D", CAPTURE, "-f", "S16_LE", "-r", str(RATE), "-c", "2", "-t", "raw", CAPTURED],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+w = vt.wait_until(lambda: vt.pcm_state(loop, 1, 0, "c") == "RUNNING", 15, 0.05)
+captured_at = time.time()  # the capture's first frame, about
+stalls.watching.set()
+if not vt.check("capture-running", w, f"arecord -D {CAPTURE}: {vt.pcm_state(loop, 1, 0, 'c')} after {w.seconds:.2f} s"):
+    vt.finish()
+with open(CONF, "w") as f:
+    f.write(f'KEEPALIVED_OPTIONS="-d {HW} --carry"\n')
+r = vt.run(["systemctl", "enable", "--now", UNIT], timeout=90)
+kpid = int(show("MainPID") or 0)
+if not on_link(kpid, "keepalived-on-the-link") or r.returncode != 0:
+    vt.note(vt.one_line(vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout[-600:], 600))
+    rec.terminate()
+    vt.finish()
+time.sleep(GAP)
+
+# 1. mmap: aplay -M writes into the PCM's mapped buffer and commits; ioplug hands each commit to
+# the plug-in's transfer.
+frames = ramp_file(1, 1.5)
+holders, out, took = watch(aplay(1, "-M"), 30)
+vt.check("mmap-played", "error" not in out.lower() and took < 20, f"aplay -M: {took:.2f} s {vt.one_line(out, 200)}")
+carried("mmap", holders, kpid, "aplay -M")
+case("mmap", [1], frames, "exact", padding=True)
+time.sleep(GAP)
+
+# 2. pause and resume, blocking, then non-blocking with poll(): the frames queued at keepalived
+# go back at the pause and come again at the resume (what the hardware does: paused, nothing plays).
+for tag, name, extra in ((2, "pause", []), (3, "pause-nonblock", ["--nonblock"])):
+    frames = ramp_file(tag, 2)
+    holders, out, took = watch(client(tag, "--pause-at", str(RATE * 3 // 4), "--pause-for", "1.0", *extra), 40)
+    res = result_of(out)
+    pause = res.get("pause", {})
+    vt.check(f"{name}-played", "error" not in res and res.get("frames") == frames and pause.get("rc") == [0, 0]
+             and pause.get("state") == "PAUSED", f"carryclient.py {' '.join(extra)}: {took:.2f} s {vt.one_line(out, 300)}")
+    carried(name, holders, kpid, "carryclient.py")
+    case(name, [tag], frames, "split", signal_between=0.5, client=res)
+    time.sleep(GAP)
+
+# 3. The player stopped mid-play (SIGSTOP 1.5 s, longer than its 0.5 s buffer): keepalived's
+# signal follows its last frame; continued, aplay finds an underrun, prepares and goes on. The
+# stopped player still holds the device: a second one gets "busy".
+frames = ramp_file(4, 3)
+player = aplay(4)
+second = {}
+
+
+def stop_player(elapsed):
+    if elapsed > 0.8 and "stopped" not in second:
+        os.kill(player.pid, signal.SIGSTOP)
+        second["stopped"] = time.monotonic()
+        try:
+            second["run"] = vt.run(["aplay", "-q", "-D", PLUGIN, "/tmp/ramp-1.wav"], timeout=30, env=PLAYER_ENV)
+        finally:
+            time.sleep(max(0.0, 1.5 - (time.monotonic() - second["stopped"])))
+            os.kill(player.pid, signal.SIGCONT)
+
+
+holders, out, took = watch(player, 40, during=stop_player)
+vt.check("player-stopped-played", player.returncode == 0 and took < 30,
+         f"aplay SIGSTOPped 1.5 s: exit {player.returncode} after {took:.2f} s: {vt.one_line(out, 200) or 'nothing said'}")
+busy = second.get("run")
+vt.check("player-stopped-second-busy", busy is not None and busy.returncode != 0 and "busy" in busy.stdout.lower(),
+         f"a second aplay while the first was stopped: {busy and busy.returncode}: {busy and vt.one_line(busy.stdout, 200)}")
+carried("player-stopped", holders, kpid, "the stopped aplay")
+case("player-stopped", [4], frames, "split", padding=True, aplay=vt.one_line(out, 200))
+time.sleep(GAP)
+
+# 4. keepalived stopped mid-carry (SIGSTOP 2 s) once its ring went round under the play (what
+# lies ahead of its write position is then the play's own older frames): its card stops when
+# what it wrote has played (its stop threshold while carrying), never replays the ring.
+# Continued, it recovers its stream, and the next play is carried again.
+params = vt.hw_params(loop, 0, 0)
+ring = int(params.get("buffer_size", RATE)) / RATE
+vt.note(f"keepalived's stream: {vt.one_line(params, 300)}")
+frames = ramp_file(5, ring + 3.5)
+player = aplay(5)
+stopped = {}
+
+
+def stop_keepalived(elapsed):
+    if elapsed > ring + 1.0 and "at" not in stopped:
+        os.kill(kpid, signal.SIGSTOP)
+        stopped["at"] = time.monotonic()
+        try:
+            stopped["state"] = vt.pcm_state(loop, 0, 0)
+            time.sleep(2.0)
+            stopped["state-after"] = vt.pcm_state(loop, 0, 0)
+        finally:
+            os.kill(kpid, signal.SIGCONT)
+            stopped["continued"] = time.monotonic()
+
+
+holders, out, took = watch(player, 60, during=stop_keepalived)
+ended = time.monotonic() - stopped.get("continued", time.monotonic())
+vt.note(f"keepalived SIGSTOPped 2 s while it carried aplay: the card {stopped.get('state')} at the stop, "
+        f"{stopped.get('state-after')} 2 s later; aplay exit {player.returncode} {ended:.2f} s after the SIGCONT: {vt.one_line(out, 200) or 'nothing said'}")
+vt.check("keepalived-stopped-player-ends", player.poll() is not None and took < 50, f"aplay ended {took:.2f} s after its start (exit {player.returncode})")
+alive = show("MainPID") == str(kpid) and show("ActiveState") == "active"
+vt.check("keepalived-stopped-recovers", alive and on_link(kpid, "keepalived-stopped-back-on-link"),
+         f"keepalived {kpid} still the unit's process ({show('MainPID')}, {show('ActiveState')})")
+case("keepalived-stopped", [5], frames, "no-repeat", zeros_ok=True, padding=True, aplay=vt.one_line(out, 200), exit=player.returncode)
+time.sleep(GAP)
+frames = ramp_file(6, 1)
+holders, out, took = watch(aplay(6), 30)
+vt.check("after-stop-played", "error" not in out.lower(), f"aplay after keepalived's SIGCONT: {took:.2f} s {vt.one_line(out, 200)}")
+carried("after-stop", holders, kpid, "aplay")
+case("after-stop", [6], frames, "exact", padding=True)
+time.sleep(GAP)
+
+# 5. A reload mid-play (the package's ExecReload, SIGHUP; the options unchanged): never a break.
+frames = ramp_file(7, 3)
+player = aplay(7)
+reload = {}
+
+
+def reload_unit(elapsed):
+    if elapsed > 1.0 and "r" not in reload:
+        reload["r"] = vt.run(["systemctl", "reload", UNIT], timeout=30)
+
+
+holders, out, took = watch(player, 30, during=reload_unit)
+rr = reload.get("r")
+vt.check("reload-played", player.returncode == 0 and rr is not None and rr.returncode == 0,
+         f"systemctl reload 1 s into aplay: exit {rr and rr.returncode}; aplay exit {player.returncode} after {took:.2f} s {vt.one_line(out, 200)}")
+carried("reload", holders, kpid, "aplay")
+case("reload", [7], frames, "exact", padding=True)
+time.sleep(GAP)
+
+# 6. A restart mid-play: the old keepalived ends the player's stream ("No such device"); the
+# player's next open, right after the restart returns, is carried by the new process or gets
+# the card (the new one may not play yet).
+frames = ramp_file(8, 3)
+player = aplay(8)
+restart = {}
+
+
+def restart_unit(elapsed):
+    if elapsed > 1.0 and "p" not in restart:
+        restart["at"] = elapsed
+        restart["p"] = subprocess.Popen(["systemctl", "restart", UNIT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+holders, out, took = watch(player, 30, during=restart_unit)
+after = took - restart.get("at", 0)
+try:
+    restart_out, _ = restart["p"].communicate(timeout=60) if "p" in restart else ("", None)
+except subprocess.TimeoutExpired:
+    restart["p"].kill()
+    restart_out, _ = restart["p"].communicate()
+vt.check("restart-player-error", player.returncode not in (0, None) and "p" in restart and after < 10,
+         f"aplay when keepalived restarted 1 s into it: exit {player.returncode} {after:.2f} s after the restart began "
+         f"(systemctl restart: exit {restart['p'].returncode if 'p' in restart else None}): {vt.one_line(out, 200)}")
+old, kpid = kpid, int(show("MainPID") or 0)
+frames9 = ramp_file(9, 1)
+holders, out9, took = watch(aplay(9), 30)
+how = "carried by the new keepalived" if holders == {kpid} else f"held by {sorted(map(str, holders))} (keepalived {kpid})"
+vt.check("restart-next-open", "error" not in out9.lower() and took < 20, f"aplay right after the restart: {took:.2f} s, {how}: {vt.one_line(out9, 200)}")
+on_link(kpid, "restart-back-on-link")
+case("restart", [8], frames, "no-repeat", zeros_ok=True, padding=True, aplay=vt.one_line(out, 200), exit=player.returncode)
+case("after-restart", [9], frames9, "exact", zeros_ok=True, padding=True, how=how)
+time.sleep(GAP)
+
+# 7. A hundred hand-offs in a row: 0.15 s each, each its own open, tags 20..119.
+SEGMENTS, SEGMENT = 100, int(RATE * 0.15)
+with open("/tmp/segments.raw", "wb") as f:
+    for i in range(SEGMENTS):
+        f.write(lc.ramp(20 + i, SEGMENT))
+holders, out, took = watch(start([sys.executable, CLIENT, PLUGIN, "/tmp/segments.raw", "--segments", str(SEGMENTS), "--deadline", "20"]), 240, every=0.1)
+res = result_of(out)
+vt.check("handoffs-played", "error" not in res and res.get("opens") == SEGMENTS and res.get("frames") == SEGMENTS * SEGMENT,
+         f"carryclient.py --segments {SEGMENTS}: {took:.2f} s {vt.one_line(out, 300)}")
+carried("handoffs", holders, kpid, "the hundred plays")
+case("handoffs", list(range(20, 20 + SEGMENTS)), SEGMENT, "exact", signal_between=True, client=res)
+time.sleep(GAP)
+
+rec.terminate()
+rec.communicate(timeout=10)
+case("end", [], 0, "none")  # the guest's stalls up to now
+journal = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout
+print("\n".join(line for line in journal.splitlines() if "carrying a player" not in line and "carries no player" not in line)[-8000:])
+vt.note(f"the guest stood still {len(stalls.stalls)} times: {vt.StallWatch.describe(stalls.stalls)[:600]}")
+size = os.path.getsize(CAPTURED) if os.path.exists(CAPTURED) else 0
+vt.check("captured", size > 4 * RATE * 40, f"{size // 4} frames captured ({size // 4 / RATE:.1f} s)")
+vt.finish()
