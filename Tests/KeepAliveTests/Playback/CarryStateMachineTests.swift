@@ -20,6 +20,22 @@ struct CarryStateMachineTests {
         return machine
     }
 
+    @Test("a player's buffer: the ring's time less the signal's room, in the widest format the card takes, within the bound")
+    func playerBuffer() {
+        let card = PCMCapabilities(formats: [], rates: [44100, 48000, 96000, 192_000], channels: 1...8)
+        // A 4 s ring at 44.1 kHz keeping 500 ms above and below: 3 s at 192 kHz, 8 channels, 32 bits.
+        let levels = CarryStateMachine.Levels(rate: 44100, bufferFrames: 176_400)
+        #expect(CarryStateMachine.playerBufferBytes(ringFrames: 176_400, rate: 44100, levels: levels, capabilities: card, maximum: 1 << 30)
+            == 3 * 192_000 * 8 * 4)
+        #expect(CarryStateMachine.playerBufferBytes(ringFrames: 176_400, rate: 44100, levels: levels, capabilities: card, maximum: 16 << 20) == 16 << 20)
+        // A stereo card at 48 kHz at most: 3 s of that, whatever the stream runs at now.
+        let small = PCMCapabilities(formats: [], rates: [44100, 48000], channels: 2...2)
+        #expect(CarryStateMachine.playerBufferBytes(ringFrames: 176_400, rate: 44100, levels: levels, capabilities: small, maximum: 16 << 20) == 3 * 48000 * 2 * 4)
+        // No room beside the signal's: nothing to grant.
+        let tight = CarryStateMachine.Levels(minimumLead: 10, lowWater: 100, highWater: 600)
+        #expect(CarryStateMachine.playerBufferBytes(ringFrames: 1200, rate: 48000, levels: tight, capabilities: small, maximum: 16 << 20) == 0)
+    }
+
     @Test("levels: a lead of 10 ms; the signal topped up from 250 to 500 ms on a ring loop's buffer, 50 to 150 ms at least on a small one")
     func levelsAt48k() {
         let ring = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 4 * 48_000)

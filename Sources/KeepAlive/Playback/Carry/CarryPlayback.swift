@@ -70,9 +70,9 @@ struct CarryPlayback {
                 player.reply(CarriedPlayer.refusal("the device's formats cannot be read"))
                 return .playerGone
             }
-            // The player's buffer: at most the card's own (what it queues goes into the card's
-            // ring at once), and never beyond the bound on shared memory.
-            let bytes = min(CarriedFormat.maximumBufferBytes, (buffer - 2 * CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer).highWater) * format.bytesPerFrame)
+            let bytes = CarryStateMachine.playerBufferBytes(
+                ringFrames: buffer, rate: format.sampleRate, levels: CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer),
+                capabilities: capabilities, maximum: CarriedFormat.maximumBufferBytes)
             guard bytes > 0, player.reply(CarriedPlayer.grant(capabilities, maximumBufferBytes: bytes)) else { return .playerGone }
             player.granted = true
         }

@@ -58,6 +58,20 @@ struct CarryStateMachine {
         }
     }
 
+    /// The most a carried player's buffer may hold, in bytes, granted before its format is known:
+    /// as long a time as the card's ring holds now less two high waters (the signal's room), in the
+    /// widest format the card takes (its highest rate, most channels, four bytes a sample), so a
+    /// player that moves a 44.1 kHz mono stream to 192 kHz in 8 channels gets seconds, not the
+    /// 53 ms the ring's bytes would be then; at most `maximum` (the bound on shared memory). In the
+    /// stream's own format that may be more frames than the ring holds: the loop copies what fits
+    /// and the rest as the card plays. 0 when the ring has no room for a player at all.
+    static func playerBufferBytes(ringFrames: Int, rate: Int, levels: Levels, capabilities: PCMCapabilities, maximum: Int) -> Int {
+        let frames = ringFrames - 2 * levels.highWater
+        guard frames > 0, rate > 0 else { return 0 }
+        let widestBytesPerSecond = (capabilities.rates.max() ?? rate) * capabilities.channels.upperBound * 4
+        return min(maximum, Int(Double(frames) / Double(rate) * Double(widestBytesPerSecond)))
+    }
+
     /// A stretch of the player's frames copied one after the other into the card.
     struct Run: Equatable {
         var playerStart: UInt64
