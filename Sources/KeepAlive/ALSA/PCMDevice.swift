@@ -126,6 +126,21 @@ final class PCMDevice {
     /// frames taken back, or a negative errno.
     func rewind(_ frames: Int) -> Int { frames > 0 ? Int(snd_pcm_rewind(pcm, snd_pcm_uframes_t(frames))) : 0 }
 
+    /// Takes back up to `frames` queued frames, but never so many that fewer than `lead` stay
+    /// ahead of the card's position as the driver reports it now (the position is read again
+    /// first: a figure from before a wakeup's work is already behind); returns the frames taken
+    /// back, or a negative errno.
+    func rewind(_ frames: Int, keeping lead: Int) -> Int {
+        guard frames > 0 else { return 0 }
+        // snd_pcm_avail syncs the position with the driver; snd_pcm_rewindable alone reads the
+        // last one seen, which on a card without period interrupts may be a ring old.
+        let synced = snd_pcm_avail(pcm)
+        if synced < 0 { return Int(synced) }
+        let rewindable = Int(snd_pcm_rewindable(pcm))
+        if rewindable < 0 { return rewindable }
+        return rewind(min(frames, max(0, rewindable - lead)))
+    }
+
     /// What the hardware parameters allow on this handle's device, whatever is set now.
     func capabilities() -> PCMCapabilities? { PCMCapabilities(pcm: pcm) }
 

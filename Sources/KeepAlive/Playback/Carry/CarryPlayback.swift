@@ -185,7 +185,7 @@ struct CarryPlayback {
     private mutating func perform(_ step: CarryStateMachine.Step, _ memory: CarryMemory?, _ machine: inout CarryStateMachine, in context: some PlaybackContext) -> Int32? {
         var written = 0
         defer { context.report(.wrote(written)) }
-        let rewound = max(0, pcm.rewind(step.rewind))
+        let rewound = max(0, pcm.rewind(step.rewind, keeping: machine.levels.minimumLead))
         var copied = 0
         if let memory {
             while copied < step.music {
@@ -224,7 +224,7 @@ struct CarryPlayback {
     private mutating func finish(_ machine: inout CarryStateMachine, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
         let buffer = format.bufferFrames
         let step = machine.ended(fill: buffer - max(0, pcm.available()))
-        let rewound = max(0, pcm.rewind(step.rewind))
+        let rewound = max(0, pcm.rewind(step.rewind, keeping: machine.levels.minimumLead))
         _ = rewound
         guard ringLoop else { return .playerGone }
         // What has played was zeroed while carrying: the fill below writes over all of it, and
