@@ -22,7 +22,7 @@ keepalived's signal before and after, and the zero runs.
 
 Unity everywhere: mpv at --volume=100 (max 100), no filters (--af=), no replaygain, the file's own
 rate and format per track (loadfile's options), 0.4 s ALSA buffer; squeezelite at gain 0x10000
-(its own volume skipped), S16_LE (-a ::16), no resampling, its output closed when idle
+(its own volume skipped), S16_LE (-a 400:4:16:1), no resampling, its output closed when idle
 (-C 1); snapclient at the server's 100 % (its software mixer touches nothing then), PCM codec.
 """
 
@@ -229,8 +229,9 @@ class Snapclient:
         os.makedirs("/tmp/snapdata")
         self.server = subprocess.Popen(["snapserver", "-c", SNAPCONF], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         vt.wait_until(lambda: self.rpc("Server.GetStatus") is not None, 30, 0.2)
+        self.log_path = f"/tmp/snapclient-{'hw' if device == HW else 'carried'}.log"
         self.proc = subprocess.Popen(["snapclient", "-h", "127.0.0.1", "--player", "alsa:buffer_time=400,fragments=4", "-s", device,
-                                      f"--logsink=file:/tmp/snapclient-{'hw' if device == HW else 'carried'}.log"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                                      f"--logsink=file:{self.log_path}", "--logfilter=*:notice,Alsa:info"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                      env=PLAYER_ENV)
         vt.wait_until(lambda: self.group() is not None, 30, 0.2)
         self.writer = None
@@ -283,12 +284,27 @@ class Snapclient:
 
     def skip(self, t, rate):
         # The capture can open only once the device runs in the new rate, which waits for
-        # snapclient's PCM, which waits for audio: zero first, the track once the capture runs.
+        # snapclient's PCM, which waits for audio: zero first, the track once the capture runs
+        # and snapclient's PCM is set up. Through keepalived its hw_params is answered after the
+        # 2 s lead-in, and snapclient skips what is late by the server's clock: a track written
+        # before that lost its first 0.36 s once.
         self.select(rate)
+        self.seen = os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
+        self.rate = rate
         self.go = threading.Event()
         self.feed(t, rate, self.go)
 
+    def set_up(self):
+        """Whether snapclient's log says its PCM is set up in the new rate since the skip."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.seen)
+                return f"sample rate: {self.rate} Hz".encode() in f.read()
+        except OSError:
+            return False
+
     def after_capture(self):
+        vt.wait_until(self.set_up, 20, 0.05)
         self.go.set()
 
     def stop(self):
