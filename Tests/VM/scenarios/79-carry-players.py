@@ -47,7 +47,6 @@ CONF = "/etc/keepalived-audio/keepalived-audio.conf"
 HW = "hw:CARD=Loopback,DEV=0"
 PLUGIN = "keepalived:CARD=Loopback,DEV=0"
 CAPTURE = "hw:CARD=Loopback,DEV=1"
-STATUS = f"/proc/asound/card{loop}/pcm0p/sub0/status"
 SECONDS = 1.5
 SKIP_AT = 0.6  # seconds of the first track on the link before the skip
 LEAD_IN = 2
@@ -57,17 +56,7 @@ MANIFEST = []
 
 
 def holder():
-    text = vt.read(STATUS, "closed")
-    if text.strip() == "closed":
-        return None
-    for line in text.splitlines():
-        if line.strip().startswith("owner_pid"):
-            tid = int(line.split(":")[1])
-            for l in vt.read(f"/proc/{tid}/status", "").splitlines():
-                if l.startswith("Tgid:"):
-                    return int(l.split()[1])
-            return tid
-    return "open"
+    return vt.pcm_holder(loop, 0, 0)
 
 
 def device_rate():
