@@ -15,7 +15,7 @@ capture (io/runs.txt: player, mode, capture, tag, frames, rate, first or second 
 mpv and squeezelite were bit-exact on hw: (squeezelite once lost the first 529 frames of its
 new stream's start there: the loopback's, as it loses a few milliseconds at a stream's end), so
 every carried track of theirs must be, every time: there the stream never starts or ends.
-snapclient is not bit-exact even on hw: under emulation (it keeps the server's time: skips what
+snapclient is not always bit-exact even on hw: under emulation (it keeps the server's time: skips what
 comes late, fills with its own silence, underruns at its stream's end); carried, every frame of
 its that reaches the link must be unchanged and in order, nothing else mixed in, nothing played
 twice, and no zeros between keepalived's signal frames."""
@@ -150,7 +150,7 @@ def check(result, report):
         else:
             # snapclient keeps time by the server's clock: under emulation it skips late audio,
             # fills with its own silence and underruns at a stream's end, on hw: too (not bit-exact
-            # there in two runs of five). What must hold through keepalived: every frame of the
+            # there in two runs of seven). What must hold through keepalived: every frame of the
             # track that reaches the link is unchanged and in order, nothing else is mixed in,
             # nothing played twice (no ring replayed: keepalived's signal instead).
             ok = all(j["in_order"] and not j["other"] and not j["foreign"] and not j["replayed"] and j["n0"] is not None for j in ka)
