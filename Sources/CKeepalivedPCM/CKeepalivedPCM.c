@@ -525,6 +525,10 @@ int ckeepalived_pcm_format_line(char *buffer, size_t size, int format, unsigned 
 
 // MARK: - Asking keepalived
 
+int ckeepalived_pcm_start_allowed(unsigned long long queued, unsigned long stop_threshold, unsigned long boundary) {
+    return queued > 0 || stop_threshold >= boundary;
+}
+
 int ckeepalived_pcm_release_timeout_ms(const char *text) {
     if (text == NULL || *text == '\0') return CKEEPALIVED_PCM_RELEASE_TIMEOUT_DEFAULT_MS;
     long value = 0;
@@ -953,6 +957,9 @@ typedef struct carrier {
     /// The most this generation has been told it played: what it is told never goes back.
     uint64_t played;
     snd_pcm_uframes_t avail_min;
+    /// The player's sw_params: a start with nothing queued fails as the kernel's does unless the
+    /// stream never stops on an underrun.
+    snd_pcm_uframes_t stop_threshold, boundary;
     /// The timer is set to expire at once (and stays readable: nobody reads it).
     bool ready;
     /// keepalived stopped carrying (it said so, or closed the connection).
@@ -1076,6 +1083,10 @@ static void carrier_release_memory(carrier *k) {
 static int carrier_start(snd_pcm_ioplug_t *io) {
     carrier *k = io->private_data;
     if (!k->shared || carrier_gone(k)) return -ENODEV;
+    // snapclient starts its stream before its first write: the hardware refuses that (-EPIPE,
+    // still prepared) and its first write starts the stream; running empty here would be an
+    // underrun at once, which the player then recovers from with its timing lost.
+    if (!ckeepalived_pcm_start_allowed(k->written - carrier_played(k), k->stop_threshold, k->boundary)) return -EPIPE;
     k->state = CKEEPALIVED_CARRY_RUNNING;
     publish(k);
     // ioplug says RUNNING only once this returns; a write that waits next polls the timer.
@@ -1171,6 +1182,11 @@ static int carrier_sw_params(snd_pcm_ioplug_t *io, snd_pcm_sw_params_t *params) 
     carrier *k = io->private_data;
     snd_pcm_uframes_t avail_min;
     if (snd_pcm_sw_params_get_avail_min(params, &avail_min) == 0 && avail_min > 0) k->avail_min = avail_min;
+    snd_pcm_uframes_t stop_threshold, boundary;
+    if (snd_pcm_sw_params_get_stop_threshold(params, &stop_threshold) == 0 && snd_pcm_sw_params_get_boundary(params, &boundary) == 0) {
+        k->stop_threshold = stop_threshold;
+        k->boundary = boundary;
+    }
     if (k->shared) carrier_watch(k, io->state, carrier_played(k));
     return 0;
 }
@@ -1279,6 +1295,9 @@ static int carrier_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) 
     // Fresh memory: the player's counters as they are, and no position of keepalived's yet.
     memset(&k->position, 0, sizeof k->position);
     k->avail_min = io->period_size;
+    // alsa-lib's defaults until the player's sw_params: stop at an underrun.
+    k->stop_threshold = io->buffer_size;
+    k->boundary = io->buffer_size * 2;
     k->written = 0;
     k->played = 0;
     k->state = CKEEPALIVED_CARRY_IDLE;

@@ -214,3 +214,27 @@ struct CarryHelperTests {
         #expect(Self.formatLine(size: 0).length == -1)
     }
 }
+
+/// The carried PCM's start, against the kernel's own rule (snd_pcm_pre_start's
+/// snd_pcm_playback_data): snapclient starts its stream before its first write, which the
+/// hardware refuses with -EPIPE, leaving the stream prepared for the write that starts it.
+@Suite("The ALSA plug-in's start with nothing queued")
+struct CarryStartTests {
+    @Test("nothing queued and a stop threshold below the boundary (alsa-lib's default): refused")
+    func emptyStartRefused() {
+        #expect(ckeepalived_pcm_start_allowed(0, 4410, 0x4000_0000) == 0)
+        #expect(ckeepalived_pcm_start_allowed(0, 17640, 17641) == 0)
+    }
+
+    @Test("anything queued starts, whatever the thresholds")
+    func queuedStarts() {
+        #expect(ckeepalived_pcm_start_allowed(1, 4410, 0x4000_0000) == 1)
+        #expect(ckeepalived_pcm_start_allowed(17640, 17640, 0x4000_0000) == 1)
+    }
+
+    @Test("a stream that never stops on an underrun (stop threshold at the boundary or above) starts empty")
+    func neverStoppingStartsEmpty() {
+        #expect(ckeepalived_pcm_start_allowed(0, 0x4000_0000, 0x4000_0000) == 1)
+        #expect(ckeepalived_pcm_start_allowed(0, UInt.max, 0x4000_0000) == 1)
+    }
+}

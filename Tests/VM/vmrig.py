@@ -70,6 +70,9 @@ DEFAULT_SYSTEMD_MASK = [
     "systemd-update-utmp.service", "systemd-update-utmp-runlevel.service", "remote-fs.target",
     "cryptsetup.target", "veritysetup.target", "integritysetup.target", "swap.target",
     "systemd-boot-update.service", "systemd-journal-flush.service",
+    # Players and a server that Debian's packages enable (scripts/setup --test installs them for
+    # carry-players, which starts its own): none may take a card or a port in another scenario.
+    "snapclient.service", "snapserver.service", "squeezelite.service",
 ]
 
 # Generators kept in systemd mode (the others are masked: they scan the host's configuration

@@ -194,6 +194,12 @@ int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepali
 int ckeepalived_pcm_format_line(char *buffer, size_t size, int format, unsigned int rate, unsigned int channels,
                                 unsigned long buffer_frames, unsigned long period_frames);
 
+/// Whether a playback stream may start with `queued` frames in its buffer, as the kernel decides
+/// at `snd_pcm_start` (snd_pcm_playback_data): yes with anything queued, and with nothing queued
+/// only when it never stops on an underrun (`stop_threshold` >= `boundary`). Otherwise the start
+/// fails with -EPIPE and the stream stays prepared. 1 or 0.
+int ckeepalived_pcm_start_allowed(unsigned long long queued, unsigned long stop_threshold, unsigned long boundary);
+
 #ifdef __cplusplus
 }
 #endif

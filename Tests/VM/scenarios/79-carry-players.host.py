@@ -1,0 +1,175 @@
+"""Host side of 79-carry-players: makes the tagged tracks (`player-tracks`), then reads each
+capture (io/runs.txt: player, mode, capture, tag, frames, rate, first or second track) into runs
+(Tests/VM/linkcapture.py) and checks, per player:
+
+- on hw: (the player alone): what it does to its audio, reported: its first track from frame 0 in
+  one run up to the skip, its second track's frames from the capture's start to its last frame in
+  one run (the player started it before the capture could open: the cable was its), the zero runs;
+- through keepalived: (carried): the same, and more: the second track whole in one run (the 2 s
+  lead-in covered the capture's open), keepalived's signal before the first track and after the
+  second, no frame that is neither the track, nor the signal, nor zero, no other track's frame,
+  and no zero run of 1 ms or more that is not the player's own silence, right before its first
+  frame or right after its last (squeezelite's silence while its output drains, snapclient's
+  while it waits for audio: what the player sends on hw: too).
+
+mpv and squeezelite were bit-exact on hw: (squeezelite once lost the first 529 frames of its
+new stream's start there: the loopback's, as it loses a few milliseconds at a stream's end), so
+every carried track of theirs must be, every time: there the stream never starts or ends.
+snapclient is not always bit-exact even on hw: under emulation (it keeps the server's time: skips what
+comes late, fills with its own silence, underruns at its stream's end); carried, every frame of
+its that reaches the link must be unchanged and in order, nothing else mixed in, nothing played
+twice, and no zeros between keepalived's signal frames."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import linkcapture as lc  # noqa: E402
+
+SKIP_AT = 0.6
+PLAYERS = ["mpv", "squeezelite", "snapclient"]  # the guest's order: each one's first rate
+
+
+def first_rate(players, player):
+    return [48000, 44100][players.index(player) % 2]
+
+
+def make_tracks(vm, args):
+    seconds, players = float(args[0]), list(args[1:])
+    io = Path(vm.io_dir)
+    made = []
+    for player in players:
+        first = first_rate(players, player)
+        second = 48000 if first == 44100 else 44100
+        for carried in (0, 1):
+            for track, rate in ((0, first), (1, second)):
+                tag = 1 + 4 * players.index(player) + 2 * carried + track
+                data = lc.ramp(tag, int(rate * seconds))
+                (io / f"t{tag}.raw").write_bytes(data)
+                (io / f"t{tag}.wav").write_bytes(lc.wav(data, rate))
+                made.append(f"t{tag} {rate}")
+    # A first carried play's (aplay's), to leave keepalived's stream in 48 kHz stereo: not checked.
+    (io / "t0.wav").write_bytes(lc.wav(lc.ramp(0, 9600), 48000))
+    return 0, f"{len(made)} tracks of {seconds:g} s: " + ", ".join(made)
+
+
+HANDLERS = {"player-tracks": make_tracks}
+
+
+def judge(cap, tag, frames, rate, which):
+    """What one capture shows of track `tag`: its first run of frames in order (`n0`, `frames`),
+    whether that is the track bit for bit as far as the capture could see it (`exact`: the first
+    track from its frame 0 up to the skip; the second up to its last frame, `whole` when from
+    frame 0), what came after it of the same track (`replayed`: frames of it again, which the
+    hardware's ring plays when a player underruns at its end on hw:), keepalived's signal before
+    and after, and the zero runs of 1 ms or more: the player's own (right before the track's first
+    frame or right after its last) and the others."""
+    runs = lc.runs(cap)
+    mine = [i for i, r in enumerate(runs) if r.kind == "ramp" and r.tag == tag]
+    out = {"n0": None, "frames": 0, "exact": False, "whole": False, "replayed": 0, "before": 0, "after": 0,
+           "in_order": True, "delivered": 0, "between_signal": [],
+           "foreign": sum(r.length for r in runs if r.kind == "ramp" and r.tag != tag),
+           "other": sum(r.length for r in runs if r.kind == "other"),
+           "own_zero": [], "dropped": [], "captured": len(cap) // lc.FRAME}
+    ms = rate // 1000
+    # A stopped stream between keepalived's own frames: zeros with its signal on both sides.
+    out["between_signal"] = [(r.start, r.length) for i, r in enumerate(runs[1:-1], 1) if r.kind == "zero" and r.length >= ms
+                             and runs[i - 1].kind == "signal" and runs[i + 1].kind == "signal"]
+    if not mine:
+        out["dropped"] = [(r.start, r.length) for r in runs if r.kind == "zero" and r.length >= ms]
+        return out
+    main = runs[mine[0]]
+    out["n0"], out["frames"] = main.n0, main.length
+    ends = [runs[i].n0 + runs[i].length for i in mine]
+    out["replayed"] = sum(runs[i].length for i, e in zip(mine[1:], ends) if runs[i].n0 < e)
+    out["in_order"] = all(runs[i].n0 >= e for i, e in zip(mine[1:], ends))
+    out["delivered"] = sum(runs[i].length for i in mine)
+    if which == "first":
+        out["exact"] = main.n0 == 0 and main.length >= SKIP_AT * rate
+    else:
+        out["exact"] = main.n0 + main.length == frames
+        out["whole"] = main.n0 == 0 and main.length == frames
+    out["before"] = sum(r.length for r in runs[:mine[0]] if r.kind == "signal")
+    out["after"] = sum(r.length for r in runs[mine[0] + 1:] if r.kind == "signal")
+    for i, r in enumerate(runs):
+        if r.kind == "zero" and r.length >= ms:
+            own = i + 1 == mine[0] or i - 1 == mine[0]
+            (out["own_zero"] if own else out["dropped"]).append((r.start, r.length))
+    return out
+
+
+def describe(j, rate):
+    ms = lambda k: f"{1000 * k / rate:.1f}"  # noqa: E731
+    return (f"{j['frames']} frames of the track in order from n={j['n0']} ({'exact' if j['exact'] else 'NOT exact'}"
+            f"{', whole' if j['whole'] else ''}), {j['replayed']} replayed after it, "
+            f"signal {ms(j['before'])} ms before and {ms(j['after'])} ms after, "
+            f"the player's own zero runs {[ms(k) for _, k in j['own_zero']]} ms, others {[ms(k) for _, k in j['dropped']]} ms, "
+            f"{j['other']} other and {j['foreign']} foreign frames, {j['captured']} captured")
+
+
+def check(result, report):
+    io = result.io_dir
+    if not io or not (io / "runs.txt").exists():
+        report("SKIP", "players-link", "the guest wrote no runs (an earlier step failed)")
+        return
+    seen = {}
+    for line in (io / "runs.txt").read_text().split("\n"):
+        if not line.strip():
+            continue
+        player, mode, name, tag, frames, rate, which = line.split()
+        tag, frames, rate = int(tag), int(frames), int(rate)
+        cap = (io / name).read_bytes() if (io / name).exists() else b""
+        j = judge(cap, tag, frames, rate, which)
+        seen[(player, mode, which)] = j
+        print(f"# {player} {mode} {which} track ({rate} Hz, tag {tag}): {describe(j, rate)}", flush=True)
+    for player in [p for p in PLAYERS if any(k[0] == p for k in seen)]:
+        hw = [seen.get((player, "hw", w)) for w in ("first", "second")]
+        ka = [seen.get((player, "carried", w)) for w in ("first", "second")]
+        if None in hw or None in ka:
+            report("FAIL", f"{player}-ran", "a capture is missing: " + ", ".join(f"{m} {w}" for m in ("hw", "carried")
+                                                                              for w in ("first", "second") if (player, m, w) not in seen))
+            continue
+        clean = lambda j: j["exact"] and not j["other"] and not j["foreign"]  # noqa: E731
+        hw_exact = all(clean(j) for j in hw)
+        replays = sum(j["replayed"] for j in hw)
+        report("ok" if all(j["n0"] is not None for j in hw) else "FAIL", f"{player}-hw",
+               f"on hw: {'bit-exact' if hw_exact else 'NOT bit-exact'}: the first track from n={hw[0]['n0']}, {hw[0]['frames']} frames "
+               f"in order up to the skip; the second from n={hw[1]['n0']} (the capture opened after the player's reopen) "
+               f"{'to its last frame' if hw[1]['exact'] else 'NOT to its last frame'}; {hw[0]['other'] + hw[1]['other']} other frames"
+               + (f"; then {replays} frames of it again (the ring replayed at the player's underrun)" if replays else ""))
+        if player != "snapclient":
+            # mpv and squeezelite were bit-exact on hw: in every run (bar the loopback's loss at a
+            # new stream's start, which a carried play never has: its stream does not start), so
+            # a carried one must be, every time.
+            ka_exact = all(clean(j) and not j["replayed"] for j in ka) and ka[1]["whole"]
+            report("ok" if ka_exact else "FAIL", f"{player}-carried-bit-exact",
+                   f"through keepalived: the first track from n={ka[0]['n0']}, {ka[0]['frames']} frames in order up to the skip; "
+                   f"the second {'whole' if ka[1]['whole'] else 'NOT whole'}: {ka[1]['frames']} frames from n={ka[1]['n0']} "
+                   f"(of {ka[1]['frames'] if ka[1]['whole'] else 'the track'}); {ka[0]['other'] + ka[1]['other']} other frames, "
+                   f"{ka[0]['foreign'] + ka[1]['foreign']} of another track, {ka[0]['replayed'] + ka[1]['replayed']} replayed")
+        else:
+            # snapclient keeps time by the server's clock: under emulation it skips late audio,
+            # fills with its own silence and underruns at a stream's end, on hw: too (not bit-exact
+            # there in two runs of seven). What must hold through keepalived: every frame of the
+            # track that reaches the link is unchanged and in order, nothing else is mixed in,
+            # nothing played twice (no ring replayed: keepalived's signal instead).
+            ok = all(j["in_order"] and not j["other"] and not j["foreign"] and not j["replayed"] and j["n0"] is not None for j in ka)
+            report("ok" if ok else "FAIL", f"{player}-carried-in-order",
+                   f"through keepalived: {ka[0]['delivered']} frames of the first track and {ka[1]['delivered']} of the second "
+                   f"(of {ka[1]['frames'] if ka[1]['whole'] else 'its'} {'' if ka[1]['whole'] else 'frames'}), in order: "
+                   f"{all(j['in_order'] for j in ka)}; other frames "
+                   f"{ka[0]['other'] + ka[1]['other']}, another track's {ka[0]['foreign'] + ka[1]['foreign']}, replayed "
+                   f"{ka[0]['replayed'] + ka[1]['replayed']}; on hw: {hw[0]['delivered']} and {hw[1]['delivered']} frames, "
+                   f"bit-exact: {hw_exact}, carried bit-exact: {all(clean(j) and not j['replayed'] for j in ka) and ka[1]['whole']}")
+        rate1 = first_rate(PLAYERS, player)
+        report("ok" if ka[0]["before"] >= rate1 // 4 and ka[1]["after"] >= rate1 // 10 else "FAIL", f"{player}-signal-around",
+               f"keepalived's signal on the link: {ka[0]['before']} frames before the first track, {ka[1]['after']} after the second")
+        # snapclient's own silence may come anywhere in its stream (above): only a stop of
+        # keepalived's own stream, zeros between its signal's frames, is a drop there.
+        dropped = (ka[0]["dropped"] + ka[1]["dropped"]) if player != "snapclient" else (ka[0]["between_signal"] + ka[1]["between_signal"])
+        report("ok" if not dropped else "FAIL", f"{player}-never-dropped",
+               "zero runs of 1 ms or more through keepalived "
+               + ("between keepalived's signal frames" if player == "snapclient" else "besides the player's own silence at its track's ends")
+               + f": {len(dropped)} "
+               f"{[(s, k) for s, k in dropped][:6]}; the player's own: carried {[k for _, k in ka[0]['own_zero'] + ka[1]['own_zero']]} "
+               f"frames, on hw: {[k for _, k in hw[0]['own_zero'] + hw[1]['own_zero']]}")
