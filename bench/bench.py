@@ -970,7 +970,7 @@ def render(args, by_server, notes, info, started, finished):
     lines.append("")
     for server, _ in by_server:
         lines.append(f"- {server.title}: `{shlex.join(server.command)}`"
-                     + (f" (after `dbus-daemon --session`, `pipewire`, `wireplumber`)" if server.key == "pipewire" else ""))
+                     + (" (after `dbus-daemon --session`, `pipewire`, `wireplumber`)" if server.key == "pipewire" else ""))
     lines.append("")
     for note in notes:
         lines.append(f"Note: {note}")

@@ -32,7 +32,6 @@ import fcntl
 import hashlib
 import json
 import os
-import queue
 import re
 import shlex
 import shutil
@@ -761,7 +760,7 @@ class VM:
         if arch != "amd64" and not self.root:
             raise RigError(f"an {arch} guest boots a root of its own (root=debian)")
         if arch != "amd64" and (s3 or bzimage or machine != "pc"):
-            raise RigError(f"s3, bzimage and machine= are amd64's")
+            raise RigError("s3, bzimage and machine= are amd64's")
         self.arch = arch
         self.suite = suite
         self.qmp = None

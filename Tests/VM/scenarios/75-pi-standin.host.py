@@ -20,7 +20,6 @@ issue 58), printed decoded."""
 
 import array
 import json
-import os
 import struct
 import sys
 from pathlib import Path
