@@ -36,23 +36,13 @@ loop = int(os.environ.get("VM_CARD_ALOOP", "0"))
 PLAYER_ENV = dict(os.environ, KEEPALIVED_SOCKET=SOCKET, KEEPALIVED_RELEASE_TIMEOUT="1000")
 
 
-def counters(pid):
-    switches, cpu = 0, 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        for line in (vt.read(f"/proc/{pid}/task/{task}/status", "") or "").splitlines():
-            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                switches += int(line.split()[1])
-        cpu += int((vt.read(f"/proc/{pid}/task/{task}/schedstat", "0") or "0").split()[0])
-    return switches, cpu
-
-
 def measure(label, pids):
     """Counters of each of `pids` (name → pid) over the window, after the warm-up."""
     time.sleep(WARMUP)
-    before = {name: counters(pid) for name, pid in pids.items()}
+    before = {name: vt.process_counters(pid) for name, pid in pids.items()}
     t0 = time.monotonic()
     time.sleep(SECONDS)
-    after = {name: counters(pid) for name, pid in pids.items()}
+    after = {name: vt.process_counters(pid) for name, pid in pids.items()}
     elapsed = time.monotonic() - t0
     row = {"run": label, "seconds": elapsed}
     for name in pids:

@@ -32,16 +32,6 @@ PROGRAMS = [
 ]
 
 
-def counters(pid):
-    switches, cpu = 0, 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        for line in (vt.read(f"/proc/{pid}/task/{task}/status", "") or "").splitlines():
-            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                switches += int(line.split()[1])
-        cpu += int((vt.read(f"/proc/{pid}/task/{task}/schedstat", "0") or "0").split()[0])
-    return switches, cpu
-
-
 def keepalived_recoveries():
     r = vt.run([K, "status", "--json", "--socket", SOCKET], timeout=10)
     try:
@@ -74,10 +64,10 @@ for device, label, command in PROGRAMS:
         continue
     time.sleep(WARMUP)
     off0 = vt.codec_power(0)[1]
-    s0, c0 = counters(process.pid)
+    s0, c0 = vt.process_counters(process.pid)
     t0 = time.monotonic()
     time.sleep(SECONDS)
-    s1, c1 = counters(process.pid)
+    s1, c1 = vt.process_counters(process.pid)
     elapsed = time.monotonic() - t0
     off1 = vt.codec_power(0)[1]
     if command[0] == K:

@@ -221,6 +221,18 @@ def pcm_state(card=0, device=0, sub=0, stream="p"):
     return s.get("state") if s else None
 
 
+def process_counters(pid):
+    """A process's context switches (its wakeups) and CPU time in ns (schedstat, exact), summed
+    over its threads: what the benchmarks measure."""
+    switches, cpu = 0, 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        for line in (read(f"/proc/{pid}/task/{task}/status", "") or "").splitlines():
+            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                switches += int(line.split()[1])
+        cpu += int((read(f"/proc/{pid}/task/{task}/schedstat", "0") or "0").split()[0])
+    return switches, cpu
+
+
 def pcm_holder(card=0, device=0, sub=0, stream="p"):
     """The process holding a substream open (the Tgid of its status's owner_pid: a player's
     thread may own it), None when it is closed, "open" when the status names no owner."""

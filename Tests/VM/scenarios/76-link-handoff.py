@@ -31,24 +31,11 @@ import time
 
 import vmtest as vt
 
-loop = int(os.environ.get("VM_CARD_ALOOP", "0"))
-UNIT = "keepalived-audio"
-CONF = "/etc/keepalived-audio/keepalived-audio.conf"
-HW = "hw:CARD=Loopback,DEV=0"
-PLUGIN = "keepalived:CARD=Loopback,DEV=0"
-CAPTURE = "hw:CARD=Loopback,DEV=1"
+from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop, show  # noqa: E402
 RATE, SECONDS, PLAYS, PAUSE = 44100, 2, 3, 2.0
 RAMP = "/tmp/ramp.wav"
 CAPTURED = os.path.join(vt.IO, "link.raw")
 PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
-
-
-def holder():
-    return vt.pcm_holder(loop, 0)
-
-
-def show(prop):
-    return vt.run(["systemctl", "show", "-p", prop, "--value", UNIT]).stdout.strip()
 
 
 frames = RATE * SECONDS

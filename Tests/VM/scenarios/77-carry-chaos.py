@@ -41,26 +41,13 @@ import vmtest as vt
 sys.path.insert(0, os.path.join(os.environ["VM_REPO"], "Tests", "VM"))
 import linkcapture as lc  # noqa: E402
 
-loop = int(os.environ.get("VM_CARD_ALOOP", "0"))
-UNIT = "keepalived-audio"
-CONF = "/etc/keepalived-audio/keepalived-audio.conf"
-HW = "hw:CARD=Loopback,DEV=0"
-PLUGIN = "keepalived:CARD=Loopback,DEV=0"
-CAPTURE = "hw:CARD=Loopback,DEV=1"
+from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop, show  # noqa: E402
 RATE = lc.RATE
 CAPTURED = os.path.join(vt.IO, "link.raw")
 CLIENT = os.path.join(os.environ["VM_GUEST"], "carryclient.py")
 PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
 GAP = 1.0  # keepalived's signal between two cases
 cases = []
-
-
-def holder():
-    return vt.pcm_holder(loop, 0)
-
-
-def show(prop):
-    return vt.run(["systemctl", "show", "-p", prop, "--value", UNIT]).stdout.strip()
 
 
 def ramp_file(tag, seconds):

@@ -32,14 +32,8 @@ import time
 
 import vmtest as vt
 
-loop = int(os.environ.get("VM_CARD_ALOOP", "0"))
-UNIT = "keepalived-audio"
-CONF = "/etc/keepalived-audio/keepalived-audio.conf"
-HW = "hw:CARD=Loopback,DEV=0"
-PLUGIN = "keepalived:CARD=Loopback,DEV=0"
-CAPTURE = "hw:CARD=Loopback,DEV=1"
+from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop, show  # noqa: E402
 CONTROL = "/run/keepalived-audio/control.sock"
-STATUS = f"/proc/asound/card{loop}/pcm0p/sub0/status"
 LEAD_IN = 1.0
 SECONDS = 0.5
 PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
@@ -60,18 +54,6 @@ CASES = [
     # The stream's own format: the capture first, no reopen, no lead-in, no break.
     ("S24_3LE", 6, 96000),
 ]
-def holder():
-    text = vt.read(STATUS, "closed")
-    if text.strip() == "closed":
-        return None
-    for line in text.splitlines():
-        if line.strip().startswith("owner_pid"):
-            tid = int(line.split(":")[1])
-            for l in vt.read(f"/proc/{tid}/status", "").splitlines():
-                if l.startswith("Tgid:"):
-                    return int(l.split()[1])
-            return tid
-    return "open"
 
 
 def stream_format():
@@ -84,10 +66,6 @@ def stream_format():
 
 def capture_closed():
     return vt.pcm_state(loop, 1, 0, "c") in (None, "CLOSED")
-
-
-def show(prop):
-    return vt.run(["systemctl", "show", "-p", prop, "--value", UNIT]).stdout.strip()
 
 
 vt.install_package(timeout=180)

@@ -41,22 +41,13 @@ import vmtest as vt
 sys.path.insert(0, os.path.join(os.environ.get("VM_REPO", "."), "Tests", "VM"))
 import linkcapture as lc  # noqa: E402
 
-loop = int(os.environ.get("VM_CARD_ALOOP", "0"))
-UNIT = "keepalived-audio"
-CONF = "/etc/keepalived-audio/keepalived-audio.conf"
-HW = "hw:CARD=Loopback,DEV=0"
-PLUGIN = "keepalived:CARD=Loopback,DEV=0"
-CAPTURE = "hw:CARD=Loopback,DEV=1"
+from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop  # noqa: E402
 SECONDS = 1.5
 SKIP_AT = 0.6  # seconds of the first track on the link before the skip
 LEAD_IN = 2
 PLAYERS = ["mpv", "squeezelite", "snapclient"]
 PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
 MANIFEST = []
-
-
-def holder():
-    return vt.pcm_holder(loop, 0, 0)
 
 
 def device_rate():
