@@ -65,18 +65,17 @@ struct CarryPlayback {
 
     private mutating func carrying(_ player: CarriedPlayer, answering request: CarriedFormat?, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
         let buffer = format.bufferFrames
+        let levels = CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer)
         if !player.granted {
             guard let capabilities = context.capabilities, !capabilities.formats.isEmpty else {
                 player.reply(CarriedPlayer.refusal("the device's formats cannot be read"))
                 return .playerGone
             }
-            let bytes = CarryStateMachine.playerBufferBytes(
-                ringFrames: buffer, rate: format.sampleRate, levels: CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer),
-                capabilities: capabilities, maximum: CarriedFormat.maximumBufferBytes)
+            let bytes = CarryStateMachine.playerBufferBytes(ringFrames: buffer, rate: format.sampleRate, levels: levels,
+                                                            capabilities: capabilities, maximum: CarriedFormat.maximumBufferBytes)
             guard bytes > 0, player.reply(CarriedPlayer.grant(capabilities, maximumBufferBytes: bytes)) else { return .playerGone }
             player.granted = true
         }
-        let levels = CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer)
         // A ring that replays has its write position behind the play position: moved ahead of it
         // over what the ring holds there (the signal, tiled), by the high water, where the loop
         // keeps it (box-mpd: a carry that began at the low water underran under emulation); a
