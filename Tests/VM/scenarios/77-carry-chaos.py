@@ -165,8 +165,16 @@ player = aplay(4)
 second = {}
 
 
+def carrying_aplay():
+    """Whether keepalived says it carries aplay now (`status --json`)."""
+    status = vt.keepalived_status("/usr/bin/keepalived", env=vt.ROOT_ENV) or {}
+    return any(o.get("carrying") == "aplay" for o in status.get("outputs", []))
+
+
 def stop_player(elapsed):
-    if elapsed > 0.8 and "stopped" not in second:
+    # Stopped once it is carried: stopped before its carry request (an emulated aplay's start
+    # can take most of a second), it would hold nothing, and the second one would be carried.
+    if elapsed > 0.8 and "stopped" not in second and carrying_aplay():
         os.kill(player.pid, signal.SIGSTOP)
         second["stopped"] = time.monotonic()
         try:
