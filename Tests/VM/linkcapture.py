@@ -33,16 +33,17 @@ def wav(data, rate=RATE):
             + b"data" + struct.pack("<I", len(data)) + data)
 
 
-def common(cap, at, ramp):
-    """Bytes of `ramp` equal from cap[at] on, in whole frames."""
-    lo, hi = 0, min(len(ramp), len(cap) - at) // FRAME
+def common(cap, at, ramp, frame=FRAME):
+    """Bytes of `ramp` equal from cap[at] on, in whole frames of `frame` bytes (the ramps' own
+    16-bit stereo by default; carry-formats' signals in their format's)."""
+    lo, hi = 0, min(len(ramp), len(cap) - at) // frame
     while lo < hi:  # the first differing frame, by bisection over prefixes
         mid = (lo + hi + 1) // 2
-        if cap[at:at + mid * FRAME] == ramp[:mid * FRAME]:
+        if cap[at:at + mid * frame] == ramp[:mid * frame]:
             lo = mid
         else:
             hi = mid - 1
-    return lo * FRAME
+    return lo * frame
 
 
 def zero_runs(cap):

@@ -14,7 +14,11 @@ each value is shifted left by 8, in 32 bits by 16, with the channel's number in 
 that every byte of a sample carries something and a lost or moved byte, a sign or a channel
 swapped shows."""
 
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from linkcapture import common  # noqa: E402
 
 WIDTH = {"S16_LE": 2, "S24_3LE": 3, "S24_LE": 4, "S32_LE": 4}
 SHIFT = {"S16_LE": 0, "S24_3LE": 8, "S24_LE": 8, "S32_LE": 16}
@@ -47,18 +51,6 @@ def make_signal(vm, args):
 
 
 HANDLERS = {"carry-signal": make_signal}
-
-
-def common(cap, at, sig, frame):
-    """Bytes of `sig` equal from cap[at] on, in whole frames."""
-    lo, hi = 0, min(len(sig), len(cap) - at) // frame
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if cap[at:at + mid * frame] == sig[:mid * frame]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo * frame
 
 
 def zero_runs(cap, frame):
