@@ -105,6 +105,18 @@ struct PCMChain: Equatable {
     /// behind it, so a server restarting cannot have broken its stream.
     var endsInHardware: Bool { layers.last?.hasPrefix("Hardware PCM") == true }
 
+    /// Whether a carried player's frames written here reach the card exactly as written and in
+    /// the format the player asked for: the card's own PCM, under nothing but hooks (which set
+    /// controls at open, HDA's `hdmi:`). Not a plug (the formats it offers are conversions,
+    /// into which a player's switch of format would land), softvol (the user's volume, which a
+    /// player on `keepalived:` does not go through on the hardware), dmix (shared), nor alsa-lib's
+    /// IEC958 layer (its `forward` moves backwards, alsa-lib 1.2.8 to 1.2.16): on an IEC958-only
+    /// card keepalived plays `hw:` and frames its signal and the player's subframes match it.
+    var carriesPlayersUnchanged: Bool {
+        guard layers.last?.hasPrefix("Hardware PCM") == true else { return false }
+        return layers.dropLast().allSatisfy { $0 == "Hooks PCM" }
+    }
+
     /// The frames a looped ring must hold a whole number of, for the chain's sake: a
     /// channel-status block's 192 behind an IEC958 layer, else 1.
     var ringBlockFrames: Int {

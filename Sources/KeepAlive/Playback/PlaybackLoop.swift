@@ -250,9 +250,10 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             return openFailed(error)
         }
         if machine.opened() == .announceOpen || formatChanged { report(.opened(format, mode)) }
-        // Only a card's own linear stream carries a player: nothing between keepalived's frames
-        // and the hardware that could change the player's.
-        let carries = chain.endsInHardware && format.framing == .linear && mode != .openOnly
+        // Only a card's own stream carries a player: nothing between keepalived's frames and the
+        // hardware that could change the player's (on an IEC958-only card keepalived frames its
+        // signal itself, and the player's PCM frames its samples to match).
+        let carries = chain.carriesPlayersUnchanged && mode != .openOnly
         report(.carries(carries ? capabilities : nil))
         if !carries, let held = heldCarry.take() {
             heldRequest = nil

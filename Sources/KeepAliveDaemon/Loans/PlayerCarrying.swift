@@ -33,7 +33,7 @@ enum PlayerCarrying {
         let outputs = scanner.outputs(on: hardware)
         if let why = activity.whyNotCarried(at: outputs) { return .notCarried(why) }
         guard manager.carryCapabilities(on: hardware) != nil else {
-            let why = "no output plays on it on a stream that can carry one (one through a plug-in, in IEC958 samples, or not open now)"
+            let why = "no output plays on it on a stream that can carry one (one on the card's own PCM: not through plug, softvol, dmix or alsa-lib's IEC958 layer; or none open now)"
             // With --carry on, a player handed the card instead is worth a line: say why.
             logger.info("a player is handed the card, not carried: \(why)", metadata: [
                 "hardware": "\(hardware)", "player": "\(request.program ?? "?") (pid \(pid))", "outputs": "\(outputs.joined(separator: ","))"])

@@ -41,6 +41,21 @@ struct PCMChainTests {
         #expect(PCMChain(dump: dump).endsInHardware == hardware, "\(PCMChain(dump: dump).layers)")
     }
 
+    @Test("a player is carried only where nothing between keepalived's frames and the card can change them", arguments: [
+        ("Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n", true),
+        ("Hooks PCM\nSlave: Hardware PCM card 0 'HDA Intel PCH' device 3 subdevice 0\n", true),
+        ("Plug PCM: Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n", false),
+        ("Plug PCM: Linear conversion PCM (S32_LE)\nSlave: Hardware PCM card 1 'USB' device 0 subdevice 0\n", false),
+        ("Soft volume PCM\nControl: PCM Playback Volume\nSlave: Hardware PCM card 0 'vc4-hdmi-0' device 0 subdevice 0\n", false),
+        ("IEC958 subframe conversion PCM (IEC958_SUBFRAME_LE)\nSlave: Hooks PCM\nSlave: Hardware PCM card 0 'vc4-hdmi-0' device 0 subdevice 0\n", false),
+        ("Direct Stream Mixing PCM\nSlave: Hardware PCM card 0 'HDA Intel' device 0 subdevice 0\n", false),
+        ("ALSA <-> PulseAudio PCM I/O Plugin\n", false),
+        ("", false),
+    ] as [(String, Bool)])
+    func carriesPlayers(_ dump: String, _ carries: Bool) {
+        #expect(PCMChain(dump: dump).carriesPlayersUnchanged == carries, "\(PCMChain(dump: dump).layers)")
+    }
+
     @Test("layers are read outermost first")
     func layers() {
         let chain = PCMChain(dump: "Plug PCM: Linear conversion PCM (S32_LE)\nIts setup is:\n  x\nSlave: Hardware PCM card 1 'USB' device 0 subdevice 0\n")
