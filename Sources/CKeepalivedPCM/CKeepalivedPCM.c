@@ -222,27 +222,37 @@ static unsigned long long hardware_formats(snd_pcm_t *pcm) {
     return formats;
 }
 
-/// Hands `hw` to the player in `*pcmp`: as it is, or inside alsa-lib's iec958 PCM (which then
-/// owns it) when its hardware takes IEC958 subframes only. On failure `hw` is closed.
-static int hand_over(snd_pcm_t **pcmp, const char *name, snd_pcm_t *hw) {
-    enum ckeepalived_pcm_framing framing = ckeepalived_pcm_framing_for(hardware_formats(hw));
+/// Hands `pcm` to the player in `*pcmp`: as it is, or inside alsa-lib's iec958 PCM (which then
+/// owns it) when `formats` (a mask of what it takes) are IEC958 subframes only. On failure
+/// `pcm` is closed.
+static int frame_for_player(snd_pcm_t **pcmp, const char *name, snd_pcm_t *pcm, unsigned long long formats, bool carried) {
+    enum ckeepalived_pcm_framing framing = ckeepalived_pcm_framing_for(formats);
     if (framing == CKEEPALIVED_PCM_FRAMING_NONE) {
-        *pcmp = hw;
+        *pcmp = pcm;
         return 0;
     }
     unsigned char status[CKEEPALIVED_PCM_IEC958_STATUS_BYTES], preambles[3];
     ckeepalived_pcm_iec958_status(status);
+    // Carried, the player's blocks run on in keepalived's stream, whose signal says 24-bit words
+    // (IEC958Framer): said so here too, the receiver sees one channel status across every
+    // hand-off, not a word length that changes with each player's sample format.
+    if (carried) status[4] = IEC958_AES4_CON_WORDLEN_24_20 | IEC958_AES4_CON_MAX_WORDLEN_24;
     ckeepalived_pcm_iec958_preambles(preambles);
     snd_pcm_format_t format = framing == CKEEPALIVED_PCM_FRAMING_IEC958_LE ? SND_PCM_FORMAT_IEC958_SUBFRAME_LE
                                                                            : SND_PCM_FORMAT_IEC958_SUBFRAME_BE;
     // hdmi_mode as vc4-hdmi.conf sets it: it only changes how 8-channel non-audio streams are
     // counted, which a player's PCM never is, but keeps the framing exactly `hdmi:`'s.
-    int err = snd_pcm_iec958_open(pcmp, name, format, hw, 1, status, preambles, 1);
+    int err = snd_pcm_iec958_open(pcmp, name, format, pcm, 1, status, preambles, 1);
     if (err < 0) {
         SNDERR("keepalived: cannot frame %s into IEC958 subframes: %s", name ? name : "the device", snd_strerror(err));
-        snd_pcm_close(hw);
+        snd_pcm_close(pcm);
     }
     return err;
+}
+
+/// Hands `hw` to the player (frame_for_player, from what its hardware takes).
+static int hand_over(snd_pcm_t **pcmp, const char *name, snd_pcm_t *hw) {
+    return frame_for_player(pcmp, name, hw, hardware_formats(hw), false);
 }
 
 // MARK: - Reading a reply
@@ -1463,8 +1473,10 @@ static int carrier_open(snd_pcm_t **pcmp, const char *name, snd_pcm_stream_t str
         snd_pcm_ioplug_delete(&k->io);
         return err;
     }
-    *pcmp = k->io.pcm;
-    return 0;
+    // On a card that takes IEC958 subframes only, the player's samples are framed as its own
+    // open of the hardware frames them (hand_over), from the block's first frame at each
+    // prepare; keepalived places them in its stream where its blocks agree.
+    return frame_for_player(pcmp, name, k->io.pcm, grant->formats, true);
 }
 
 // MARK: - The plug-in

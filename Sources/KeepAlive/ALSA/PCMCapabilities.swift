@@ -32,6 +32,11 @@ package struct PCMCapabilities: Sendable, Equatable {
         defer { snd_pcm_hw_params_free(params) }
         guard snd_pcm_hw_params_any(pcm, params) >= 0 else { return nil }
         formats = Self.carriedFormats.filter { snd_pcm_hw_params_test_format(pcm, params, $0) == 0 }.map { Int32($0.rawValue) }
+        // A device that takes IEC 60958 subframes and no linear format (a Raspberry Pi's HDMI):
+        // the player's PCM frames its samples into them, in blocks that follow keepalived's.
+        if formats.isEmpty, snd_pcm_hw_params_test_format(pcm, params, SND_PCM_FORMAT_IEC958_SUBFRAME_LE) == 0 {
+            formats = [Int32(SND_PCM_FORMAT_IEC958_SUBFRAME_LE.rawValue)]
+        }
         rates = Self.standardRates.filter { snd_pcm_hw_params_test_rate(pcm, params, UInt32($0), 0) == 0 }
         var low: UInt32 = 0
         var high: UInt32 = 0

@@ -27,6 +27,12 @@ enum SampleSilence {
         }
     }
 
+    /// Whether any of the `samples` IEC 60958 subframes (`IEC958_SUBFRAME_LE`) at `start` carries
+    /// a sample above silence: the 24 bits at 4–27, sign-extended, tested as S24_LE's are.
+    static func subframesSound(_ start: UnsafeRawPointer, samples: Int) -> Bool {
+        any(start, samples) { (word: UInt32) in (UInt32(bitPattern: Int32(bitPattern: word << 4) >> 8) &+ 512) >> 10 }
+    }
+
     /// The bits of two 16-bit steps as a float (2^-14).
     private static let floatBound = (2 / Float(32768)).bitPattern
 

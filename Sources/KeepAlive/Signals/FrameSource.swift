@@ -39,6 +39,20 @@ protocol FrameSource: AnyObject {
 
     /// Which ring lengths the signal can fill and loop in without a seam.
     var ringFit: RingFit { get }
+
+    /// The frame of its IEC 60958 channel-status block (0..<192) that the next frame offered
+    /// is, for a source of subframes; nil for linear samples.
+    var frameInBlock: Int? { get }
+
+    /// Makes the next frame offered frame `frame` of its channel-status block: after a carried
+    /// player's subframes, the signal goes on in the card's blocks, not in its own. Nothing for
+    /// linear samples.
+    func continueBlock(at frame: Int)
+}
+
+extension FrameSource {
+    var frameInBlock: Int? { nil }
+    func continueBlock(at frame: Int) {}
 }
 
 /// Which ring lengths a signal can be tiled into and replayed for ever without a seam.
@@ -91,6 +105,16 @@ final class LoopFrameSource: FrameSource {
     func restart() { position = 0 }
 
     var ringFit: RingFit { .multiple(of: loop.cycleFrames) }
+
+    /// A loop framed when it was rendered holds whole blocks from its first frame on.
+    var frameInBlock: Int? { format.framing == .iec958 ? position % IEC958Framer.blockFrames : nil }
+
+    /// Skips ahead to that frame of a block (less than a block of the signal).
+    func continueBlock(at frame: Int) {
+        guard let now = frameInBlock else { return }
+        let block = IEC958Framer.blockFrames
+        position = (position + ((frame - now) % block + block) % block) % loop.frameCount
+    }
 
     func holds(_ pointer: UnsafeRawPointer, frames: Int) -> Bool {
         let start = loop.frames(from: 0)

@@ -17,7 +17,7 @@ final class IEC958FramedSource: FrameSource {
     private let capacity: Int
     private let scratch: UnsafeMutableRawBufferPointer
     /// The frame of the current channel-status block that the next frame written is.
-    private var frameInBlock = 0
+    private var blockFrame = 0
 
     /// `inner` renders linear `S24_LE` samples in `format`'s rate and channels.
     init(inner: any FrameSource, format: OutputFormat) {
@@ -35,23 +35,28 @@ final class IEC958FramedSource: FrameSource {
     func peek(maximum: Int) -> (pointer: UnsafeRawPointer, frames: Int) {
         let (pointer, frames) = inner.peek(maximum: min(maximum, capacity))
         scratch.baseAddress!.copyMemory(from: pointer, byteCount: frames * format.bytesPerFrame)
-        framer.frame(scratch.baseAddress!, frames: frames, channels: format.channels, firstFrameInBlock: frameInBlock)
+        framer.frame(scratch.baseAddress!, frames: frames, channels: format.channels, firstFrameInBlock: blockFrame)
         return (UnsafeRawPointer(scratch.baseAddress!), frames)
     }
 
     func consume(_ frames: Int) {
         inner.consume(frames)
-        frameInBlock = (frameInBlock + frames) % IEC958Framer.blockFrames
+        blockFrame = (blockFrame + frames) % IEC958Framer.blockFrames
     }
 
     func restart() {
         inner.restart()
-        frameInBlock = 0
+        blockFrame = 0
     }
 
     func holds(_ pointer: UnsafeRawPointer, frames: Int) -> Bool {
         scratch.contains(pointer, byteCount: frames * format.bytesPerFrame)
     }
+
+    var frameInBlock: Int? { blockFrame }
+
+    /// Framed as written: the next frames are framed from there on.
+    func continueBlock(at frame: Int) { blockFrame = (frame % IEC958Framer.blockFrames + IEC958Framer.blockFrames) % IEC958Framer.blockFrames }
 
     /// Generated as it plays: never looped in a ring.
     var ringFit: RingFit { .none }

@@ -64,6 +64,19 @@ struct SampleSilenceTests {
         #expect(sounds([Int32]([0x0080_0000]), .s24))  // full scale negative in 24 bits
     }
 
+    @Test("IEC 60958 subframes: the sample in bits 4-27, sign-extended; preambles, status and parity are not sound")
+    func subframes() {
+        let framer = IEC958Framer(sampleRate: 48000)
+        func framed(_ values: [Int32]) -> [UInt32] { values.enumerated().map { framer.subframe($1, channel: $0 % 2, frameInBlock: $0 / 2 % 192) } }
+        func sounds(_ words: [UInt32]) -> Bool { words.withUnsafeBytes { SampleSilence.subframesSound($0.baseAddress!, samples: words.count) } }
+        // Frame 0's Z, status bits 2 and 30's, and parity on digital zero and on dither.
+        #expect(!sounds(framed([0, 0, 511, -512, 1, -1] + [Int32](repeating: 0, count: 400))))
+        #expect(!sounds([0xC000_0008, 0x8000_0004]))  // zero with the status and parity bits set
+        #expect(sounds(framed([512])))
+        #expect(sounds(framed([0, -513])))
+        #expect(sounds(framed([-8_388_608])))  // full scale negative
+    }
+
     @Test("S24_3LE: three bytes a sample, sign from the third; the same bounds as S24_LE")
     func s24Packed() {
         func packed(_ values: [Int32]) -> [UInt8] { values.flatMap { v in (0..<3).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } } }

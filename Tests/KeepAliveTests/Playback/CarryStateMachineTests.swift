@@ -199,3 +199,98 @@ struct CarryStateMachineTests {
         #expect(ckeepalived_carry_player_read(&shared, &player) == -1)
     }
 }
+
+/// On a card that takes IEC 60958 subframes, where each player's frame lands: its frame `n` of a
+/// generation is frame `n % 192` of a channel-status block, and the card's blocks run on
+/// unbroken, so it must land where the card's block count agrees.
+@Suite("Carrying a player in IEC 60958 blocks")
+struct CarryBlocksTests {
+    let levels = CarryStateMachine.Levels(minimumLead: 240, lowWater: 480, highWater: 1920)
+
+    func counters(_ written: UInt64, _ state: ckeepalived_carry_player_state = CKEEPALIVED_CARRY_RUNNING, generation: UInt32 = 0) -> ckeepalived_carry_player {
+        ckeepalived_carry_player(written: written, state: state.rawValue, generation: generation)
+    }
+
+    @Test("the card's frames count in blocks from the origin; without blocks there are none")
+    func blockFrames() {
+        let machine = CarryStateMachine(levels: levels, leadFrames: 300, blocks: .init(origin: 100))
+        #expect(machine.blockFrame(at: 0) == 100)
+        #expect(machine.blockFrame(at: 92) == 0)
+        #expect(machine.blockFrame(at: 300) == 16)
+        #expect(machine.blockFrame(at: -100) == 0)
+        #expect(CarryStateMachine(levels: levels, leadFrames: 300).blockFrame(at: 7) == nil)
+        #expect(CarryStateMachine(levels: levels, leadFrames: 300).padding(before: 5, rewound: 0) == 0)
+    }
+
+    @Test("the first frame waits for a block's start: the padding is the signal up to it, less than a block")
+    func firstFrame() {
+        // The lead's end (card frame 1920) is frame (100 + 1920) % 192 = 100 of a block; taken back
+        // to 240 it is frame (100 + 240) % 192 = 148: 44 of the signal, then the player's frame 0.
+        var machine = CarryStateMachine(levels: levels, leadFrames: 1920, blocks: .init(origin: 100))
+        machine.granted(bufferFrames: 4800)
+        #expect(machine.looked(player: counters(960), fill: 1920) == .step(.init(rewind: 1680, musicFrom: 0, music: 960)))
+        #expect(machine.padding(before: 0, rewound: 1680) == 44)
+        machine.performed(rewound: 1680, padding: 44, music: 960, signal: 0)
+        #expect(machine.position(fill: 240 + 44 + 960) == .init(generation: 0, played: 0, queued: 960, ahead: 284))
+        // Its next frames follow at once: already in their place.
+        #expect(machine.looked(player: counters(1200), fill: 1000) == .step(.init(musicFrom: 960, music: 240)))
+        #expect(machine.padding(before: 960, rewound: 0) == 0)
+    }
+
+    /// A seeded generator: the same run every time.
+    struct Steps: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state
+        }
+    }
+
+    @Test("through writes, underruns, pauses, drops and drains, every frame of the player's lands in its place in a block", arguments: [0, 37, 191])
+    func everyFrameInPlace(origin: Int) {
+        var random = Steps(state: UInt64(origin) + 1)
+        var machine = CarryStateMachine(levels: levels, leadFrames: 1000, blocks: .init(origin: origin))
+        machine.granted(bufferFrames: 4800)
+        // The card's frames from the carrying's start: each a player's (generation, frame) or the signal.
+        var card: [Int64: (UInt32, UInt64)] = [:]
+        var fill = 1000
+        var written: UInt64 = 0
+        var generation: UInt32 = 0
+        var state = CKEEPALIVED_CARRY_RUNNING
+        for _ in 0..<2000 {
+            switch Int.random(in: 0..<20, using: &random) {
+            case 0: state = CKEEPALIVED_CARRY_PAUSED
+            case 1:
+                generation += 1
+                written = 0
+                state = CKEEPALIVED_CARRY_RUNNING
+            case 2: state = CKEEPALIVED_CARRY_DRAINING
+            case 3...5: break  // nothing new written: the card runs down to the signal
+            default:
+                if state != CKEEPALIVED_CARRY_DRAINING { state = CKEEPALIVED_CARRY_RUNNING }
+                written += UInt64.random(in: 1...900, using: &random)
+            }
+            guard case .step(let step) = machine.looked(player: counters(written, state, generation: generation), fill: fill) else {
+                // Written past its buffer: not this test's case; the player starts over.
+                Issue.record("a look broke the stream")
+                return
+            }
+            let rewound = min(step.rewind, max(0, fill - levels.minimumLead))
+            let padding = step.music > 0 ? machine.padding(before: step.musicFrom, rewound: rewound) : 0
+            #expect(padding < 192)
+            var at = machine.cardWritten - Int64(rewound)
+            for frame in at..<machine.cardWritten { card[frame] = nil }
+            at += Int64(padding)
+            for index in 0..<step.music {
+                let frame = step.musicFrom + UInt64(index)
+                card[at + Int64(index)] = (generation, frame)
+                #expect(machine.blockFrame(at: at + Int64(index)) == Int(frame % 192), "generation \(generation) frame \(frame)")
+            }
+            machine.performed(rewound: rewound, padding: padding, music: step.music, signal: step.signal)
+            fill = fill - rewound + padding + step.music + step.signal
+            // The card plays between looks: at most all but the lead.
+            fill -= Int.random(in: 0...max(0, min(fill - levels.minimumLead, 1500)), using: &random)
+        }
+        #expect(!card.isEmpty)
+    }
+}

@@ -84,6 +84,34 @@ import TestSupport
         #expect(report.channel(0).contains(0) && report.channel(0).contains { $0 != 0 })
     }
 
+    @Test("After a carried player's frames, the signal goes on in the card's blocks: a loop skips to that frame of a block, a generated signal frames from it", arguments: [
+        KeepAliveSignal.clip, .pink,
+    ])
+    func continueBlock(signal: KeepAliveSignal) throws {
+        let source = try SignalBench.source(signal, Self.framed())
+        _ = SignalBench.bytes(source, frames: 100)
+        #expect(source.frameInBlock == 100)
+        // The card's next frame is frame 37 of its block: 37 frames of 192 - 37 more, then whole blocks.
+        source.continueBlock(at: 37)
+        #expect(source.frameInBlock == 37)
+        let bytes = SignalBench.bytes(source, frames: 192 - 37 + 192 * 3)
+        let report = IEC958Decoder.decode(bytes, channels: 2)
+        #expect(report.problems.isEmpty && report.blocks == 3, "\(report)")
+        let firstZ = stride(from: 0, to: bytes.count, by: 8).first { bytes[$0] & 0x0F == 0x08 }.map { $0 / 8 }
+        #expect(firstZ == 192 - 37)
+        source.continueBlock(at: 0)
+        #expect(source.frameInBlock == 0)
+    }
+
+    @Test("A linear source has no blocks")
+    func linearHasNoBlocks() throws {
+        let format = OutputFormat(sampleFormat: .s16, sampleRate: 48_000, channels: 2, bufferFrames: 4096, periodFrames: 1024)
+        let source = try SignalBench.source(.clip, format)
+        #expect(source.frameInBlock == nil)
+        source.continueBlock(at: 5)
+        #expect(source.frameInBlock == nil)
+    }
+
     @Test("A restart begins a new block at the loop's first frame")
     func restart() throws {
         let source = try SignalBench.source(.pink, Self.framed())

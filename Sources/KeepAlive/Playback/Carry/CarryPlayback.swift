@@ -44,8 +44,8 @@ struct CarryPlayback {
 
     /// Whether `format` is the one this stream runs at (then the player is carried without a break).
     static func runs(_ format: OutputFormat, as player: CarriedFormat) -> Bool {
-        format.framing == .linear && Int32(format.sampleFormat.alsaFormat.rawValue) == player.alsaFormat
-            && format.sampleRate == player.rate && format.channels == player.channels
+        let alsaFormat = format.framing == .iec958 ? SND_PCM_FORMAT_IEC958_SUBFRAME_LE : format.sampleFormat.alsaFormat
+        return Int32(alsaFormat.rawValue) == player.alsaFormat && format.sampleRate == player.rate && format.channels == player.channels
     }
 
     mutating func carry(_ player: CarriedPlayer, answering request: CarriedFormat?, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
@@ -81,9 +81,19 @@ struct CarryPlayback {
         // keeps it (box-mpd: a carry that began at the low water underran under emulation); a
         // player's first frame still goes in right behind the lead (its tail of signal is taken back).
         var available = pcm.available()
-        if available > buffer { available -= max(0, pcm.forward(available - buffer + levels.highWater)) }
+        var forwarded = 0
+        if available > buffer {
+            forwarded = max(0, pcm.forward(available - buffer + levels.highWater))
+            available -= forwarded
+        }
         do { try pcm.stopWhenDrained(bufferFrames: buffer) } catch { return .outcome(context.lose(.unknown, error.description)) }
-        var machine = CarryStateMachine(levels: levels, leadFrames: max(0, buffer - max(available, 0)))
+        let lead = max(0, buffer - max(available, 0))
+        // The signal was written in step with the card since its prepare (a ring of whole
+        // blocks, or a stream never taken back): its next frame is the card's next one in a block.
+        let blocks = source.frameInBlock.map { next in
+            CarryStateMachine.Blocks(origin: ((next + forwarded - lead) % IEC958Framer.blockFrames + IEC958Framer.blockFrames) % IEC958Framer.blockFrames)
+        }
+        var machine = CarryStateMachine(levels: levels, leadFrames: lead, blocks: blocks)
         var memory: CarryMemory?
         var sound: CarriedSoundStateMachine?
         var request = request
@@ -185,6 +195,21 @@ struct CarryPlayback {
         var written = 0
         defer { context.report(.wrote(written)) }
         let rewound = max(0, pcm.rewind(step.rewind, keeping: machine.levels.minimumLead))
+        // On subframes, the player's first frame of a run waits for its place in the card's block.
+        let padding = step.music > 0 && memory != nil ? machine.padding(before: step.musicFrom, rewound: rewound) : 0
+        var padded = 0
+        if padding > 0 {
+            padded = appendSignal(padding, blockFrame: machine.blockFrame(at: machine.cardWritten - Int64(rewound)))
+            if padded < 0 {
+                machine.performed(rewound: rewound, music: 0, signal: 0)
+                return Int32(truncatingIfNeeded: padded)
+            }
+            if padded < padding {
+                machine.performed(rewound: rewound, padding: padded, music: 0, signal: 0)
+                written = max(0, padded - rewound)
+                return nil
+            }
+        }
         var copied = 0
         if let memory {
             while copied < step.music {
@@ -192,30 +217,44 @@ struct CarryPlayback {
                 let written = pcm.write(frames, frames: min(contiguous, step.music - copied))
                 if written == -Int(EAGAIN) { break }
                 if written < 0 {
-                    machine.performed(rewound: rewound, music: copied, signal: 0)
+                    machine.performed(rewound: rewound, padding: padded, music: copied, signal: 0)
                     return Int32(truncatingIfNeeded: written)
                 }
                 // Once a step is enough: music is heard in its first samples, silence read whole.
-                if !heardSound { heardSound = SampleSilence.sounds(frames, samples: written * format.channels, format: format.sampleFormat) }
+                if !heardSound {
+                    let samples = written * format.channels
+                    heardSound = format.framing == .iec958 ? SampleSilence.subframesSound(frames, samples: samples)
+                        : SampleSilence.sounds(frames, samples: samples, format: format.sampleFormat)
+                }
                 copied += written
             }
         }
+        let appended = step.signal > 0 ? appendSignal(step.signal, blockFrame: machine.blockFrame(at: machine.cardWritten - Int64(rewound) + Int64(padded + copied))) : 0
+        if appended < 0 {
+            machine.performed(rewound: rewound, padding: padded, music: copied, signal: 0)
+            return Int32(truncatingIfNeeded: appended)
+        }
+        machine.performed(rewound: rewound, padding: padded, music: copied, signal: appended)
+        written = max(0, padded + copied + appended - rewound)
+        if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
+        return nil
+    }
+
+    /// Appends up to `frames` of the signal, from frame `blockFrame` of a block on subframes
+    /// (where the card's blocks are at the write); the frames appended (fewer once the card is
+    /// full), or a negative errno.
+    private mutating func appendSignal(_ frames: Int, blockFrame: Int?) -> Int {
+        if let blockFrame { source.continueBlock(at: blockFrame) }
         var appended = 0
-        while appended < step.signal {
-            let (frames, chunk) = source.peek(maximum: step.signal - appended)
-            let written = pcm.write(frames, frames: chunk)
+        while appended < frames {
+            let (pointer, chunk) = source.peek(maximum: frames - appended)
+            let written = pcm.write(pointer, frames: chunk)
             if written == -Int(EAGAIN) { break }
-            if written < 0 {
-                machine.performed(rewound: rewound, music: copied, signal: appended)
-                return Int32(truncatingIfNeeded: written)
-            }
+            if written < 0 { return written }
             source.consume(written)
             appended += written
         }
-        machine.performed(rewound: rewound, music: copied, signal: appended)
-        written = max(0, copied + appended - rewound)
-        if pcm.state == SND_PCM_STATE_PREPARED { _ = pcm.start() }
-        return nil
+        return appended
     }
 
     /// The player is gone: what is queued of its frames goes, the signal follows. A ring loop's
@@ -224,7 +263,8 @@ struct CarryPlayback {
         let buffer = format.bufferFrames
         let step = machine.ended(fill: buffer - max(0, pcm.available()))
         let rewound = max(0, pcm.rewind(step.rewind, keeping: machine.levels.minimumLead))
-        _ = rewound
+        // The signal goes on in the card's blocks, here or in the stream's own writes.
+        if let frame = machine.blockFrame(at: machine.cardWritten - Int64(rewound)) { source.continueBlock(at: frame) }
         guard ringLoop else { return .playerGone }
         // What has played was zeroed while carrying: the fill below writes over all of it, and
         // nothing it writes may be zeroed after.

@@ -116,17 +116,46 @@ struct CarryStateMachine {
         case ended
     }
 
+    /// IEC 60958 channel-status blocks on a card that takes subframes: frame `c` of the
+    /// carrying (``cardWritten``'s count) is frame `(origin + c) % frames` of its block. A
+    /// player's PCM frames its stream's frame `n` as frame `n % 192` of a block, so its frames
+    /// land where the two agree: the blocks run on unbroken across signal and music, as they
+    /// would on the player's own `hw:` open.
+    struct Blocks: Equatable {
+        var frames = 192
+        var origin: Int
+    }
+
     let levels: Levels
+    let blocks: Blocks?
     private var state = State.signalOnly
     /// Frames appended to the card since carrying began (the signal ahead of the first look too).
     private(set) var cardWritten: Int64 = 0
     /// Where the last of the player's frames in the card ends.
     private var musicEnd: Int64 = 0
 
-    init(levels: Levels, leadFrames: Int = 0) {
+    init(levels: Levels, leadFrames: Int = 0, blocks: Blocks? = nil) {
         self.levels = levels
+        self.blocks = blocks
         cardWritten = Int64(leadFrames)
         musicEnd = 0
+    }
+
+    /// The frame of its block that the card's frame `card` (``cardWritten``'s count) is; nil
+    /// without blocks.
+    func blockFrame(at card: Int64) -> Int? {
+        guard let blocks else { return nil }
+        let frames = Int64(blocks.frames)
+        return Int(((Int64(blocks.origin) + card) % frames + frames) % frames)
+    }
+
+    /// The signal's frames to write before the player's frame `playerFrame`, once `rewound`
+    /// frames were taken back, so that it lands at its own place in a block (fewer than a
+    /// block: at most 4 ms at 48 kHz); 0 without blocks, and within a run of its frames.
+    func padding(before playerFrame: UInt64, rewound: Int) -> Int {
+        guard let blocks, let frame = blockFrame(at: cardWritten - Int64(rewound)) else { return 0 }
+        let wanted = Int(playerFrame % UInt64(blocks.frames))
+        return ((wanted - frame) % blocks.frames + blocks.frames) % blocks.frames
     }
 
     /// The player set a format: memory of `bufferFrames` frames, counters from 0.
@@ -203,8 +232,9 @@ struct CarryStateMachine {
         }
     }
 
-    /// What the loop did of a step: frames taken back, the player's frames copied, signal appended.
-    mutating func performed(rewound: Int, music: Int, signal: Int) {
+    /// What the loop did of a step: frames taken back, the signal written before the player's
+    /// frames (``padding(before:rewound:)``), the player's frames copied, signal appended.
+    mutating func performed(rewound: Int, padding: Int = 0, music: Int, signal: Int) {
         if rewound > 0 {
             let before = cardWritten
             cardWritten -= Int64(rewound)
@@ -230,6 +260,7 @@ struct CarryStateMachine {
             }
             musicEnd = min(musicEnd, cardWritten)
         }
+        cardWritten += Int64(padding)
         if music > 0, case .carrying(var stream) = state {
             if var run = stream.run, run.cardStart + Int64(run.length) == cardWritten, run.playerStart + run.length == stream.copied {
                 run.length += UInt64(music)
