@@ -17,11 +17,12 @@ class Wav:
         return len(self.data) // (self.channels * self.bits // 8)
 
     def samples(self):
-        """All samples as ints (16-bit only)."""
-        if self.bits != 16:
-            raise ValueError("16-bit only")
-        n = len(self.data) // 2
-        return struct.unpack(f"<{n}h", self.data[:2 * n])
+        """All samples as ints (16- and 32-bit)."""
+        if self.bits not in (16, 32):
+            raise ValueError("16- and 32-bit only")
+        width = self.bits // 8
+        n = len(self.data) // width
+        return struct.unpack(f"<{n}{'h' if width == 2 else 'i'}", self.data[:width * n])
 
 
 def read(path):

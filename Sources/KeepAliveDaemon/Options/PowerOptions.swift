@@ -40,7 +40,7 @@ struct PowerOptions: ParsableArguments {
     var powerOnSettle: String?
 
     @Flag(name: .customLong("carry"), help: ArgumentHelp(
-        "Carry a player's audio through keepalived: on keepalived's own running stream, unchanged, instead of handing the card over: the link to the receiver or DAC never stops between keepalived's signal and the music (a card device keepalived plays in ring-loop or stream mode; a player whose format differs gets the device switched to it once). Experimental: see docs/players.md."))
+        "Carry a player's audio through keepalived: on keepalived's own running stream, unchanged, instead of handing the card over: the link to the receiver or DAC never stops between keepalived's signal and the music (keepalived on the card's own PCM, hw:, in ring-loop or stream mode, IEC958-only ports such as a Pi's HDMI included; a player whose format differs gets the device switched to it once). Experimental: see docs/players.md."))
     var carry = false
 
     mutating func validate() throws {
