@@ -58,9 +58,9 @@ protocol PlaybackContext: AnyObject {
     /// carried at the next open: true. False when the device was just opened for that format and
     /// does not run it: the player is told so and carried on (it may set another).
     func reopen(for format: CarriedFormat, carrying player: CarriedPlayer) -> Bool
-    /// `player`'s carrying met a stream error before it had memory: carried again once the
-    /// stream is repaired, answering `request` then (refused if the repair opens a stream that
-    /// cannot carry it).
+    /// `player`'s carrying met a stream error: carried again once the stream is repaired (in its
+    /// memory, when it had one), answering `request` then (refused if the repair opens a stream
+    /// that cannot carry it).
     func keep(_ player: CarriedPlayer, waitingFor request: CarriedFormat?)
     /// The device must be closed and opened again.
     func lose(_ reason: InterruptionReason, _ message: String, since: ContinuousClock.Instant?) -> PlaybackOutcome

@@ -146,6 +146,20 @@ struct CarryStateMachineTests {
         #expect(machine.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 300) == .step(.init(signal: 1620)))
     }
 
+    @Test("carried on after the stream's repair: what was written before is not copied; the player's prepare starts its next frames")
+    func resumed() {
+        var machine = CarryStateMachine(levels: levels, leadFrames: 1920)
+        machine.granted(bufferFrames: 4800, resumingAt: counters(50_000, generation: 2))
+        #expect(machine.generation == 2)
+        // Still the old generation, all of it "played" (its PCM was told of an underrun): the signal only.
+        #expect(machine.looked(player: counters(50_000, generation: 2), fill: 400) == .step(.init(signal: 1520)))
+        machine.performed(rewound: 0, music: 0, signal: 1520)
+        #expect(machine.position(fill: 1920) == .init(generation: 2, played: 50_000, queued: 0, ahead: 0))
+        // Its recovery: a prepare (a new generation) and new frames, carried behind the lead.
+        #expect(machine.looked(player: counters(960, generation: 3), fill: 1920) == .step(.init(rewind: 1680, musicFrom: 0, music: 960)))
+        #expect(machine.generation == 3)
+    }
+
     @Test("a player's counters that cannot be true end its stream")
     func broken() {
         var machine = carrying()

@@ -48,6 +48,9 @@ package final class CarriedPlayer: @unchecked Sendable {
     private var closed = false
     /// Whether the grant went out (a player kept across a reopen is not granted twice).
     var granted = false
+    /// The memory of the format it set last: kept with it across a repair of the stream (its
+    /// PCM still writes there), released with it (which tells its PCM the carrying ended).
+    var memory: CarryMemory?
 
     /// Told whether the player's audio is sound now: at its first format (a player opens to
     /// play), when it falls silent or sounds again (``CarriedSoundStateMachine``), and, silent,

@@ -35,9 +35,9 @@ struct CarryPlayback {
         /// stream (the caller only starts it again).
         case next(CarriedPlayer)
         /// A stream error (`operation` failed with `code`): the output's own mode repairs the
-        /// stream as it repairs its own. A player that had no memory yet (its format unanswered)
-        /// is `kept`, with the request it waits on, to be carried once the stream plays again;
-        /// one whose frames were carried has its stream end with the error.
+        /// stream as it repairs its own. The player is `kept`, with the request it waits on, to
+        /// be carried once the stream plays again (one whose frames were carried is told of an
+        /// underrun meanwhile); nil when it was gone.
         case failed(Int32, String, kept: (CarriedPlayer, CarriedFormat?)?)
         case outcome(PlaybackOutcome)
     }
@@ -94,12 +94,17 @@ struct CarryPlayback {
             CarryStateMachine.Blocks(origin: ((next + forwarded - lead) % IEC958Framer.blockFrames + IEC958Framer.blockFrames) % IEC958Framer.blockFrames)
         }
         var machine = CarryStateMachine(levels: levels, leadFrames: lead, blocks: blocks)
-        var memory: CarryMemory?
+        // A player kept across the stream's repair goes on in its memory, from where it is.
+        var memory = player.memory
         var sound: CarriedSoundStateMachine?
+        if let memory {
+            machine.granted(bufferFrames: memory.bufferFrames, resumingAt: memory.player())
+            sound = CarriedSoundStateMachine(startingAt: Self.monotonicNanoseconds())
+        }
         var request = request
         var fds = [pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: player.connection, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: -1, events: Int16(POLLIN), revents: 0)]
+                   pollfd(fd: memory?.kick ?? -1, events: Int16(POLLIN), revents: 0)]
         context.report(.carrying(program: player.program, pid: player.pid))
         defer { context.report(.carrying(program: nil, pid: 0)) }
         while true {
@@ -111,6 +116,7 @@ struct CarryPlayback {
                     let made = try CarryMemory(format: format, frameBytes: self.format.bytesPerFrame)
                     guard player.reply(#"{"ok":true}"#, descriptors: [made.memory, made.kick]) else { return finish(&machine, ringLoop: ringLoop, in: context) }
                     memory = made
+                    player.memory = made
                     fds[2].fd = made.kick
                     machine.granted(bufferFrames: format.bufferFrames)
                     if sound == nil { sound = CarriedSoundStateMachine(startingAt: Self.monotonicNanoseconds()) }
@@ -121,14 +127,14 @@ struct CarryPlayback {
                 }
             }
             let available = pcm.available()
-            if available < 0 { return .failed(Int32(truncatingIfNeeded: available), "avail", kept: memory == nil ? (player, request) : nil) }
+            if available < 0 { return failed(Int32(truncatingIfNeeded: available), "avail", player, request, machine) }
             let fill = buffer - available
             switch machine.looked(player: memory?.player(), fill: fill) {
             case .broken(let why):
                 context.report(.notice("\(player.program) (pid \(player.pid)): its carried stream ends: \(why)"))
                 return finish(&machine, ringLoop: ringLoop, in: context)
             case .step(let step):
-                if let failure = perform(step, memory, &machine, in: context) { return .failed(failure, "write", kept: memory == nil ? (player, request) : nil) }
+                if let failure = perform(step, memory, &machine, in: context) { return failed(failure, "write", player, request, machine) }
             }
             if var heard = sound {
                 let now = Self.monotonicNanoseconds()
@@ -187,6 +193,18 @@ struct CarryPlayback {
                 }
             }
         }
+    }
+
+    /// A stream error while carrying: the output's own mode repairs the stream, and the player is
+    /// kept to be carried on after it, as the hardware keeps a stream that underran. Its PCM is
+    /// told that everything it wrote has played (its next look at the position is an underrun,
+    /// which it recovers from with a prepare, as on the hardware), and the frames it writes
+    /// after that are carried once the stream plays again.
+    private func failed(_ code: Int32, _ operation: String, _ player: CarriedPlayer, _ request: CarriedFormat?, _ machine: CarryStateMachine) -> Ending {
+        if let memory = player.memory, let generation = machine.generation {
+            memory.publish(ckeepalived_carry_position(generation: generation, played: UInt64.max / 2, queued: 0, stamp_ns: Self.monotonicNanoseconds()))
+        }
+        return .failed(code, operation, kept: (player, request))
     }
 
     /// Takes back, copies and appends what `step` says; a stream error's code, or nil. Each look

@@ -158,14 +158,24 @@ struct CarryStateMachine {
         return ((wanted - frame) % blocks.frames + blocks.frames) % blocks.frames
     }
 
-    /// The player set a format: memory of `bufferFrames` frames, counters from 0.
-    mutating func granted(bufferFrames: Int) {
+    /// The player set a format: memory of `bufferFrames` frames, counters from 0; or, `resumingAt`
+    /// its counters, a player carried on after the stream's repair: what it wrote before is
+    /// gone with the old stream (its PCM was told of an underrun), only what comes after is copied.
+    mutating func granted(bufferFrames: Int, resumingAt counters: ckeepalived_carry_player? = nil) {
         switch state {
         case .signalOnly, .carrying:
-            state = .carrying(Stream(bufferFrames: bufferFrames, generation: 0))
+            var stream = Stream(bufferFrames: bufferFrames, generation: counters?.generation ?? 0)
+            stream.copied = counters?.written ?? 0
+            state = .carrying(stream)
         case .ended:
             preconditionFailure("a format granted after carrying ended")
         }
+    }
+
+    /// The player's generation carried now; nil before a format and after the end.
+    var generation: UInt32? {
+        guard case .carrying(let stream) = state else { return nil }
+        return stream.generation
     }
 
     /// The player is gone: what is queued of its frames is taken back (as a close drops them),
