@@ -780,7 +780,7 @@ static void ask_release(int card, int device, int64_t started, int64_t deadline)
 // back through the same memory; the plug-in's pointer, delay and poll are made from it.
 
 /// How long a hw_params waits for keepalived's answer: it may reopen its stream in the new
-/// format first, and play its signal in it for --lead-in (at most 10 s) before it answers.
+/// format first (its --lead-in then plays while the player's first frames wait in the memory).
 #define FORMAT_TIMEOUT_MS 15000
 /// Descriptors a reply may carry that are kept; any more are closed as they arrive.
 #define REPLY_FDS_MAX 2

@@ -185,9 +185,14 @@ for number, (fmt, channels, rate) in enumerate(CASES, 1):
     # by a 4.6 MB/s stream beside the capture (no stall seen): the case is played once more (in
     # the format the stream now runs at: without a reopen), said in its check, and that play must
     # be clean. An open defect (docs/players.md: "Not yet"), counted, never hidden.
-    if a["recovered"]:
+    # Likewise a capture that opened only after the lead-in had played (the guest's own slowness
+    # on a loaded host: 1.34-1.40 s after the reopen, beside three other guests on two CPUs): the
+    # music then began before the link was recorded, and the case is played once more.
+    late = a["lead_in"] and a["lead_in"][0] and a["lead_in"][2] - a["lead_in"][1] >= LEAD_IN
+    if a["recovered"] or late:
         why = f"after the guest stood still ({vt.StallWatch.describe(a['stalls'])})" if a["stalls"] else "with no stall of the guest seen"
-        retried = (f"played again: {a['recovered']} recovery(ies) {why}; aplay exited {a['code']}: {vt.one_line(a['out'], 160)}")
+        retried = (f"played again: {a['recovered']} recovery(ies) {why}; aplay exited {a['code']}: {vt.one_line(a['out'], 160)}" if a["recovered"]
+                   else f"played again: the capture ran {a['lead_in'][2] - a['lead_in'][1]:.2f} s after the reopen, the lead-in {LEAD_IN:g} s {why}")
         vt.note(f"{name}: {retried}")
         a = attempt(number, name, fmt, channels, rate, path)
     os.remove(path)

@@ -63,19 +63,77 @@ struct CarryPlayback {
         return ending
     }
 
+    /// One player's carrying on this stream: the decisions, its memory, what it sounds like, the
+    /// request it waits on, and the descriptors the loop waits on (the doorbell, the player's
+    /// connection, its memory's kick).
+    private struct Session {
+        let player: CarriedPlayer
+        var machine: CarryStateMachine
+        var memory: CarryMemory?
+        var sound: CarriedSoundStateMachine?
+        var request: CarriedFormat?
+        var fds: [pollfd]
+    }
+
     private mutating func carrying(_ player: CarriedPlayer, answering request: CarriedFormat?, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
+        guard grant(player, in: context) else { return .playerGone }
+        var session: Session
+        switch enter(player, answering: request, in: context) {
+        case .success(let entered): session = entered
+        case .failure(let lost): return .outcome(lost.outcome)
+        }
+        let buffer = format.bufferFrames
+        context.report(.carrying(program: player.program, pid: player.pid))
+        defer { context.report(.carrying(program: nil, pid: 0)) }
+        while true {
+            // After an open made for the player's format, its frames wait in its memory for the
+            // lead-in (answered at once: a player's hw_params that waited seconds made
+            // snapclient drop what came meanwhile); the signal plays in the new format until then.
+            let leadInLeft = context.carryLeadInEnds.map { context.clock.now.duration(to: $0) } ?? .zero
+            if let format = session.request.take(), let ending = answer(format, &session, ringLoop: ringLoop, in: context) { return ending }
+            let available = pcm.available()
+            if available < 0 { return failed(Int32(truncatingIfNeeded: available), "avail", session) }
+            switch session.machine.looked(player: leadInLeft > .zero ? nil : session.memory?.player(), fill: buffer - available) {
+            case .broken(let why):
+                context.report(.notice("\(player.program) (pid \(player.pid)): its carried stream ends: \(why)"))
+                return finish(&session.machine, ringLoop: ringLoop, in: context)
+            case .step(let step):
+                if let failure = perform(step, session.memory, &session.machine, in: context) { return failed(failure, "write", session) }
+            }
+            heard(&session, in: context)
+            let queued = buffer - max(0, pcm.available())
+            publish(session, queued: queued)
+            var timeout = max(1, session.machine.framesUntilLook(fill: queued) * 1000 / format.sampleRate)
+            if leadInLeft > .zero { timeout = min(timeout, max(1, Int(leadInLeft.wholeMilliseconds))) }
+            for index in session.fds.indices { session.fds[index].revents = 0 }
+            if poll(&session.fds, nfds_t(session.fds.count), Int32(min(timeout, 1000))) < 0, errno != EINTR {
+                return .outcome(context.lose(.unknown, "poll: \(String(cString: strerror(errno)))"))
+            }
+            if let ending = woke(&session, ringLoop: ringLoop, in: context) { return ending }
+        }
+    }
+
+    /// Tells a player new to this output what it may set (the card's formats, a buffer bound);
+    /// false when it cannot be carried here or is gone. A player kept across a reopen was told.
+    private func grant(_ player: CarriedPlayer, in context: some PlaybackContext) -> Bool {
+        guard !player.granted else { return true }
+        guard let capabilities = context.capabilities, !capabilities.formats.isEmpty else {
+            player.reply(CarriedPlayer.refusal("the device's formats cannot be read"))
+            return false
+        }
+        let levels = CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: format.bufferFrames)
+        let bytes = CarryStateMachine.playerBufferBytes(ringFrames: format.bufferFrames, rate: format.sampleRate, levels: levels,
+                                                        capabilities: capabilities, maximum: CarriedFormat.maximumBufferBytes)
+        guard bytes > 0, player.reply(CarriedPlayer.grant(capabilities, maximumBufferBytes: bytes)) else { return false }
+        player.granted = true
+        return true
+    }
+
+    /// The stream set up for carrying: the card stops when what was written has played (never a
+    /// replay of the player's frames), the signal queued ahead, the card's blocks counted.
+    private mutating func enter(_ player: CarriedPlayer, answering request: CarriedFormat?, in context: some PlaybackContext) -> Result<Session, Lost> {
         let buffer = format.bufferFrames
         let levels = CarryStateMachine.Levels(rate: format.sampleRate, bufferFrames: buffer)
-        if !player.granted {
-            guard let capabilities = context.capabilities, !capabilities.formats.isEmpty else {
-                player.reply(CarriedPlayer.refusal("the device's formats cannot be read"))
-                return .playerGone
-            }
-            let bytes = CarryStateMachine.playerBufferBytes(ringFrames: buffer, rate: format.sampleRate, levels: levels,
-                                                            capabilities: capabilities, maximum: CarriedFormat.maximumBufferBytes)
-            guard bytes > 0, player.reply(CarriedPlayer.grant(capabilities, maximumBufferBytes: bytes)) else { return .playerGone }
-            player.granted = true
-        }
         // A ring that replays has its write position behind the play position: moved ahead of it
         // over what the ring holds there (the signal, tiled), by the high water, where the loop
         // keeps it (box-mpd: a carry that began at the low water underran under emulation); a
@@ -86,113 +144,112 @@ struct CarryPlayback {
             forwarded = max(0, pcm.forward(available - buffer + levels.highWater))
             available -= forwarded
         }
-        do { try pcm.stopWhenDrained(bufferFrames: buffer) } catch { return .outcome(context.lose(.unknown, error.description)) }
+        do { try pcm.stopWhenDrained(bufferFrames: buffer) } catch { return .failure(Lost(outcome: context.lose(.unknown, error.description))) }
         let lead = max(0, buffer - max(available, 0))
         // The signal was written in step with the card since its prepare (a ring of whole
         // blocks, or a stream never taken back): its next frame is the card's next one in a block.
-        let blocks = source.frameInBlock.map { next in
-            CarryStateMachine.Blocks(origin: ((next + forwarded - lead) % IEC958Framer.blockFrames + IEC958Framer.blockFrames) % IEC958Framer.blockFrames)
-        }
+        let block = IEC958Framer.blockFrames
+        let blocks = source.frameInBlock.map { next in CarryStateMachine.Blocks(origin: ((next + forwarded - lead) % block + block) % block) }
         var machine = CarryStateMachine(levels: levels, leadFrames: lead, blocks: blocks)
         // A player kept across the stream's repair goes on in its memory, from where it is.
-        var memory = player.memory
-        var sound: CarriedSoundStateMachine?
-        if let memory {
-            machine.granted(bufferFrames: memory.bufferFrames, resumingAt: memory.player())
-            sound = CarriedSoundStateMachine(startingAt: Self.monotonicNanoseconds())
-        }
-        var request = request
-        var fds = [pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0),
+        let memory = player.memory
+        if let memory { machine.granted(bufferFrames: memory.bufferFrames, resumingAt: memory.player()) }
+        let fds = [pollfd(fd: context.doorbell.descriptor, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: player.connection, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: memory?.kick ?? -1, events: Int16(POLLIN), revents: 0)]
-        context.report(.carrying(program: player.program, pid: player.pid))
-        defer { context.report(.carrying(program: nil, pid: 0)) }
-        while true {
-            let leadInLeft = context.carryLeadInEnds.map { context.clock.now.duration(to: $0) } ?? .zero
-            if let format = request, leadInLeft <= .zero {
-                request = nil
-                guard Self.runs(self.format, as: format) else { return .switchFormat(format) }
-                do {
-                    let made = try CarryMemory(format: format, frameBytes: self.format.bytesPerFrame)
-                    guard player.reply(#"{"ok":true}"#, descriptors: [made.memory, made.kick]) else { return finish(&machine, ringLoop: ringLoop, in: context) }
-                    memory = made
-                    player.memory = made
-                    fds[2].fd = made.kick
-                    machine.granted(bufferFrames: format.bufferFrames)
-                    if sound == nil { sound = CarriedSoundStateMachine(startingAt: Self.monotonicNanoseconds()) }
-                    player.heard(sounding: true)
-                    context.report(.carriedSound(true))
-                } catch {
-                    player.reply(CarriedPlayer.refusal("\(error)"))
-                }
+        let sound = memory.map { _ in CarriedSoundStateMachine(startingAt: Self.monotonicNanoseconds()) }
+        return .success(Session(player: player, machine: machine, memory: memory, sound: sound, request: request, fds: fds))
+    }
+
+    /// What made entering fail: the device must be opened again.
+    private struct Lost: Error {
+        let outcome: PlaybackOutcome
+    }
+
+    /// Answers the player's format: memory for its frames when the stream runs in it; else the
+    /// device opened again in it (`.switchFormat`). Nil: carrying goes on.
+    private mutating func answer(_ format: CarriedFormat, _ session: inout Session, ringLoop: Bool, in context: some PlaybackContext) -> Ending? {
+        guard Self.runs(self.format, as: format) else { return .switchFormat(format) }
+        do {
+            let made = try CarryMemory(format: format, frameBytes: self.format.bytesPerFrame)
+            guard session.player.reply(#"{"ok":true}"#, descriptors: [made.memory, made.kick]) else {
+                return finish(&session.machine, ringLoop: ringLoop, in: context)
             }
-            let available = pcm.available()
-            if available < 0 { return failed(Int32(truncatingIfNeeded: available), "avail", player, request, machine) }
-            let fill = buffer - available
-            switch machine.looked(player: memory?.player(), fill: fill) {
-            case .broken(let why):
-                context.report(.notice("\(player.program) (pid \(player.pid)): its carried stream ends: \(why)"))
-                return finish(&machine, ringLoop: ringLoop, in: context)
-            case .step(let step):
-                if let failure = perform(step, memory, &machine, in: context) { return failed(failure, "write", player, request, machine) }
-            }
-            if var heard = sound {
-                let now = Self.monotonicNanoseconds()
-                let action = heardSound ? heard.copied(sound: true, at: now) : heard.looked(at: now)
-                heardSound = false
-                sound = heard
-                switch action {
-                case .none: break
-                case .sounding, .silent:
-                    player.heard(sounding: action == .sounding)
-                    context.report(.carriedSound(action == .sounding))
-                }
-            }
-            let queued = buffer - max(0, pcm.available())
-            if let memory, let position = machine.position(fill: queued) {
-                // Stamped when the card reaches the player's next frame: the signal ahead of it plays first.
-                let stamp = Self.monotonicNanoseconds() + Int64(position.ahead) * 1_000_000_000 / Int64(format.sampleRate)
-                memory.publish(ckeepalived_carry_position(generation: position.generation, played: position.played, queued: position.queued, stamp_ns: stamp))
-            }
-            var timeout = max(1, machine.framesUntilLook(fill: queued) * 1000 / format.sampleRate)
-            if request != nil, leadInLeft > .zero { timeout = min(timeout, max(1, Int(leadInLeft.wholeMilliseconds))) }
-            for index in fds.indices { fds[index].revents = 0 }
-            if poll(&fds, nfds_t(fds.count), Int32(min(timeout, 1000))) < 0, errno != EINTR { return .outcome(context.lose(.unknown, "poll: \(String(cString: strerror(errno)))")) }
-            if fds[0].revents != 0 {
-                context.doorbell.drain()
-                switch context.pendingRequest(pcm, format) {
-                case .stop: return .outcome(.stopped)
-                case .end(let outcome): return .outcome(outcome)
-                case .writesNothing: return .outcome(.reconfigure)
-                case .reloaded(let next): source = next
-                case .carry(let other, _):
-                    // A player that closed its PCM and opened it again at once (MPD between two
-                    // tracks of different formats): its new open may come before the close is
-                    // read. Busy only while the carried one is really there.
-                    switch player.read() {
-                    case .gone:
-                        _ = finish(&machine, ringLoop: false, in: context)
-                        return .next(other)
-                    case .format(let format):
-                        request = format
-                        other.reply(CarriedPlayer.busy)
-                    case .nothing:
-                        other.reply(CarriedPlayer.busy)
-                    }
-                case nil: break
-                }
-            }
-            if fds[2].revents != 0 { memory?.drainKick() }
-            if fds[1].revents != 0 {
+            session.memory = made
+            session.player.memory = made
+            session.fds[2].fd = made.kick
+            session.machine.granted(bufferFrames: format.bufferFrames)
+            if session.sound == nil { session.sound = CarriedSoundStateMachine(startingAt: Self.monotonicNanoseconds()) }
+            session.player.heard(sounding: true)
+            context.report(.carriedSound(true))
+        } catch {
+            session.player.reply(CarriedPlayer.refusal("\(error)"))
+        }
+        return nil
+    }
+
+    /// Whether the player sounds or has fallen silent, from what the last step copied.
+    private mutating func heard(_ session: inout Session, in context: some PlaybackContext) {
+        guard var sound = session.sound else { return }
+        let now = Self.monotonicNanoseconds()
+        let action = heardSound ? sound.copied(sound: true, at: now) : sound.looked(at: now)
+        heardSound = false
+        session.sound = sound
+        switch action {
+        case .none: break
+        case .sounding, .silent:
+            session.player.heard(sounding: action == .sounding)
+            context.report(.carriedSound(action == .sounding))
+        }
+    }
+
+    /// Tells the player's PCM where the card is in its stream, with `queued` frames in the card.
+    private func publish(_ session: Session, queued: Int) {
+        guard let memory = session.memory, let position = session.machine.position(fill: queued) else { return }
+        // Stamped when the card reaches the player's next frame: the signal ahead of it plays first.
+        let stamp = Self.monotonicNanoseconds() + Int64(position.ahead) * 1_000_000_000 / Int64(format.sampleRate)
+        memory.publish(ckeepalived_carry_position(generation: position.generation, played: position.played, queued: position.queued, stamp_ns: stamp))
+    }
+
+    /// What woke the loop: the doorbell (a stop, a reload, another player), the player's kick or
+    /// its connection (a format, its close). Nil: carrying goes on.
+    private mutating func woke(_ session: inout Session, ringLoop: Bool, in context: some PlaybackContext) -> Ending? {
+        let player = session.player
+        if session.fds[0].revents != 0 {
+            context.doorbell.drain()
+            switch context.pendingRequest(pcm, format) {
+            case .stop: return .outcome(.stopped)
+            case .end(let outcome): return .outcome(outcome)
+            case .writesNothing: return .outcome(.reconfigure)
+            case .reloaded(let next): source = next
+            case .carry(let other, _):
+                // A player that closed its PCM and opened it again at once (MPD between two
+                // tracks of different formats): its new open may come before the close is
+                // read. Busy only while the carried one is really there.
                 switch player.read() {
-                case .nothing: break
-                case .format(let format): request = format
-                case .gone(let why):
-                    if let why { context.report(.notice("\(player.program) (pid \(player.pid)): \(why)")) }
-                    return finish(&machine, ringLoop: ringLoop, in: context)
+                case .gone:
+                    _ = finish(&session.machine, ringLoop: false, in: context)
+                    return .next(other)
+                case .format(let format):
+                    session.request = format
+                    other.reply(CarriedPlayer.busy)
+                case .nothing:
+                    other.reply(CarriedPlayer.busy)
                 }
+            case nil: break
             }
         }
+        if session.fds[2].revents != 0 { session.memory?.drainKick() }
+        if session.fds[1].revents != 0 {
+            switch player.read() {
+            case .nothing: break
+            case .format(let format): session.request = format
+            case .gone(let why):
+                if let why { context.report(.notice("\(player.program) (pid \(player.pid)): \(why)")) }
+                return finish(&session.machine, ringLoop: ringLoop, in: context)
+            }
+        }
+        return nil
     }
 
     /// A stream error while carrying: the output's own mode repairs the stream, and the player is
@@ -200,11 +257,11 @@ struct CarryPlayback {
     /// told that everything it wrote has played (its next look at the position is an underrun,
     /// which it recovers from with a prepare, as on the hardware), and the frames it writes
     /// after that are carried once the stream plays again.
-    private func failed(_ code: Int32, _ operation: String, _ player: CarriedPlayer, _ request: CarriedFormat?, _ machine: CarryStateMachine) -> Ending {
-        if let memory = player.memory, let generation = machine.generation {
+    private func failed(_ code: Int32, _ operation: String, _ session: Session) -> Ending {
+        if let memory = session.player.memory, let generation = session.machine.generation {
             memory.publish(ckeepalived_carry_position(generation: generation, played: UInt64.max / 2, queued: 0, stamp_ns: Self.monotonicNanoseconds()))
         }
-        return .failed(code, operation, kept: (player, request))
+        return .failed(code, operation, kept: (session.player, session.request))
     }
 
     /// Takes back, copies and appends what `step` says; a stream error's code, or nil. Each look
