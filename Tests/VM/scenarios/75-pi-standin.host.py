@@ -157,7 +157,9 @@ def status_check(status, aes3):
     return errs
 
 
-def check(result, report):
+def captures(result, report):
+    """Each capture the guest listed (io/phases.json) with its records, read: (io, phase,
+    records); what cannot be read is reported instead."""
     io = Path(result.io_dir or "")
     try:
         phases = json.loads((io / "phases.json").read_text())
@@ -165,12 +167,17 @@ def check(result, report):
         report("FAIL", "decode", f"no io/phases.json: {e}")
         return
     for ph in phases:
-        name = ph["name"]
         try:
             recs = records(io / ph["file"])
         except (OSError, ValueError) as e:
-            report("FAIL", f"{name}-decode", str(e))
+            report("FAIL", f"{ph['name']}-decode", str(e))
             continue
+        yield io, ph, recs
+
+
+def check(result, report):
+    for io, ph, recs in captures(result, report):
+        name = ph["name"]
         data, start, problem = contiguous(recs)
         starved = sum(r[2] for r in recs if r[5] & STARVED)
         if ph["kind"] == "pattern":

@@ -13,7 +13,6 @@ aplay (io/phases.json, kind `iec958-carried`), with 75-pi-standin.host.py's deco
 
 import array
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -37,19 +36,8 @@ def find(haystack, needle):
 
 
 def check(result, report):
-    io = Path(result.io_dir or "")
-    try:
-        phases = json.loads((io / "phases.json").read_text())
-    except (OSError, ValueError) as e:
-        report("FAIL", "decode", f"no io/phases.json: {e}")
-        return
-    for ph in phases:
+    for io, ph, recs in standin.captures(result, report):
         name = ph["name"]
-        try:
-            recs = standin.records(io / ph["file"])
-        except (OSError, ValueError) as e:
-            report("FAIL", f"{name}-decode", str(e))
-            continue
         data, start, problem = standin.contiguous(recs)
         words = array.array("I")
         words.frombytes(data[:len(data) // 4 * 4])
