@@ -52,10 +52,10 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
     ///   says, and is taken by `all` and `digital` without `allowExclusive`: no shared form of it
     ///   exists at all (two programs cannot share it through any PCM), so taking it costs others
     ///   no more than any program playing there; players get it through `keepalived:`. It is
-    ///   opened as ``iec958Form(_:in:)`` names it.
+    ///   opened as ``iec958Form(_:in:carrying:)`` names it (`carrying`: `--carry`).
     /// - An unmixable one (float or DSD only) only through `plughw:` with `allowExclusive`.
     package func pick(from devices: [ALSADevice], allowExclusive: Bool = false, excluding exclusions: [OutputExclusion] = [],
-                      mixing: [String: CardDeviceMixing]) -> [String] {
+                      mixing: [String: CardDeviceMixing], carrying: Bool = false) -> [String] {
         let excluded = Self.excluded(devices, by: exclusions)
         var picked: [String] = []
         var sharedCardDevices = Set<String>()
@@ -73,7 +73,7 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
                     // At the place of its dmix hint, or of its hw one when it has none.
                     guard self != .analog, prefix == "dmix" || (prefix == "hw" && !sharedCardDevices.contains(card)),
                           exclusiveTaken.insert(card).inserted else { continue }
-                    picked.append(Self.iec958Form(card, in: devices))
+                    picked.append(Self.iec958Form(card, in: devices, carrying: carrying))
                 case .unmixable?:
                     if matches(device), allowExclusive, prefix == "plughw", exclusiveTaken.insert(card).inserted { picked.append(device.name) }
                 case .mixable?, nil:
@@ -94,15 +94,17 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
     /// The PCM that keeps IEC958-only card device `card` (`vc4hdmi0,0`) awake: the card's own
     /// `hdmi:` alias where the hints list one for it, which frames in software and sets the
     /// card's IEC958 controls as the card's configuration says; else its `hw:` (keepalived's
-    /// engine frames IEC958 itself).
+    /// engine frames IEC958 itself). Its `hw:` too when keepalived carries players (`carrying`):
+    /// alsa-lib's IEC958 layer carries none (``PCMChain/carriesPlayersUnchanged``).
     ///
     /// `hdmi:`'s DEV counts the card's HDMI outputs, not its PCM devices (HDA's `hdmi:…,DEV=0`
     /// is PCM device 3), so an alias is paired with a PCM device only where the card has as
     /// many `hdmi:` hints as PCM devices in the hints (a Pi's vc4hdmi cards: one of each), by
     /// their order; any other card gets `hw:`.
-    package static func iec958Form(_ card: String, in devices: [ALSADevice]) -> String {
+    package static func iec958Form(_ card: String, in devices: [ALSADevice], carrying: Bool = false) -> String {
         let parts = card.split(separator: ",", maxSplits: 1).map(String.init)
         let (id, device) = (parts[0], parts.count > 1 ? parts[1] : "0")
+        if carrying { return "hw:CARD=\(id),DEV=\(device)" }
         var numbers = Set<Int>()
         var hdmi: [Int: String] = [:]
         for hint in devices {

@@ -70,7 +70,7 @@ struct PlaybackOptions: ParsableArguments {
     /// The outputs picked besides the named ones; the patterns are checked by ``validate()``.
     var choice: OutputChoice {
         OutputChoice(selection: selection, bluetooth: bluetooth, exclusions: exclusions, allowExclusive: exclusive,
-                     sinkBuffer: bufferSeconds == nil ? SinkDefaults.buffer : nil)
+                     sinkBuffer: bufferSeconds == nil ? SinkDefaults.buffer : nil, carriesPlayers: power.carry)
     }
 
     mutating func validate() throws {

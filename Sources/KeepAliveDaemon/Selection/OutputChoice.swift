@@ -19,6 +19,10 @@ struct OutputChoice: Sendable, Equatable {
     /// The buffer a sound server's sink asks for unless its `--output` gives one; nil when
     /// `--buffer` was given, which then holds for every output.
     var sinkBuffer: Duration? = SinkDefaults.buffer
+    /// `--carry`: an IEC958-only port (a Raspberry Pi's HDMI) is opened on its `hw:`, where
+    /// keepalived frames its own signal and a player can be carried, not on its `hdmi:` (alsa-lib's
+    /// IEC958 layer, which carries none).
+    var carriesPlayers = false
 
     /// Whether anything is chosen besides named outputs.
     var isEmpty: Bool { selection == nil && !bluetooth }

@@ -61,7 +61,8 @@ enum OutputPlanner {
     static func pick(_ choice: OutputChoice, in offer: OutputOffer) -> [PickedOutput] {
         var picks: [PickedOutput] = []
         if let selection = choice.selection {
-            for pcm in selection.pick(from: offer.hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions, mixing: offer.mixing)
+            for pcm in selection.pick(from: offer.hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions, mixing: offer.mixing,
+                                      carrying: choice.carriesPlayers)
             where cardRefusal(pcm, in: offer) == nil {
                 picks.append(PickedOutput(pcm: pcm))
             }

@@ -273,7 +273,8 @@ final class OutputScanner: Sendable {
         for pcm in base.devices {
             if let why = OutputPlanner.reservation(pcm, in: offer) { withheld[pcm] = why }
         }
-        for pcm in choice.selection?.pick(from: hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions, mixing: offer.mixing) ?? [] {
+        for pcm in choice.selection?.pick(from: hints, allowExclusive: choice.allowExclusive, excluding: choice.exclusions, mixing: offer.mixing,
+                                          carrying: choice.carriesPlayers) ?? [] {
             if let why = OutputPlanner.cardRefusal(pcm, in: offer) { withheld[pcm] = why }
         }
         return withheld

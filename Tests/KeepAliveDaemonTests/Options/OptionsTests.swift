@@ -7,6 +7,12 @@ import Testing
 /// The daemon's own readers of what a user typed: durations and the options file's words.
 @Suite("Options: durations and the options file's words")
 struct OptionsTests {
+    @Test("--carry reaches the outputs' choice: an IEC958-only port is then picked on its hw:")
+    func carryChoice() throws {
+        #expect(try RunCommand.parse(["--digital", "--carry"]).playback.choice.carriesPlayers)
+        #expect(try !RunCommand.parse(["--digital"]).playback.choice.carriesPlayers)
+    }
+
     @Test("a duration with a unit or in bare seconds", arguments: [
         ("90s", Duration.seconds(90)), ("10min", .seconds(600)), ("10m", .seconds(600)), ("1.5h", .seconds(5400)),
         ("500ms", .milliseconds(500)), ("2", .seconds(2)), (" 30s ", .seconds(30)), ("604800", .seconds(604_800)),

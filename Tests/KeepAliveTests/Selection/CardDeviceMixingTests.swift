@@ -74,6 +74,9 @@ struct CardDeviceMixingTests {
     @Test("the form of an IEC958-only device: its hdmi: where the card has as many hdmi: as devices, else hw:; hw: at the hw hint without a dmix")
     func iec958Form() {
         #expect(OutputSelection.iec958Form("vc4hdmi1,0", in: Self.pi4) == "hdmi:CARD=vc4hdmi1,DEV=0")
+        // Carrying players: the port's own hw:, where they can be carried.
+        #expect(OutputSelection.iec958Form("vc4hdmi1,0", in: Self.pi4, carrying: true) == "hw:CARD=vc4hdmi1,DEV=0")
+        #expect(OutputSelection.digital.pick(from: Self.pi4, mixing: Self.probed, carrying: true) == ["hw:CARD=vc4hdmi0,DEV=0", "hw:CARD=vc4hdmi1,DEV=0"])
         let noAlias = Self.pi4.filter { !$0.name.hasPrefix("hdmi:") }
         #expect(OutputSelection.iec958Form("vc4hdmi0,0", in: noAlias) == "hw:CARD=vc4hdmi0,DEV=0")
         #expect(OutputSelection.digital.pick(from: noAlias, mixing: Self.probed) == ["hw:CARD=vc4hdmi0,DEV=0", "hw:CARD=vc4hdmi1,DEV=0"])

@@ -104,7 +104,8 @@ class Daemon:
         self.log_path = f"/tmp/keepalived-{name}.log"
         self.root = root
         self.socket = socket
-        argv = [K, "run", "-d", device, "--socket", socket, *args]
+        # No device: the outputs are chosen by `args` (`--digital`, `--all`).
+        argv = [K, "run", *(["-d", device] if device else []), "--socket", socket, *args]
         self.proc = subprocess.Popen((["chroot", root] if root else []) + argv, stdout=open(self.log_path, "w"),
                                      stderr=subprocess.STDOUT)
 
