@@ -17,6 +17,11 @@ played is one stream (no reopen, no gap, no frame lost), every subframe valid IE
 preamble every 192 frames through keepalived's signal, the player's frames and back (the blocks
 never broken at a hand-off), one channel status throughout (04 82 00 02 0B: 48 kHz, 24-bit
 words), the WAV's samples found whole and exact, and keepalived's signal before and after them.
+
+All of it twice: with Debian 12's alsa-lib (1.2.8) and, chrooted into debootstrap's trixie root
+(`chroot=trixie`) over this guest's kernel, Debian 13's (1.2.14), whose iec958 layer frames the
+player's samples then. Between the two, `--digital --carry` (no device named): the port is kept
+awake on its hw: (without --carry, its hdmi:) and aplay is carried there.
 """
 
 import glob
