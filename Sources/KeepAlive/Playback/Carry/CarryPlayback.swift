@@ -84,6 +84,7 @@ struct CarryPlayback {
         if available > buffer { available -= max(0, pcm.forward(available - buffer + levels.highWater)) }
         do { try pcm.stopWhenDrained(bufferFrames: buffer) } catch { return .outcome(context.lose(.unknown, error.description)) }
         var machine = CarryStateMachine(levels: levels, leadFrames: max(0, buffer - max(available, 0)))
+        var clock = CardPositionClock(rate: format.sampleRate)
         var memory: CarryMemory?
         var sound: CarriedSoundStateMachine?
         var request = request
@@ -132,10 +133,15 @@ struct CarryPlayback {
                     context.report(.carriedSound(action == .sounding))
                 }
             }
-            let queued = buffer - max(0, pcm.available())
-            if let memory, let position = machine.position(fill: queued) {
-                // Stamped when the card reaches the player's next frame: the signal ahead of it plays first.
-                let stamp = Self.monotonicNanoseconds() + Int64(position.ahead) * 1_000_000_000 / Int64(format.sampleRate)
+            let read = pcm.availableAndDelay()
+            let queued = buffer - max(0, read?.available ?? pcm.available())
+            let readAt = Self.monotonicNanoseconds()
+            let heard = CarryStateMachine.heard(fill: queued, delay: read?.delay, rate: format.sampleRate)
+            if let memory, let position = machine.position(fill: heard) {
+                // Stamped when the card reaches the player's next frame: the signal ahead of it
+                // plays first; the position read is the card's at its last step, not at the read.
+                let validAt = clock.validAt(position: machine.cardWritten - Int64(heard), readAt: readAt)
+                let stamp = validAt + Int64(position.ahead) * 1_000_000_000 / Int64(format.sampleRate)
                 memory.publish(ckeepalived_carry_position(generation: position.generation, played: position.played, queued: position.queued, stamp_ns: stamp))
             }
             var timeout = max(1, machine.framesUntilLook(fill: queued) * 1000 / format.sampleRate)
