@@ -21,20 +21,27 @@ snd-aloop's position moves by jiffies (Debian's HZ=250: 4 ms steps, whoever read
 clock, `timer_source`, is another card's PCM timer, which moves it by whole periods: coarser).
 hw:'s htimestamp is exact at its tstamp (one look late at most); its delay is the position of
 the last jiffy, read up to 4 ms later. The carried PCM interpolates keepalived's published
-position on CLOCK_MONOTONIC: its delay and tstamp are both "now". So a single look resolves a
-jiffy at best; the median of hundreds of looks (their phases in the jiffy spread by the probe's
-random step) resolves far less: that is what is held against hw:'s.
+position on CLOCK_MONOTONIC: its delay and tstamp are both "now", as good as the time keepalived
+says its position was true (CardPositionClock: the earliest of its recent reads against the
+card's position, not the read's own time, which trailed the card's steps by half a jiffy in the
+median). So a single look resolves a jiffy at best; the median of a thousand looks (their phases
+in the jiffy spread by the probe's random step) resolves far less: that is what is held against
+hw:'s, one-sided (issue 60's 1 ms: the carried no later than hw:'s by more).
 
 Then snapclient (Debian's 0.26, fed by snapserver's pipe source, PCM codec) plays 8 s on `hw:`
 and through keepalived, its "Stats" lines at debug level recorded: once a second, the age of
 the chunk it plays (its own sync error against the server's clock, from snd_pcm_avail_delay's
 delay, in 0.1 ms) and its medians over the last 20 s of chunks, and its hard syncs ("median >
-2 ms" ...), counted. The figures go to io/sync.json; the checks are generous bounds (a delay
-off by a period, 23 ms, or by keepalived's lead, 10 ms or more, fails them), never a timed
-assertion a busy emulated scheduler can fail.
+2 ms" ...), counted, each with the guest's stall before it if there was one (vmtest.StallWatch).
+snapclient dates its audio by that delay: its ages say whether it plays steadily by the PCM's
+account, not whether the account is true (the probe says that). The figures go to io/sync.json;
+besides the medians, the checks are generous bounds (a delay off by a period, 23 ms, or by
+keepalived's lead, 10 ms or more, fails them), never a timed assertion a busy emulated
+scheduler can fail.
 """
 
 import array
+import datetime
 import json
 import os
 import shutil
@@ -42,6 +49,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import vmtest as vt
 
@@ -189,6 +197,7 @@ def snapclient(name, device):
     os.makedirs("/tmp/snapdata")
     server = subprocess.Popen(["snapserver", "-c", SNAPCONF], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     log = f"/tmp/snapclient-{name}.log"
+    started = time.time()
     client = None
     try:
         vt.wait_until(lambda: rpc("Server.GetStatus") is not None, 30, 0.2)
@@ -207,9 +216,11 @@ def snapclient(name, device):
                 fifo.write(data)
                 fifo.write(piece * 50)
         writer = threading.Thread(target=feed, daemon=True)
+        stalls.watching.set()
         writer.start()
         writer.join(SNAP_SECONDS + 40)
     finally:
+        stalls.watching.clear()
         for p in (client, server):
             if p is not None:
                 p.terminate()
@@ -220,6 +231,8 @@ def snapclient(name, device):
     text = vt.read(log, "")
     with open(os.path.join(vt.IO, os.path.basename(log)), "w") as f:
         f.write(text)
+    with open(os.path.join(vt.IO, f"snapserver-{name}.log"), "w") as f:
+        f.write(vt.read("/tmp/snapserver.log", ""))
     # "Chunk: age mini-median short-median median buffer-size dac-time frame-delta", ages in 0.1 ms.
     ages, medians, shorts, dacs = [], [], [], []
     for line in text.splitlines():
@@ -233,9 +246,22 @@ def snapclient(name, device):
             dacs.append(fields[5].strip())
         except (IndexError, ValueError):
             continue
-    hard = sum(1 for line in text.splitlines() if "hard sync" in line.lower() or "full() &&" in line or "abs(age > 500)" in line)
+    # Its hard syncs (a median past its bound, or an age past 500 ms: it drops or inserts audio
+    # to catch up), each with the guest's stall before it if there was one: under emulation the
+    # whole guest stands still now and then, the server's pipe reader and its clock with it.
+    hard, unexplained = [], []
+    for line in text.splitlines():
+        if "full() &&" in line or "abs(age > 500)" in line:
+            try:
+                at = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H-%M-%S.%f").timestamp()
+            except ValueError:
+                at = None
+            hard.append(line[:23])
+            if at is None or not stalls.explains(at, 3.0):
+                unexplained.append(line[:23])
     fig = {"stats_lines": len(ages), "age_ms": quantiles(ages), "short_median_ms": shorts, "median_ms": medians, "dac": dacs[-3:],
-           "hard_syncs": hard, "xruns": sum(text.count(w) for w in ("Broken pipe", "XRUN"))}
+           "hard_syncs": len(hard), "hard_syncs_unexplained": len(unexplained), "xruns": sum(text.count(w) for w in ("Broken pipe", "XRUN")),
+           "stalls": vt.StallWatch.describe(stalls.between(started, time.time()))}
     vt.note(f"snapclient {name}: {fig}")
     FIGURES[f"snapclient-{name}"] = fig
     vt.check(f"snapclient-{name}-stats", len(ages) >= 3, f"{len(ages)} Stats lines in snapclient's log on {device}")
@@ -253,6 +279,7 @@ def save():
         json.dump(FIGURES, f, indent=1)
 
 
+stalls = vt.StallWatch()
 hw = probe("hw", HW)
 snap_hw = snapclient("hw", HW)
 save()
@@ -287,20 +314,25 @@ if hw and carried:
                 f"p5/p95 carried {c['p5']}/{c['p95']}, hw: {h['p5']}/{h['p95']}")
     # hw:'s htimestamp is the method's own check: the capture and the player read one clock.
     vt.check("hw-htimestamp-on-the-capture", abs(hw["htimestamp_ms"]["median"]) <= 4.0, f"hw: htimestamp median {hw['htimestamp_ms']}")
-    vt.check("carried-htimestamp-median", abs(carried["htimestamp_ms"]["median"] - hw["htimestamp_ms"]["median"]) <= 3.0,
-             f"carried {carried['htimestamp_ms']} against hw: {hw['htimestamp_ms']} (ms)")
-    vt.check("carried-delay-median", abs(carried["delay_ms"]["median"] - hw["delay_ms"]["median"]) <= 4.0,
-             f"carried {carried['delay_ms']} against hw: {hw['delay_ms']} (ms)")
+    # Issue 60's claim, one-sided: the carried prediction no further from the link than hw:'s by
+    # more than 1 ms, in the median of a thousand looks (before keepalived dated its reads to the
+    # card's steps, 1.5 ms later than hw:'s htimestamp: half a jiffy).
+    for what in ("htimestamp_ms", "delay_ms"):
+        vt.check(f"carried-{what[:-3]}-median", carried[what]["median"] - hw[what]["median"] <= 1.0 and abs(carried[what]["median"]) <= 2.0,
+                 f"carried {carried[what]} against hw: {hw[what]} (ms)")
     vt.check("carried-delay-spread", carried["delay_ms"]["p95"] - carried["delay_ms"]["p5"] <= 12.0,
              f"carried delay's p5..p95 {carried['delay_ms']['p5']}..{carried['delay_ms']['p95']} ms (hw: {hw['delay_ms']['p5']}..{hw['delay_ms']['p95']})")
     s = carried["avail_plus_delay_minus_buffer"]
     vt.check("carried-avail-delay", s and abs(s["median"]) <= 1 and s["p95"] <= RATE // 1000 and s["p5"] >= -(RATE // 1000),
              f"avail + delay - buffer through {PLUGIN}, frames: {s} (hw: {hw['avail_plus_delay_minus_buffer']})")
 if snap_hw and snap_carried and snap_hw["age_ms"] and snap_carried["age_ms"]:
+    # Its own tolerance: a hard sync once the median of its ages passes 2 ms. The median of its
+    # once-a-second lines, and hard syncs that no stall of the guest explains, against hw:'s.
     vt.check("snapclient-carried-in-sync", abs(snap_carried["age_ms"]["median"]) <= max(2.0, abs(snap_hw["age_ms"]["median"]) + 2.0)
-             and snap_carried["hard_syncs"] <= snap_hw["hard_syncs"] + 1,
-             f"snapclient's age carried {snap_carried['age_ms']}, {snap_carried['hard_syncs']} hard syncs; on hw: {snap_hw['age_ms']}, "
-             f"{snap_hw['hard_syncs']}")
+             and snap_carried["hard_syncs_unexplained"] <= snap_hw["hard_syncs_unexplained"],
+             f"snapclient's age carried {snap_carried['age_ms']}, {snap_carried['hard_syncs']} hard syncs "
+             f"({snap_carried['hard_syncs_unexplained']} after no stall; the guest's stalls: {snap_carried['stalls']}); on hw: {snap_hw['age_ms']}, "
+             f"{snap_hw['hard_syncs']} ({snap_hw['hard_syncs_unexplained']}; {snap_hw['stalls']})")
 journal = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout
 vt.check("never-recovered", "recovering" not in journal, "; ".join(line for line in journal.splitlines() if "recover" in line)[:400] or "no recovery")
 save()
