@@ -3,7 +3,7 @@
 when its frames really reach the link: `syncprobe.py PCM CAPTURE RAW OUT.json [options]`.
 
 Opens CAPTURE (the loopback's device 1, S16_LE stereo at --rate, time stamps enabled,
-CLOCK_MONOTONIC) and starts it, then plays RAW (S16_LE stereo frames, no header) through PCM
+CLOCK_MONOTONIC; "-": none, the player's looks only) and starts it, then plays RAW (S16_LE stereo frames, no header) through PCM
 (the loopback's device 0, straight or `keepalived:`), both non-blocking in this one thread, and
 at every look (every 1-3 ms, a random step so that the looks fall anywhere in the loopback's
 jiffy) records:
@@ -134,12 +134,15 @@ def main():
     deadline = time.monotonic() + a.deadline
     cap = play = None
     try:
-        cap = open_pcm(a.capture, CAPTURE)
-        setup(cap, a.rate, a.rate // 2, a.period)
-        if (err := lib.snd_pcm_start(cap)) < 0:
-            raise Failure(f"capture start: {strerror(err)}")
+        if a.capture != "-":
+            cap = open_pcm(a.capture, CAPTURE)
+            setup(cap, a.rate, a.rate // 2, a.period)
+            if (err := lib.snd_pcm_start(cap)) < 0:
+                raise Failure(f"capture start: {strerror(err)}")
 
         def read_capture():
+            if cap is None:
+                return
             n = lib.snd_pcm_readi(cap, cbuf, 65536)
             if n > 0:
                 captured.extend(cbuf.raw[:n * FRAME])
@@ -153,7 +156,7 @@ def main():
         while True:
             if time.monotonic() > deadline:
                 raise Failure(f"past the deadline at frame {written} of {frames}")
-            cavail, cts = htimestamp(cap)
+            cavail, cts = htimestamp(cap) if cap is not None else (None, None)
             cpos = len(captured) // FRAME + (cavail or 0)
             h0 = time.monotonic()
             pavail, pts = htimestamp(play)
