@@ -136,7 +136,8 @@ def main():
     try:
         if a.capture != "-":
             cap = open_pcm(a.capture, CAPTURE)
-            setup(cap, a.rate, a.rate // 2, a.period)
+            # 2 s: a loaded host stops the emulated guest for a second and more now and then.
+            setup(cap, a.rate, 2 * a.rate, a.period)
             if (err := lib.snd_pcm_start(cap)) < 0:
                 raise Failure(f"capture start: {strerror(err)}")
 
