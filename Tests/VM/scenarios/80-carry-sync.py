@@ -13,7 +13,8 @@ straight on `hw:CARD=Loopback,DEV=0`, once through `keepalived:CARD=Loopback,DEV
 package's service running `--carry` (its stream left in the probe's format by a first carried
 aplay). syncstats() finds the ramp's frame 0 in the capture and so when each frame arrived: the
 capture's position against its tstamp (the kernel moves a hardware PCM's tstamp only with its
-position: the time it first had it), a line fitted through all of them. Each look predicts when
+position: the time it first had it), a line fitted through all of them and moved to the earliest
+5 % (a tstamp is one look late at most: the earliest are the jiffies'). Each look predicts when
 the next frame written arrives: tstamp + (buffer - avail) / rate (htimestamp), and the middle of
 the avail_delay call + delay / rate (delay). predicted - actual, in ms, for hw: and carried.
 
@@ -31,10 +32,18 @@ hw:'s, one-sided (issue 60's 1 ms: the carried no later than hw:'s by more).
 Then snapclient (Debian's 0.26, fed by snapserver's pipe source, PCM codec) plays 8 s on `hw:`
 and through keepalived, its "Stats" lines at debug level recorded: once a second, the age of
 the chunk it plays (its own sync error against the server's clock, from snd_pcm_avail_delay's
-delay, in 0.1 ms) and its medians over the last 20 s of chunks, and its hard syncs ("median >
-2 ms" ...), counted, each with the guest's stall before it if there was one (vmtest.StallWatch).
+delay, in 0.1 ms) and the medians it keeps of them, and its hard syncs ("median > 2 ms" ...),
+counted, each with the guest's stall before it if there was one (vmtest.StallWatch).
 snapclient dates its audio by that delay: its ages say whether it plays steadily by the PCM's
-account, not whether the account is true (the probe says that). The figures go to io/sync.json;
+account, not whether the account is true (the probe says that).
+
+Last, the probe through keepalived at 192 kHz for 1 s, without a capture (keepalived reopens in
+it): alsa-lib's htimestamp for a plug-in reads the position until two reads agree, which an
+estimate made anew at each read did not while a read took longer than a frame (5.2 us); every
+call must return. The guest's stalls are watched throughout: a probe that fails after one (a
+loaded host stops the emulated guest for a second and more at times: its buffer drains) is
+skipped, and keepalived's recoveries count only without one before them. The figures go to
+io/sync.json;
 besides the medians, the checks are generous bounds (a delay off by a period, 23 ms, or by
 keepalived's lead, 10 ms or more, fails them), never a timed assertion a busy emulated
 scheduler can fail.
