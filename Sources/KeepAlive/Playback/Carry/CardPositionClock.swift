@@ -27,12 +27,14 @@ struct CardPositionClock {
         self.rate = max(rate, 1)
         self.window = window
         self.limit = limit
+        // Its room once: the carrying loop's steady state allocates nothing.
+        reads.reserveCapacity(Self.capacity)
     }
 
     /// The time at which the card had played `position` frames, read at `readAt`: `readAt` less
     /// how late this read came against the earliest recent one (never more than `limit`).
     mutating func validAt(position: Int64, readAt: Int64) -> Int64 {
-        if let last = reads.last, position < last.position || readAt < last.at { reads.removeAll() }
+        if let last = reads.last, position < last.position || readAt < last.at { reads.removeAll(keepingCapacity: true) }
         // Beyond a few seconds of frames apart, no read says anything of this one (and the
         // product below stays far from overflowing).
         reads.removeAll { readAt - $0.at > window || position - $0.position > 4 * Int64(rate) }
@@ -44,7 +46,7 @@ struct CardPositionClock {
             late = max(late, readAt - read.at - played)
         }
         if late > limit {
-            reads.removeAll()
+            reads.removeAll(keepingCapacity: true)
             late = 0
         }
         reads.append((position, readAt))
