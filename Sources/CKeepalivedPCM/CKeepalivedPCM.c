@@ -539,6 +539,10 @@ int ckeepalived_pcm_start_allowed(unsigned long long queued, unsigned long stop_
     return queued > 0 || stop_threshold >= boundary;
 }
 
+int ckeepalived_pcm_position_holds(long long estimated_ns, long long now_ns) {
+    return estimated_ns > 0 && now_ns >= estimated_ns && now_ns - estimated_ns < CKEEPALIVED_PCM_POSITION_HOLD_NS;
+}
+
 int ckeepalived_pcm_release_timeout_ms(const char *text) {
     if (text == NULL || *text == '\0') return CKEEPALIVED_PCM_RELEASE_TIMEOUT_DEFAULT_MS;
     long value = 0;
@@ -966,6 +970,8 @@ typedef struct carrier {
     ckeepalived_carry_position position;
     /// The most this generation has been told it played: what it is told never goes back.
     uint64_t played;
+    /// When `played` was estimated (CLOCK_MONOTONIC ns; 0: not in this generation).
+    int64_t played_ns;
     snd_pcm_uframes_t avail_min;
     /// The player's sw_params: a start with nothing queued fails as the kernel's does unless the
     /// stream never stops on an underrun.
@@ -1015,10 +1021,13 @@ static uint64_t carrier_played(carrier *k) {
     ckeepalived_carry_position position;
     if (ckeepalived_carry_read(k->shared, &position) == 0) k->position = position;
     if (k->position.generation != k->generation) return k->played;
-    uint64_t played = ckeepalived_carry_played_at(k->position, k->rate, monotonic_ns());
+    int64_t now = monotonic_ns();
+    if (ckeepalived_pcm_position_holds(k->played_ns, now)) return k->played;
+    uint64_t played = ckeepalived_carry_played_at(k->position, k->rate, now);
     if (played < k->played) played = k->played;
     if (played > k->written) played = k->written;
     k->played = played;
+    k->played_ns = now;
     return played;
 }
 
@@ -1110,6 +1119,7 @@ static int carrier_stop(snd_pcm_ioplug_t *io) {
     k->generation++;
     k->written = 0;
     k->played = 0;
+    k->played_ns = 0;
     k->state = CKEEPALIVED_CARRY_IDLE;
     publish(k);
     // Set up after a drop, prepared after a prepare: either way the player's poll must wake it
@@ -1310,6 +1320,7 @@ static int carrier_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) 
     k->boundary = io->buffer_size * 2;
     k->written = 0;
     k->played = 0;
+    k->played_ns = 0;
     k->state = CKEEPALIVED_CARRY_IDLE;
     publish(k);
     carrier_set_ready(k);

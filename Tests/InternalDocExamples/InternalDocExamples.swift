@@ -193,22 +193,28 @@ extension InternalDocExamples {
         // action == .repair(.prepare, Fault(reason: .underrun, message: "write: Broken pipe", state: .recovering(.underrun)))
     }
 
-    // Sources/KeepAlive/Playback/Carry/CarriedSoundStateMachine.swift
+    // Sources/KeepAlive/Playback/Carry/CardPositionClock.swift
     static func example19() async throws {
+        var clock = CardPositionClock(rate: 48000)
+        let validAt = clock.validAt(position: 96_000, readAt: 2_003_000_000)
+    }
+
+    // Sources/KeepAlive/Playback/Carry/CarriedSoundStateMachine.swift
+    static func example20() async throws {
         var sound = CarriedSoundStateMachine(startingAt: 0)
         if case .silent = sound.looked(at: 2_000_000_000) { print("silence for a second") }
         if case .sounding = sound.copied(sound: true, at: 2_500_000_000) { print("music again") }
     }
 
     // Sources/KeepAlive/Playback/Carry/CarryPlayback.swift
-    static func example20() async throws {
+    static func example21() async throws {
         let player = CarriedPlayer(connection: 9, program: "mpd", pid: 812, parseFormat: { _ in nil })
         var carrying = CarryPlayback(pcm: pcm, format: format, source: source)
         if case .playerGone = carrying.carry(player, answering: nil, ringLoop: true, in: loop) { print("the ring loop goes on") }
     }
 
     // Sources/KeepAlive/Playback/Carry/CarryStateMachine.swift
-    static func example21() async throws {
+    static func example22() async throws {
         var machine = CarryStateMachine(levels: .init(rate: 48000), leadFrames: 480)
         machine.granted(bufferFrames: 24000)
         if case .step(let step) = machine.looked(player: nil, fill: 480) {
@@ -217,12 +223,12 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/Playback/OpenOnly/HoldOpenPlayback.swift
-    static func example22() async throws {
+    static func example23() async throws {
         let outcome = HoldOpenPlayback(pcm: pcm, format: format).play(in: loop)
     }
 
     // Sources/KeepAlive/Playback/RingLoop/RingLoopHealthCheck.swift
-    static func example23() async throws {
+    static func example24() async throws {
         var check = RingLoopHealthCheck(quiet: true, ringFrames: 96000, ringDuration: .seconds(2), boundary: 0, rate: 48000)
         check.filled(at: .now, position: 0)
         // poll for check.sleep(from: .now), then on a timeout:
@@ -232,19 +238,19 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/Playback/RingLoop/RingLoopPlayback.swift
-    static func example24() async throws {
+    static func example25() async throws {
         var playback = RingLoopPlayback(pcm: pcm, format: format, source: source)
         let outcome = playback.play(in: loop)
     }
 
     // Sources/KeepAlive/Playback/RingLoop/RingLoopSleep.swift
-    static func example25() async throws {
+    static func example26() async throws {
         var sleep = try RingLoopSleep(pcm: pcm, node: nil, doorbell: loop.doorbell)
         if case .timedOut = sleep.wait(.seconds(60), pcm: pcm) { /* look at the stream */ }
     }
 
     // Sources/KeepAlive/Playback/RingLoop/RingReplayCheck.swift
-    static func example26() async throws {
+    static func example27() async throws {
         var check = RingReplayCheck(ringFrames: 96000, ringDuration: .seconds(2), boundary: pcm.boundary)
         check.filled(at: now, position: pcm.playedPosition)
         // poll until check.deadline, then:
@@ -252,32 +258,32 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/Playback/Streaming/PCMDescriptorLook.swift
-    static func example27() async throws {
+    static func example28() async throws {
         let look = try PCMDescriptorLook(pcm: pcm)
         if let code = look.streamError() { print("the stream failed: \(code)") }
     }
 
     // Sources/KeepAlive/Playback/Streaming/StallDetector.swift
-    static func example28() async throws {
+    static func example29() async throws {
         var stalls = StallDetector(window: .seconds(3), at: now)
         stalls.observe(available: 4096, bufferFrames: 96000, at: now)
         if let since = stalls.stalled(at: now) { /* reopen; playback stopped at `since` */ }
     }
 
     // Sources/KeepAlive/Playback/Streaming/StreamPacer.swift
-    static func example29() async throws {
+    static func example30() async throws {
         var pacer = StreamPacer(format: format, at: now)
         let frames = pacer.writable(available: pcm.available(), at: now)   // 0: sleep until pacer.nextCheck
     }
 
     // Sources/KeepAlive/Playback/Streaming/StreamPlayback.swift
-    static func example30() async throws {
+    static func example31() async throws {
         var playback = StreamPlayback(pcm: pcm, format: format, source: source)
         let outcome = playback.play(in: loop)
     }
 
     // Sources/KeepAlive/Playback/Streaming/StreamSchedule.swift
-    static func example31() async throws {
+    static func example32() async throws {
         var schedule = StreamSchedule(format: format, at: .now)
         if case .write(let frames) = schedule.looked(available: 24000, at: .now) {
             // write up to `frames`, a burst at most `schedule.threshold` long, then:
@@ -286,19 +292,19 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/Selection/CardDeviceMixing.swift
-    static func example32() async throws {
+    static func example33() async throws {
         CardDeviceMixing.probe(card: "vc4hdmi0", device: 0)   // .iec958Only
         CardDeviceMixing.probe(card: "PCH", device: 0)        // .mixable
     }
 
     // Sources/KeepAlive/Selection/SoundCards.swift
-    static func example33() async throws {
+    static func example34() async throws {
         for device in CardDevice.playbackDevices() { print(device.title, device.kind) }
         // HDA Intel — Generic Analog   analog
     }
 
     // Sources/KeepAlive/Signals/FrameSource.swift
-    static func example34() async throws {
+    static func example35() async throws {
         var remaining = writable
         while remaining > 0 {
             let (pointer, frames) = source.peek(maximum: remaining)
@@ -310,49 +316,49 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/Signals/FrameSource.swift
-    static func example35() async throws {
+    static func example36() async throws {
         let source = LoopFrameSource(loop: RenderedLoop(clip: .embedded, format: format, gain: .defaultVolume,
                                                         ceiling: .defaultCeiling, minimumFrames: format.periodFrames), format: format)
     }
 
     // Sources/KeepAlive/Signals/FrameSourceFactory.swift
-    static func example36() async throws {
+    static func example37() async throws {
         let source = try makeFrameSource(signal: .pink, clip: output.clip, format: format,
                                          volume: output.volume, ceiling: output.ceiling,
                                          schedule: nil, seed: 1)
     }
 
     // Sources/KeepAlive/Signals/GeneratedFrameSource.swift
-    static func example37() async throws {
+    static func example38() async throws {
         let source = GeneratedFrameSource(format: format, quantizer: quantizer, generator: WhiteNoise(seed: 42))
     }
 
     // Sources/KeepAlive/Signals/IEC958FramedSource.swift
-    static func example38() async throws {
+    static func example39() async throws {
         let framed = IEC958FramedSource(inner: noise, format: format)   // format.framing == .iec958
     }
 
     // Sources/KeepAlive/Signals/IEC958Framer.swift
-    static func example39() async throws {
+    static func example40() async throws {
         let framer = IEC958Framer(sampleRate: 48000)
         framer.subframe(-1, channel: 0, frameInBlock: 0)   // 0x0FFF_FFF8: Z, sample -1 (24 ones: even parity)
         framer.subframe(-1, channel: 1, frameInBlock: 2)   // 0xCFFF_FFF4: Y, status bit 2 (copying permitted), parity
     }
 
     // Sources/KeepAlive/Signals/LoopMemory.swift
-    static func example40() async throws {
+    static func example41() async throws {
         let memory = LoopMemory(byteCount: 352_800, cycleBytes: 2)
         // Render memory.distinctBytes from memory.base; the rest of byteCount repeats them.
         memory.release()
     }
 
     // Sources/KeepAlive/Signals/PeriodicFrameSource.swift
-    static func example41() async throws {
+    static func example42() async throws {
         let bursts = PeriodicFrameSource(inner: noise, schedule: PlaySchedule(playFor: .seconds(1), pauseFor: .seconds(9)), ceiling: ceiling)
     }
 
     // Sources/KeepAlive/Signals/RenderedLoop.swift
-    static func example42() async throws {
+    static func example43() async throws {
         // One cycle of a 1 kHz sine at 48 kHz, 48 frames, tiled to a period.
         let loop = RenderedLoop(format: format, passFrames: 48, minimumFrames: format.periodFrames, quantizer: quantizer) {
             sin(2 * .pi * Double($0) / 48)
@@ -360,7 +366,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/SoundServer/PipeWireClock.swift
-    static func example43() async throws {
+    static func example44() async throws {
         let clock = PipeWireClock(rate: "48000", allowedRates: "[ 44100, 48000 ]", forceRate: "0")!
         clock.followsStreams                        // true: the graph switches to its streams' rates
         clock.rate(forStreamsAt: [44100])           // 44100
@@ -368,20 +374,20 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/SoundServer/ServerCard.swift
-    static func example44() async throws {
+    static func example45() async throws {
         let card = ServerCard(name: "alsa_card.pci-0000_00_1f.3", properties: ["alsa.card": "0"])
         card.alsaCard   // 0
     }
 
     // Sources/KeepAlive/SoundServer/ServerListing.swift
-    static func example45() async throws {
+    static func example46() async throws {
         let listing = ServerListing { view in print(view.sinks.count) }   // the connection's
         listing.list(on: context, watching: UInt32(CPULSE_WATCH_SINKS))  // with the loop locked
         listing.forget()                                                 // the context was lost
     }
 
     // Sources/KeepAlive/SoundServer/ServerSink.swift
-    static func example46() async throws {
+    static func example47() async throws {
         let sink = ServerSink(name: "alsa_output.pci-0000_00_1f.3.hdmi-stereo", description: "Built-in Audio Digital Stereo (HDMI)",
                               properties: ["device.api": "alsa", "alsa.card": "0", "device.profile.name": "hdmi-stereo"])
         sink.kind    // .hdmi
@@ -389,13 +395,13 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/SoundServer/ServerStream.swift
-    static func example47() async throws {
+    static func example48() async throws {
         let stream = ServerStream(index: 7, sink: 0, isCorked: false, isOwn: false, application: "mpv")
         stream.isAnotherKeepalived   // false: a sound that needs its sink awake
     }
 
     // Sources/KeepAlive/SoundServer/SinkRateFollower.swift
-    static func example48() async throws {
+    static func example49() async throws {
         let follower = SinkRateFollower(connection: connection, stream: stream)   // lock held
         connection.add(follower)
         // …
@@ -404,7 +410,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/SoundServer/SinkRateStateMachine.swift
-    static func example49() async throws {
+    static func example50() async throws {
         var machine = SinkRateStateMachine()
         machine.streamsChanged(othersPlaying: true, otherRates: [48000])   // .readClock
         machine.clockRead(clock)                                           // .force(48000)
@@ -412,7 +418,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/SoundServer/SoundServerConnection.swift
-    static func example50() async throws {
+    static func example51() async throws {
         let connection = try SoundServerConnection.acquire()
         connection.lock()
         connection.connectIfNeeded()
@@ -424,20 +430,20 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/SoundServer/SoundServerView.swift
-    static func example51() async throws {
+    static func example52() async throws {
         let view = SoundServerView(server: "pulseaudio 16.1", sinks: sinks, cards: cards)
         view.ownedCards   // [0, 1]: never opened behind the server's back
     }
 
     // Sources/KeepAlive/Support/DurationConversions.swift
-    static func example52() async throws {
+    static func example53() async throws {
         poll(&fds, 1, ContinuousClock.now.duration(to: deadline).pollTimeout)
         logger.info("released", metadata: ["ms": "\(took.wholeMilliseconds)"])
         let limit = Duration.seconds(2).timeval   // a socket's SO_RCVTIMEO
     }
 
     // Sources/KeepAlive/Support/LockOrder.swift
-    static func example53() async throws {
+    static func example54() async throws {
         let loans = Locked([HardwareDevice: Int](), order: .playerLoans)
         let activity = Locked([String: String](), order: .boxActivity)
         loans.withLock { _ in activity.withLock { _ in } }   // in order
@@ -445,26 +451,26 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/Support/Locked.swift
-    static func example54() async throws {
+    static func example55() async throws {
         let counter = Locked(0)                                  // a leaf: nothing taken inside
         counter.withLock { $0 += 1 }
         let loans = Locked([String](), order: .playerLoans)      // nests outside later locks
     }
 
     // Sources/KeepAlive/Support/ThreadOwner.swift
-    static func example55() async throws {
+    static func example56() async throws {
         let mainLoop = ThreadOwner("the daemon's main loop")
         mainLoop.claim()                                   // in run(), before the first turn
         mainLoop.preconditionOwned("DaemonRuntime.handle") // in each handler: another thread is a bug
     }
 
     // Sources/KeepAlive/Support/Threads.swift
-    static func example56() async throws {
+    static func example57() async throws {
         do { _ = try startThread(named: "keepalive-ctl") { serve() } } catch { logger.error("\(error)") }
     }
 
     // Sources/KeepAlive/Support/Threads.swift
-    static func example57() async throws {
+    static func example58() async throws {
         let stopped = try Doorbell()
         let thread = try startThread(named: "keepalive-play") { _ = stopped.wait(.seconds(60)) }   // a playback thread's wait
         stopped.ring()
@@ -472,52 +478,52 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAlive/Support/Threads.swift
-    static func example58() async throws {
+    static func example59() async throws {
         let thread = try startThread(named: "keepalive-ctl") { serve() }
         // … once serve() was told to return:
         thread.join()
     }
 
     // Sources/KeepAlive/Support/Threads.swift
-    static func example59() async throws {
+    static func example60() async throws {
         try startDetachedThread(named: "keepalive-stop") { manager.stop(); continuation.resume() }
     }
 
     // Sources/KeepAliveDaemon/Activity/ActivityWatcher.swift
-    static func example60() async throws {
+    static func example61() async throws {
         let watcher = ActivityWatcher(activity: activity, logger: logger)
         watcher.follow(["pulse:DEVICE=tv": "tv", "default": nil])   // on the main loop, after each change
         watcher.stop()
     }
 
     // Sources/KeepAliveDaemon/Activity/BoxActivity.swift
-    static func example61() async throws {
+    static func example62() async throws {
         let activity = try BoxActivity(settings: settings, logger: logger)
         activity.loansChanged(["hw:CARD=0,DEV=0": .init(program: "mpd", card: 0, device: 0)])
         activity.timerFired(on: runtime.mainLoop)   // on the main loop, when `timer.descriptor` is readable
     }
 
     // Sources/KeepAliveDaemon/Activity/EventLines.swift
-    static func example62() async throws {
+    static func example63() async throws {
         let lines = try EventLines()
         lines.publish(ActivityEvent(event: "active", output: "hw:0,0", program: "mpd", time: 0))
         let waiting = lines.take()   // after `descriptor` polled readable: encoded lines, newline ended
     }
 
     // Sources/KeepAliveDaemon/Activity/Hook.swift
-    static func example63() async throws {
+    static func example64() async throws {
         let hook = try Hook(option: "--on-active", command: "mosquitto_pub -t amp/power -m on")
         hook.run(environment: ["KEEPALIVED_EVENT": "active"], logger: logger)   // blocks until it ends
     }
 
     // Sources/KeepAliveDaemon/Activity/Hook.swift
-    static func example64() async throws {
+    static func example65() async throws {
         var escalation = Hook.Escalation(started: .now, timeout: .seconds(30))
         let action = escalation.next(at: .now + .seconds(31))   // .terminate
     }
 
     // Sources/KeepAliveDaemon/Activity/PowerOnGate.swift
-    static func example65() async throws {
+    static func example66() async throws {
         let gate = try PowerOnGate(deadline: .now + .seconds(5), settle: .milliseconds(500))
         gate.addRun()
         hooks.enqueue { hook.run(environment: environment, logger: logger); gate.runEnded(at: .now) }
@@ -526,12 +532,12 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/CEC/CECAdapter.swift
-    static func example66() async throws {
+    static func example67() async throws {
         let thread = try startThread(named: "keepalive-cec") { CECAdapter(follower: follower).run() }
     }
 
     // Sources/KeepAliveDaemon/CEC/CECFollower.swift
-    static func example67() async throws {
+    static func example68() async throws {
         let follower = CECFollower(settings: try options.playback.cec.settings, logger: logger)
         follower.boxChanged(active: true)    // from BoxActivity, under its lock: queued
         follower.report?.lastMessage         // "4→5 System Audio Mode Request (2.0.0.0)"
@@ -539,14 +545,14 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/CEC/CECMessage.swift
-    static func example68() async throws {
+    static func example69() async throws {
         let request = CECMessage.systemAudioModeRequest(from: 4, physicalAddress: 0x2000)
         request.bytes          // [0x45, 0x70, 0x20, 0x00]
         request.description    // "4→5 System Audio Mode Request (2.0.0.0)"
     }
 
     // Sources/KeepAliveDaemon/CEC/CECNodeWatcher.swift
-    static func example69() async throws {
+    static func example70() async throws {
         let watcher = CECNodeWatcher(device: "/dev/cec0")
         // poll watcher.descriptor; when readable:
         watcher.drain()
@@ -554,7 +560,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/CEC/CECStateMachine.swift
-    static func example70() async throws {
+    static func example71() async throws {
         var machine = CECStateMachine(settings: .init())
         machine.adapterOpened(configuration: .none, physicalAddress: 0x2000)  // .claim(clearFirst: false)
         machine.adapterReady(physicalAddress: 0x2000, logicalAddress: 4, now: now)   // .none
@@ -563,13 +569,13 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Commands/TestTone.swift
-    static func example71() async throws {
+    static func example72() async throws {
         let one = TestTone.configuration(for: "pulse:DEVICE=tv", in: planned)   // the tone, on the TV alone
         TestTone.exitCode(sounded: 1, failed: 1)                               // 75
     }
 
     // Sources/KeepAliveDaemon/Control/AcceptBackoff.swift
-    static func example72() async throws {
+    static func example73() async throws {
         var backoff = AcceptBackoff()
         switch backoff.failed(errno, at: now) {          // after accept returned -1
         case .exhausted: logger.warning("cannot accept")
@@ -580,7 +586,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Control/ControlPollSet.swift
-    static func example73() async throws {
+    static func example74() async throws {
         var set = ControlPollSet()
         set.watch(.listener, 3)        // the listening socket
         set.watchClients([7, 9])       // each client's socket, or what its reply waits for
@@ -588,7 +594,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerController.swift
-    static func example74() async throws {
+    static func example75() async throws {
         let linger = LingerController(plan: plan, manager: manager, logger: logger)
         linger.start(on: runtime.mainLoop)
         linger.apply(newPlan, on: runtime.mainLoop)   // on reload; nil turns --linger off
@@ -597,14 +603,14 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerPlan.swift
-    static func example75() async throws {
+    static func example76() async throws {
         let plan = try LingerPlan(duration: .seconds(600), devices: ["pulse", "hw:0"], hasSelection: false)
         plan.outputs       // ["pulse"]
         plan.unsupported   // ["hw:0 is a hardware output"]
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerStateMachine.swift
-    static func example76() async throws {
+    static func example77() async throws {
         var machine = LingerStateMachine(duration: .seconds(600))
         machine.start(at: .now)                    // .armTimer(now + 600 s)
         let view = LingerView(streams: [.init(sink: 0, isCorked: false, isOwn: false)], sinks: [0], defaultSink: 0)
@@ -613,12 +619,12 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerStateMachine.swift
-    static func example77() async throws {
+    static func example78() async throws {
         let view = LingerView(streams: [.init(sink: 0, isCorked: false, isOwn: false)], sinks: [0], defaultSink: 0)
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerWatcher.swift
-    static func example78() async throws {
+    static func example79() async throws {
         let watcher = try LingerWatcher(duration: .seconds(600), outputs: ["pulse"], manager: manager, logger: logger)
         try watcher.start()
         // …
@@ -626,34 +632,34 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Linger/SoundServerOutput.swift
-    static func example79() async throws {
+    static func example80() async throws {
         SoundServerOutput.kind(of: "pulse")   // .soundServer("pulse")
         SoundServerOutput.kind(of: "hw:0")    // .other(type: "hw")
     }
 
     // Sources/KeepAliveDaemon/Loans/LoanStateMachine.swift
-    static func example80() async throws {
+    static func example81() async throws {
         var loans = LoanStateMachine()
         if case .close(let outputs) = loans.releaseAsked(device, by: holder, outputs: ["hw:CARD=0,DEV=0"], at: now) { hold(outputs) }
         if case .takeBack(_, let format, _) = loans.observed(device, SubstreamState.read(device), holderAlive: true, at: later) { reopen(in: format) }
     }
 
     // Sources/KeepAliveDaemon/Loans/LoanWatcher.swift
-    static func example81() async throws {
+    static func example82() async throws {
         let watcher = LoanWatcher()
         watcher.follow(HardwareDevice(card: 0, device: 0), pid: 812)
         if watcher.take() { recheckSoon() }     // a close came: the driver's release may still run
     }
 
     // Sources/KeepAliveDaemon/Loans/OutputsClosing.swift
-    static func example82() async throws {
+    static func example83() async throws {
         let closing = try OutputsClosing()
         closing.finish()            // the release's thread, once every output is closed
         closing.isFinished          // true; `descriptor` polls readable from then on
     }
 
     // Sources/KeepAliveDaemon/Loans/PlayerCarrying.swift
-    static func example83() async throws {
+    static func example84() async throws {
         let request = ReleaseRequest(card: 0, device: 0, program: "mpd")
         if case .notCarried(let why) = PlayerCarrying.handOver(request, pid: 812, connection: 9, manager: manager, scanner: scanner,
                                                                activity: activity, logger: logger) {
@@ -662,41 +668,41 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Loans/PlayerLoans.swift
-    static func example84() async throws {
+    static func example85() async throws {
         let loans = try PlayerLoans(manager: manager, scanner: scanner, logger: logger)
         let answer = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: 812, arrived: .now) { false }
         loans.process(on: runtime.mainLoop)   // after poll found `descriptor` or `timer.descriptor` readable
     }
 
     // Sources/KeepAliveDaemon/Loans/SubstreamState.swift
-    static func example85() async throws {
+    static func example86() async throws {
         let now = SubstreamState.read(HardwareDevice(card: 0, device: 0))
         if now.openBy == nil { print("closed") } else if let format = now.format { print(format) }
     }
 
     // Sources/KeepAliveDaemon/Logind/LogindFollower.swift
-    static func example86() async throws {
+    static func example87() async throws {
         let follower = try LogindFollower(manager: manager, policy: try options.playback.session.policy, logger: logger)
         // on the main loop, after every wakeup (DaemonRuntime.handleReady), the idle timer readable or not:
         follower.process(idleTimerFired: true, on: runtime.mainLoop)
     }
 
     // Sources/KeepAliveDaemon/Logind/LogindWatcher.swift
-    static func example87() async throws {
+    static func example88() async throws {
         if let logind = LogindWatcher.open(logger: logger) {
             for event in logind.process() { print(event) }
         }
     }
 
     // Sources/KeepAliveDaemon/Logind/PauseStateMachine.swift
-    static func example88() async throws {
+    static func example89() async throws {
         var machine = PauseStateMachine(policy: .init(pauseWhen: [.locked]))
         machine.prepareForSleep(true)   // .sleep: pause for sleep, then release the sleep lock
         machine.prepareForSleep(false)  // .wake: take the sleep lock, then resume
     }
 
     // Sources/KeepAliveDaemon/MainLoop/MainLoopQueue.swift
-    static func example89() async throws {
+    static func example90() async throws {
         // The control socket's thread:
         let reply = queue.reload(trigger: "control socket")
         // The main loop, once `queue.descriptor` polled readable:
@@ -704,47 +710,47 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/MainLoop/MainLoopRequest.swift
-    static func example90() async throws {
+    static func example91() async throws {
         let request = try MainLoopRequest.awaited(trigger: "control socket")
         queue.submit(request)
         let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
     }
 
     // Sources/KeepAliveDaemon/Options/CECOptions.swift
-    static func example91() async throws {
+    static func example92() async throws {
         let options = try CECOptions.parse(["--cec", "/dev/cec0", "--cec-standby"])
         try options.settings   // device /dev/cec0, standby on, the TV left alone
     }
 
     // Sources/KeepAliveDaemon/Options/CommandLineWithOptionsFile.swift
-    static func example92() async throws {
+    static func example93() async throws {
         let merged = try CommandLineWithOptionsFile.parse(RunCommand.self, commandLine: words, file: "/etc/k.conf")
     }
 
     // Sources/KeepAliveDaemon/Options/DurationArgument.swift
-    static func example93() async throws {
+    static func example94() async throws {
         try DurationArgument.parse("10min")   // .seconds(600)
     }
 
     // Sources/KeepAliveDaemon/Options/DurationArgument.swift
-    static func example94() async throws {
+    static func example95() async throws {
         try DurationArgument.parse("90s", option: "--on-idle-after", atLeast: .seconds(1), written: "1s")   // .seconds(90)
     }
 
     // Sources/KeepAliveDaemon/Options/OutputOptions.swift
-    static func example95() async throws {
+    static func example96() async throws {
         let options = try OutputOptions.parse(["--volume", "-50dB", "--on-active", "gpioset gpiochip0 17=1"])
         let hooks = try options.activity(hookTimeout: .seconds(30))   // onActive: gpioset …
     }
 
     // Sources/KeepAliveDaemon/Options/SoundOptions.swift
-    static func example96() async throws {
+    static func example97() async throws {
         let dac = try SoundOptions.parse(["--signal", "sine", "--frequency", "30", "--volume", "-50dB"])
         let settings = try dac.settings(over: configuration.defaults)   // signal sine:30, volume -50 dB
     }
 
     // Sources/KeepAliveDaemon/Runtime/DaemonAssembly.swift
-    static func example97() async throws {
+    static func example98() async throws {
         let playback = try options.currentOptions()   // `options`: the parsed `keepalived run`
         let daemon = try DaemonAssembly(options: playback, base: try playback.makeConfiguration(), playerGroup: nil,
                                         paths: RuntimePaths(socketOverride: nil), logFile: nil,
@@ -753,7 +759,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/DaemonRuntime.swift
-    static func example98() async throws {
+    static func example99() async throws {
         let runtime = try DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
                                         notifier: notifier, scanner: scanner, logind: logind, linger: linger, activity: activity,
                                         signals: signals, logger: logger)
@@ -761,85 +767,85 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/HintWatcher.swift
-    static func example99() async throws {
+    static func example100() async throws {
         let watcher = HintWatcher()
         // poll(watcher.descriptor) readable → watcher.drain() → rescan
     }
 
     // Sources/KeepAliveDaemon/Runtime/PollSet.swift
-    static func example100() async throws {
+    static func example101() async throws {
         var set = PollSet()
         set.watch(.signals, signals.descriptor)
         if try set.wait(timeout: -1), set.isReady(.signals) { /* read the signals */ }
     }
 
     // Sources/KeepAliveDaemon/Runtime/SignalDescriptor.swift
-    static func example101() async throws {
+    static func example102() async throws {
         let signals = try SignalDescriptor(signals: [SIGTERM, SIGINT, SIGHUP])
         if let received = signals.next() { print("got signal \(received)") }
     }
 
     // Sources/KeepAliveDaemon/Runtime/SystemdNotifier.swift
-    static func example102() async throws {
+    static func example103() async throws {
         if let notifier = SystemdNotifier(manager: manager, awaited: { "output" }, logger: logger) { notifier.update() }
     }
 
     // Sources/KeepAliveDaemon/Selection/BluetoothDefaults.swift
-    static func example103() async throws {
+    static func example104() async throws {
         let settings = BluetoothDefaults.settings(under: configuration.outputSettings["bluealsa"], ceiling: configuration.defaults.ceiling)
         settings.signal   // .sine(frequency: 30), unless the user chose one
     }
 
     // Sources/KeepAliveDaemon/Selection/CardHolders.swift
-    static func example104() async throws {
+    static func example105() async throws {
         let holders = CardHolders.scan()    // [0: [pulseaudio (pid 812, uid 1000)]]
     }
 
     // Sources/KeepAliveDaemon/Selection/MixingProbes.swift
-    static func example105() async throws {
+    static func example106() async throws {
         let mixing = probes.mixing(for: hints) { pcm in OutputPlanner.cardRefusal(pcm, in: offer) == nil }
         // ["vc4hdmi0,0": .iec958Only, "Headphones,0": .mixable]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputChoice.swift
-    static func example106() async throws {
+    static func example107() async throws {
         let choice = OutputChoice(selection: .all, bluetooth: true, exclusions: [try OutputExclusion("*Headset*")])
         choice.flags   // ["--all", "--bluetooth"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example107() async throws {
+    static func example108() async throws {
         let offer = OutputOffer(hints: ALSADevice.playbackDevices(), server: watcher.reachability)
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example108() async throws {
+    static func example109() async throws {
         let picks = OutputPlanner.pick(OutputChoice(selection: .digital), in: offer)
         picks.map(\.pcm)   // ["pulse:DEVICE=alsa_output.pci-0000_00_1f.3.hdmi-stereo"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example109() async throws {
+    static func example110() async throws {
         var configuration = KeepAliveConfiguration(devices: ["default", "pulse:DEVICE=tv"])
         let kept = OutputPlanner.playThroughSinks(&configuration, view: view, inForce: [:], sinkBuffer: .seconds(8))  // ["tv"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputScanner.swift
-    static func example110() async throws {
+    static func example111() async throws {
         let scanner = OutputScanner(logger: logger)
         scanner.use(base, choice: OutputChoice(selection: .digital))
         let configuration = scanner.planned()     // the named outputs and the digital ones found now
     }
 
     // Sources/KeepAliveDaemon/Selection/SinkDefaults.swift
-    static func example111() async throws {
+    static func example112() async throws {
         let settings = SinkDefaults.settings(for: .hdmi, rate: 44100, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
         settings.bufferDuration        // 8 s
         settings.generatedSignalRate   // 44100
     }
 
     // Sources/KeepAliveDaemon/SoundServer/DeviceReservations.swift
-    static func example112() async throws {
+    static func example113() async throws {
         if let reservations = DeviceReservations.open(logger: logger) {
             reservations.onReleaseRequest = { card in closeOutputs(on: card) }
             reservations.hold([0: "dmix:CARD=Intel,DEV=0"], on: runtime.mainLoop)
@@ -848,17 +854,17 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/PipeWireWithoutPulse.swift
-    static func example113() async throws {
+    static func example114() async throws {
         let why = PipeWireWithoutPulse.explain("Connection refused", socket: PipeWireWithoutPulse.socket())
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerDefaultOutput.swift
-    static func example114() async throws {
+    static func example115() async throws {
         ServerDefaultOutput.followsDefaultSink("default")   // true on a desktop, false on a box (dmix)
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerWatchers.swift
-    static func example115() async throws {
+    static func example116() async throws {
         final class Printer: SoundServerListener {
             func connectionReady() {}
             func serverListed(_ view: SoundServerView) { print(view.sinks.map(\.name)) }
@@ -872,7 +878,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SinkWatcher.swift
-    static func example116() async throws {
+    static func example117() async throws {
         let watcher = try SinkWatcher(logger: logger)
         watcher.start()
         let first = watcher.waitForAnswer(timeout: .seconds(2))
@@ -881,7 +887,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SoundServerReachability.swift
-    static func example117() async throws {
+    static func example118() async throws {
         switch watcher.reachability {
         case .unknown: break                        // not answered yet: pick no card meanwhile
         case .unreachable(let why): print(why)      // none for this user: the cards are keepalived's
@@ -890,7 +896,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/StreamHomes.swift
-    static func example118() async throws {
+    static func example119() async throws {
         var homes = StreamHomes()
         let now = ContinuousClock.now
         _ = homes.observe(streams: [7: "tv"], kept: ["tv"], sinks: ["tv"], at: now)                 // 7's home: tv
@@ -899,18 +905,18 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Support/Bus.swift
-    static func example119() async throws {
+    static func example120() async throws {
         guard let bus = Bus.system.open(toFollow: "logind", logger: logger) else { return }   // not followed
     }
 
     // Sources/KeepAliveDaemon/Support/IntervalTimer.swift
-    static func example120() async throws {
+    static func example121() async throws {
         let watchdog = try IntervalTimer()
         watchdog.arm(after: .seconds(30), every: .seconds(30))
     }
 
     // Sources/KeepAliveDaemon/Support/ReconnectBackoff.swift
-    static func example121() async throws {
+    static func example122() async throws {
         let now = monotonicNow()
         var backoff = ReconnectBackoff(connectedAt: now)
         backoff.lost(at: now)                      // the bus went away
@@ -921,7 +927,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Support/SerialCalls.swift
-    static func example122() async throws {
+    static func example123() async throws {
         let calls = SerialCalls(threadName: "keepalive-lngr")
         calls.enqueue { manager.pause(.linger, output: "pulse") }
         calls.waitUntilDone()   // every queued call ran

@@ -238,3 +238,27 @@ struct CarryStartTests {
         #expect(ckeepalived_pcm_start_allowed(0, UInt.max, 0x4000_0000) == 1)
     }
 }
+
+/// The carried PCM's position between two reads that come close together: alsa-lib's htimestamp
+/// for a plug-in (pcm_generic.c, 1.2.8 and 1.2.14 alike) reads it until two reads agree, which a
+/// position estimated anew at every read never did once a read took longer than a frame (carry-sync
+/// at 192 kHz on the emulated CPU).
+@Suite("The ALSA plug-in's position held between close reads")
+struct CarryPositionHoldTests {
+    let hold = Int64(CKEEPALIVED_PCM_POSITION_HOLD_NS)
+
+    @Test("a read within 100 us of the estimate gets the same answer; one later, or before it, a new one")
+    func heldBriefly() {
+        #expect(hold == 100_000)
+        #expect(ckeepalived_pcm_position_holds(5_000_000_000, 5_000_000_000) == 1)
+        #expect(ckeepalived_pcm_position_holds(5_000_000_000, 5_000_000_000 + hold - 1) == 1)
+        #expect(ckeepalived_pcm_position_holds(5_000_000_000, 5_000_000_000 + hold) == 0)
+        #expect(ckeepalived_pcm_position_holds(5_000_000_000, 4_999_999_999) == 0)
+    }
+
+    @Test("no estimate yet in this generation (0): never held")
+    func nothingToHold() {
+        #expect(ckeepalived_pcm_position_holds(0, 0) == 0)
+        #expect(ckeepalived_pcm_position_holds(0, 50_000) == 0)
+    }
+}

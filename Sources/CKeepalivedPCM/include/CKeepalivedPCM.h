@@ -200,6 +200,15 @@ int ckeepalived_pcm_format_line(char *buffer, size_t size, int format, unsigned 
 /// fails with -EPIPE and the stream stays prepared. 1 or 0.
 int ckeepalived_pcm_start_allowed(unsigned long long queued, unsigned long stop_threshold, unsigned long boundary);
 
+/// How long a carried PCM's position, estimated at one read, answers the reads that follow.
+#define CKEEPALIVED_PCM_POSITION_HOLD_NS 100000
+/// Whether the position estimated at `estimated_ns` (CLOCK_MONOTONIC; 0: none yet) answers a read
+/// at `now_ns` too: alsa-lib's htimestamp for a plug-in reads the position until two reads
+/// agree, and a position estimated anew at each read moves between two of them whenever a read
+/// takes longer than a frame (5.2 us at 192 kHz: on a slow or emulated CPU it read for ever).
+/// Held 100 us, the answer is that much old at most. 1 or 0.
+int ckeepalived_pcm_position_holds(long long estimated_ns, long long now_ns);
+
 #ifdef __cplusplus
 }
 #endif

@@ -187,6 +187,16 @@ final class PCMDevice {
     /// asked where its pointer is, not told what the last interrupt said), or a negative errno.
     func available() -> Int { Int(snd_pcm_avail(pcm)) }
 
+    /// ``available()`` and the frames until a frame written now is heard, read together: what
+    /// the buffer holds and the card's own delay past it (a USB card's packets in flight, a
+    /// codec's FIFO: the kernel's `runtime->delay`); nil on an error.
+    func availableAndDelay() -> (available: Int, delay: Int)? {
+        var available: snd_pcm_sframes_t = 0
+        var delay: snd_pcm_sframes_t = 0
+        guard snd_pcm_avail_delay(pcm, &available, &delay) == 0 else { return nil }
+        return (Int(available), Int(delay))
+    }
+
     /// Writes up to `frames` frames from `pointer`; returns frames written or a negative errno.
     func write(_ pointer: UnsafeRawPointer, frames: Int) -> Int {
         Int(snd_pcm_writei(pcm, pointer, snd_pcm_uframes_t(frames)))

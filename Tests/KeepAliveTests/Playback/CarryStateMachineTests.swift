@@ -212,6 +212,28 @@ struct CarryStateMachineTests {
         shared.player_sequence += 1
         #expect(ckeepalived_carry_player_read(&shared, &player) == -1)
     }
+
+    @Test("the frames before the next one is heard: the buffer's, and a card's own delay past it (a USB card's packets) up to a quarter second")
+    func heardThroughTheCard() {
+        // The loopback: snd_pcm_delay is the buffer's fill.
+        #expect(CarryStateMachine.heard(fill: 4800, delay: 4800, rate: 48000) == 4800)
+        // A USB card 2 ms of packets behind its buffer: the player is told those too, as on hw:.
+        #expect(CarryStateMachine.heard(fill: 4800, delay: 4896, rate: 48000) == 4896)
+        // The position moved between the two reads, or no delay read: the fill.
+        #expect(CarryStateMachine.heard(fill: 4800, delay: 4790, rate: 48000) == 4800)
+        #expect(CarryStateMachine.heard(fill: 4800, delay: nil, rate: 48000) == 4800)
+        // A delay no card has is bounded.
+        #expect(CarryStateMachine.heard(fill: 4800, delay: 1 << 30, rate: 48000) == 4800 + 12000)
+        // The position published from it: what the card has still to play is not played yet.
+        // (firstFrames' card: 240 of the signal, then the player's 2400.)
+        var machine = carrying(lead: 1920)
+        _ = machine.looked(player: counters(2400), fill: 1900)
+        machine.performed(rewound: 1660, music: 2400, signal: 0)
+        #expect(machine.position(fill: CarryStateMachine.heard(fill: 2640, delay: 2736, rate: 48000))
+            == .init(generation: 0, played: 0, queued: 2400, ahead: 336))
+        #expect(machine.position(fill: CarryStateMachine.heard(fill: 1400, delay: 1496, rate: 48000))
+            == .init(generation: 0, played: 904, queued: 1496, ahead: 0))
+    }
 }
 
 /// On a card that takes IEC 60958 subframes, where each player's frame lands: its frame `n` of a

@@ -73,6 +73,8 @@ struct CarryPlayback {
         var sound: CarriedSoundStateMachine?
         var request: CarriedFormat?
         var fds: [pollfd]
+        /// When the card's position was true at each read (it moves in steps on some cards).
+        var clock: CardPositionClock
     }
 
     private mutating func carrying(_ player: CarriedPlayer, answering request: CarriedFormat?, ringLoop: Bool, in context: some PlaybackContext) -> Ending {
@@ -101,8 +103,9 @@ struct CarryPlayback {
                 if let failure = perform(step, session.memory, &session.machine, in: context) { return failed(failure, "write", session) }
             }
             heard(&session, in: context)
-            let queued = buffer - max(0, pcm.available())
-            publish(session, queued: queued)
+            let read = pcm.availableAndDelay()
+            let queued = buffer - max(0, read?.available ?? pcm.available())
+            publish(&session, queued: queued, delay: read?.delay)
             var timeout = max(1, session.machine.framesUntilLook(fill: queued) * 1000 / format.sampleRate)
             if leadInLeft > .zero { timeout = min(timeout, max(1, Int(leadInLeft.wholeMilliseconds))) }
             for index in session.fds.indices { session.fds[index].revents = 0 }
@@ -158,7 +161,8 @@ struct CarryPlayback {
                    pollfd(fd: player.connection, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: memory?.kick ?? -1, events: Int16(POLLIN), revents: 0)]
         let sound = memory.map { _ in CarriedSoundStateMachine(startingAt: Self.monotonicNanoseconds()) }
-        return .success(Session(player: player, machine: machine, memory: memory, sound: sound, request: request, fds: fds))
+        return .success(Session(player: player, machine: machine, memory: memory, sound: sound, request: request, fds: fds,
+                                clock: CardPositionClock(rate: format.sampleRate)))
     }
 
     /// What made entering fail: the device must be opened again.
@@ -203,11 +207,16 @@ struct CarryPlayback {
         }
     }
 
-    /// Tells the player's PCM where the card is in its stream, with `queued` frames in the card.
-    private func publish(_ session: Session, queued: Int) {
-        guard let memory = session.memory, let position = session.machine.position(fill: queued) else { return }
-        // Stamped when the card reaches the player's next frame: the signal ahead of it plays first.
-        let stamp = Self.monotonicNanoseconds() + Int64(position.ahead) * 1_000_000_000 / Int64(format.sampleRate)
+    /// Tells the player's PCM where the card is in its stream, with `queued` frames in the card
+    /// and `delay` from snd_pcm_delay (the card's own delay past its buffer counts, as hw:'s does).
+    private func publish(_ session: inout Session, queued: Int, delay: Int?) {
+        let readAt = Self.monotonicNanoseconds()
+        let heard = CarryStateMachine.heard(fill: queued, delay: delay, rate: format.sampleRate)
+        guard let memory = session.memory, let position = session.machine.position(fill: heard) else { return }
+        // Stamped when the card reaches the player's next frame: the signal ahead of it plays
+        // first; the position read is the card's at its last step, not at the read.
+        let validAt = session.clock.validAt(position: session.machine.cardWritten - Int64(heard), readAt: readAt)
+        let stamp = validAt + Int64(position.ahead) * 1_000_000_000 / Int64(format.sampleRate)
         memory.publish(ckeepalived_carry_position(generation: position.generation, played: position.played, queued: position.queued, stamp_ns: stamp))
     }
 

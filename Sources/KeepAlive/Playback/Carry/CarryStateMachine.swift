@@ -316,6 +316,15 @@ struct CarryStateMachine {
         var ahead: Int
     }
 
+    /// The frames the card plays before the next one written is heard, at `fill` frames in its
+    /// buffer and `delay` from snd_pcm_delay: the buffer's and the card's own delay past it (a
+    /// USB card's packets in flight), which hw:'s delay counts and so must a carried player's.
+    /// The card's part at most a quarter of a second: more is no card's, a delay read wrong.
+    static func heard(fill: Int, delay: Int?, rate: Int) -> Int {
+        guard let delay, delay > fill else { return fill }
+        return fill + min(delay - fill, max(rate / 4, 1))
+    }
+
     /// When to look again: once the card is down to the low water, in frames from now.
     func framesUntilLook(fill: Int) -> Int { max(0, fill - levels.lowWater) }
 }
