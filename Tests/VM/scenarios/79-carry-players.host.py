@@ -28,6 +28,16 @@ import linkcapture as lc  # noqa: E402
 
 SKIP_AT = 0.6
 PLAYERS = ["mpv", "squeezelite", "snapclient"]  # the guest's order: each one's first rate
+AIRPLAY = "shairport-sync"
+AIRPLAY_SECONDS = 5
+AIRPLAY_SILENCE = 7  # seconds of zero after the track, in its file
+AIRPLAY_LATE_START = 22050  # frames of the track's start that may be missing through keepalived
+# shairport-sync's statistics through keepalived: against its own on hw: in the same run, bounds
+# that a busy emulated guest keeps but a PCM whose delay or timing were wrong would not (a delay
+# off by keepalived's queue, 250-500 ms, is a sync error past the 50 ms resync threshold: a
+# resync, a break in the track; a delay that jumps is corrections far above hw:'s).
+AIRPLAY_SYNC_MS = 5.0  # |mean sync error| carried, at most this above hw:'s
+AIRPLAY_CORRECTIONS_PPM = 500.0  # corrections carried, at most hw:'s + this (44 frames a second at 1000)
 
 
 def first_rate(players, player):
@@ -39,6 +49,17 @@ def make_tracks(vm, args):
     io = Path(vm.io_dir)
     made = []
     for player in players:
+        if player == AIRPLAY:
+            # One 44.1 kHz track per run (AirPlay 1 has no other rate), its tag the first track's,
+            # then digital zero in the same file: PulseAudio's sink FLUSHes when its stream ends,
+            # and shairport-sync then drops what it holds (its 2 s of latency), so the track's end
+            # must not be the stream's; the stream runs on past shairport-sync's first statistics.
+            for carried in (0, 1):
+                tag = 1 + 4 * players.index(player) + 2 * carried
+                data = lc.ramp(tag, 44100 * AIRPLAY_SECONDS)
+                (io / f"t{tag}.wav").write_bytes(lc.wav(data + lc.ZERO * (44100 * AIRPLAY_SILENCE), 44100))
+                made.append(f"t{tag} 44100 ({AIRPLAY_SECONDS} s)")
+            continue
         first = first_rate(players, player)
         second = 48000 if first == 44100 else 44100
         for carried in (0, 1):
@@ -98,6 +119,122 @@ def judge(cap, tag, frames, rate, which):
     return out
 
 
+def judge_airplay(cap, tag, frames, rate):
+    """What one capture shows of shairport-sync's track `tag`: its stretches in order, each bit
+    for bit, and between two of them only what shairport-sync's `basic` interpolation does to
+    keep in sync: a frame inserted (the mean of its neighbours, with the ramp the frame before it
+    again, or at a wrap of the ramp's left channel a frame of its own: one frame between two
+    stretches that meet) or one dropped (the next stretch starts a frame later). Anything else
+    between the first and the last frame is a break. Around the track as `judge`."""
+    runs = lc.runs(cap)
+    mine = [i for i, r in enumerate(runs) if r.kind == "ramp" and r.tag == tag]
+    out = {"n0": None, "end": None, "stretches": 0, "inserted": 0, "dropped_frames": 0, "breaks": [], "delivered": 0,
+           "before": 0, "after": 0, "own_zero": [], "dropped": [], "between_signal": [],
+           "foreign": sum(r.length for r in runs if r.kind == "ramp" and r.tag != tag),
+           "other": sum(r.length for r in runs if r.kind == "other"), "captured": len(cap) // lc.FRAME}
+    ms = rate // 1000
+    out["between_signal"] = [(r.start, r.length) for i, r in enumerate(runs[1:-1], 1) if r.kind == "zero" and r.length >= ms
+                             and runs[i - 1].kind == "signal" and runs[i + 1].kind == "signal"]
+    if not mine:
+        out["dropped"] = [(r.start, r.length) for r in runs if r.kind == "zero" and r.length >= ms]
+        return out
+    first, last = mine[0], mine[-1]
+    out["n0"] = runs[first].n0
+    i, prev = first + 1, runs[first]
+    out["stretches"], out["delivered"] = 1, prev.length
+    while i <= last:
+        r = runs[i]
+        end = prev.n0 + prev.length
+        ours = r.kind == "ramp" and r.tag == tag
+        if ours and r.n0 == end - 1:
+            out["inserted"] += 1  # the frame before again, then on from it
+            out["delivered"] += r.length - 1
+        elif ours and r.n0 == end:
+            out["delivered"] += r.length  # on after an inserted frame of its own (below)
+        elif ours and r.n0 == end + 1:
+            out["dropped_frames"] += 1
+            out["delivered"] += r.length
+        elif (r.length == 1 and i < last and runs[i + 1].kind == "ramp" and runs[i + 1].tag == tag
+              and runs[i + 1].n0 == end):
+            out["inserted"] += 1  # at a wrap of the left channel: a frame of its own
+            i += 1
+            continue
+        else:
+            out["breaks"].append((r.start, r.kind, r.length, r.n0, end))
+            if ours:
+                out["delivered"] += r.length
+        if ours:
+            out["stretches"] += 1
+            prev = r
+        i += 1
+    out["end"] = prev.n0 + prev.length
+    out["before"] = sum(r.length for r in runs[:first] if r.kind == "signal")
+    out["after"] = sum(r.length for r in runs[last + 1:] if r.kind == "signal")
+    for i, r in enumerate(runs):
+        if r.kind == "zero" and r.length >= ms and not first < i < last:
+            own = i + 1 == first or i - 1 == last
+            (out["own_zero"] if own else out["dropped"]).append((r.start, r.length))
+    return out
+
+
+def airplay_statistics(text):
+    """shairport-sync's statistics lines in its log: (sync error ms, net correction ppm,
+    corrections ppm, packets, missing, late, too late, resend requests) each."""
+    out = []
+    for line in text.splitlines():
+        if "player.c" not in line or "sync error" in line.lower() or line.count(",") < 16:
+            continue
+        fields = [f.strip() for f in line.split('"')[-1].split(",")]
+        try:
+            out.append(tuple(float(f) for f in fields[:8]))
+        except ValueError:
+            continue
+    return out
+
+
+def check_airplay(io, seen, report):
+    hw, ka = seen.get((AIRPLAY, "hw", "airplay")), seen.get((AIRPLAY, "carried", "airplay"))
+    if hw is None or ka is None:
+        report("FAIL", f"{AIRPLAY}-ran", f"a capture is missing: hw {hw is not None}, carried {ka is not None}")
+        return
+    frames = 44100 * AIRPLAY_SECONDS
+
+    def summary(j):
+        return (f"{j['delivered']} frames of {frames} from n={j['n0']} to {j['end']} in {j['stretches']} stretches, each bit for bit; "
+                f"{j['inserted']} frames inserted and {j['dropped_frames']} dropped by its interpolation, breaks {j['breaks'][:4]}, "
+                f"{j['other']} other frames (its dithered silence before the track) and {j['foreign']} of another track")
+    # Its first frames may be missing on hw: too (3168 once: shairport-sync starts in sync with
+    # the sender's clock, with its own dithered silence before, "other" frames, on hw: too), so
+    # the carried track is checked from its first frame on the link to its end.
+    late = lambda j: j["n0"] is not None and j["n0"] <= max(AIRPLAY_LATE_START, (hw["n0"] or 0) + 4410)  # noqa: E731
+    whole = lambda j: late(j) and j["end"] == frames and not j["breaks"] and not j["foreign"]  # noqa: E731
+    report("ok" if hw["n0"] is not None else "FAIL", f"{AIRPLAY}-hw", "on hw: " + summary(hw)
+           + f"; zero runs: its own {[k for _, k in hw['own_zero']]} frames (on hw: the link stops with the stream at its close), "
+           f"others {[k for _, k in hw['dropped']]}")
+    report("ok" if whole(ka) else "FAIL", f"{AIRPLAY}-carried-exact", "through keepalived: " + summary(ka))
+    report("ok" if ka["before"] >= 44100 // 4 and ka["after"] >= 44100 // 10 else "FAIL", f"{AIRPLAY}-signal-around",
+           f"keepalived's signal on the link: {ka['before']} frames before the track, {ka['after']} after it")
+    report("ok" if not ka["dropped"] else "FAIL", f"{AIRPLAY}-never-dropped",
+           f"zero runs of 1 ms or more through keepalived besides shairport-sync's own silence before its first frame (its lead-in) "
+           f"and after its last (PulseAudio's idle stream until its TEARDOWN): {ka['dropped'][:6]}; its own: carried "
+           f"{[k for _, k in ka['own_zero']]} frames, on hw: {[k for _, k in hw['own_zero']]}")
+    stats = {m: airplay_statistics((io / f"shairport-sync-{m}.log").read_text(errors="replace"))
+             if (io / f"shairport-sync-{m}.log").exists() else [] for m in ("hw", "carried")}
+    if not stats["hw"] or not stats["carried"]:
+        report("FAIL", f"{AIRPLAY}-sync", f"statistics lines: hw {len(stats['hw'])}, carried {len(stats['carried'])}")
+        return
+    # Its last line: the moving average over the last 1003 packets (8 s), past the start's settling.
+    h, k = stats["hw"][-1], stats["carried"][-1]
+    ok = abs(k[0]) <= abs(h[0]) + AIRPLAY_SYNC_MS and k[2] <= h[2] + AIRPLAY_CORRECTIONS_PPM and k[4] == 0 and k[6] == 0
+    fmt = lambda rows: "; ".join(f"sync error {r[0]:.2f} ms, net correction {r[1]:.1f} ppm, corrections {r[2]:.1f} ppm, "  # noqa: E731
+                                 f"{r[3]:.0f} packets, {r[4]:.0f} missing, {r[5]:.0f} late, {r[6]:.0f} too late, {r[7]:.0f} resent"
+                                 for r in rows)
+    report("ok" if ok else "FAIL", f"{AIRPLAY}-sync",
+           f"shairport-sync's own statistics, through keepalived: {fmt(stats['carried'])}; on hw: {fmt(stats['hw'])} "
+           f"(bounds: |sync error| at most {AIRPLAY_SYNC_MS:g} ms above hw:'s, corrections at most {AIRPLAY_CORRECTIONS_PPM:g} ppm "
+           f"above, no packet missing or too late)")
+
+
 def describe(j, rate):
     ms = lambda k: f"{1000 * k / rate:.1f}"  # noqa: E731
     return (f"{j['frames']} frames of the track in order from n={j['n0']} ({'exact' if j['exact'] else 'NOT exact'}"
@@ -119,9 +256,14 @@ def check(result, report):
         player, mode, name, tag, frames, rate, which = line.split()
         tag, frames, rate = int(tag), int(frames), int(rate)
         cap = (io / name).read_bytes() if (io / name).exists() else b""
+        if which == "airplay":
+            seen[(player, mode, which)] = judge_airplay(cap, tag, frames, rate)
+            continue
         j = judge(cap, tag, frames, rate, which)
         seen[(player, mode, which)] = j
         print(f"# {player} {mode} {which} track ({rate} Hz, tag {tag}): {describe(j, rate)}", flush=True)
+    if any(k[0] == AIRPLAY for k in seen):
+        check_airplay(io, seen, report)
     for player in [p for p in PLAYERS if any(k[0] == p for k in seen)]:
         hw = [seen.get((player, "hw", w)) for w in ("first", "second")]
         ka = [seen.get((player, "carried", w)) for w in ("first", "second")]
