@@ -62,7 +62,8 @@ SKIP_AT = 0.6  # seconds of the first track on the link before the skip
 LEAD_IN = 2
 PLAYERS = ["mpv", "squeezelite", "snapclient"]
 AIRPLAY = "shairport-sync"  # after PLAYERS: its tags and first rate follow theirs (tag, first_rate)
-AIRPLAY_SECONDS = 5  # 220500 frames: one tag's ramp (linkcapture: below 240000)
+AIRPLAY_SECONDS = 13  # one ramp over three tags (linkcapture: 240000 frames each)
+AIRPLAY_TAGS = {False: 13, True: 16}  # its first tag on hw: and carried (the others' end at 12)
 AIRPLAY_STATS = 1  # statistics lines to wait for, per run (one per 1003 packets: 8 s)
 PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
 MANIFEST = []
@@ -109,8 +110,9 @@ class Capture:
                                       "--buffer-time=1000000", self.path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.running = vt.wait_until(lambda: vt.pcm_state(loop, 1, 0, "c") == "RUNNING" or self.proc.poll() is not None, 15, 0.02)
 
-    def last(self, t):
-        """The ramp index n of the last frame captured when it is track `t`'s, else None."""
+    def last(self, t, span=1):
+        """The ramp index n of the last frame captured when it is track `t`'s (a ramp over `span`
+        tags from `t`), else None."""
         try:
             with open(self.path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size // lc.FRAME * lc.FRAME
@@ -120,8 +122,8 @@ class Capture:
                 left, right = int.from_bytes(f.read(2), "little", signed=True), int.from_bytes(f.read(2), "little", signed=True)
         except OSError:
             return None
-        if 1 <= left <= lc.SPAN and (right - 1) // 8 == t and right >= 1:
-            return (right - 1) % 8 * lc.SPAN + left - 1
+        if 1 <= left <= lc.SPAN and right >= 1 and t <= (right - 1) // 8 < t + span:
+            return ((right - 1) // 8 - t) * 8 * lc.SPAN + (right - 1) % 8 * lc.SPAN + left - 1
         return None
 
     def close(self):
@@ -364,7 +366,7 @@ class AirPlay:
         self.pulse_log = f"/tmp/pulseaudio-{mode}.log"
         with open(SHAIRPORT_CONF, "w") as f:
             f.write('general = {\n  name = "link";\n  output_backend = "alsa";\n  ignore_volume_control = "yes";\n  udp_port_base = 6101;\n'
-                    '  interpolation = "basic";\n};\n'
+                    '  interpolation = "basic";\n  audio_backend_buffer_desired_length_in_seconds = 0.5;\n};\n'
                     f'alsa = {{\n  output_device = "{device}";\n  output_rate = 44100;\n  output_format = "S16_LE";\n}};\n'
                     'diagnostics = {\n  statistics = "yes";\n  log_verbosity = 1;\n  log_output_to = "stderr";\n};\n')
         self.proc = subprocess.Popen(["shairport-sync", "-c", SHAIRPORT_CONF], stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
@@ -425,7 +427,7 @@ def airplay_session(carried, kpid):
     """shairport-sync's run: the capture, one 44.1 kHz track through AirPlay, its statistics."""
     mode = "carried" if carried else "hw"
     name = f"{AIRPLAY}-{mode}"
-    rate, t = 44100, tag(AIRPLAY, carried, 0)
+    rate, t = 44100, AIRPLAY_TAGS[carried]
     frames = rate * AIRPLAY_SECONDS
     if carried:
         w = vt.wait_until(lambda: device_rate() == rate and holder() == kpid, 15, 0.05)
@@ -441,10 +443,13 @@ def airplay_session(carried, kpid):
     p = AirPlay(device, mode)
     t0 = time.monotonic()
     p.start(t, rate)
-    w = wait_track(cap, t, frames, 60)
-    vt.check(f"{name}-track", w, f"the track ({rate} Hz) through {device} on the link and ended {time.monotonic() - t0:.2f} s "
-             "after paplay's start")
-    w = vt.wait_until(lambda: len(p.statistics()) >= AIRPLAY_STATS or p.proc.poll() is not None, 40, 0.2)
+    w = vt.wait_until(lambda: cap.last(t, 3) is not None, 30, 0.05)
+    vt.check(f"{name}-track", w, f"the track ({rate} Hz) through {device} on the link {time.monotonic() - t0:.2f} s after paplay's start")
+    # paplay ends when PulseAudio has sent the file; its sink then FLUSHes, and shairport-sync drops
+    # what it holds (AirPlay's 2 s of latency) and closes its PCM: the track's last 2 s never play.
+    w = vt.wait_until(lambda: p.paplay.poll() is not None, 60, 0.1)
+    vt.check(f"{name}-sent", w, f"paplay ended {time.monotonic() - t0:.2f} s after its start ({AIRPLAY_SECONDS} s of track)")
+    w = vt.wait_until(lambda: len(p.statistics()) >= AIRPLAY_STATS or p.proc.poll() is not None, 20, 0.2)
     vt.check(f"{name}-statistics", w, f"{len(p.statistics())} lines of shairport-sync's statistics {time.monotonic() - t0:.1f} s after "
              "paplay's start")
     vt.note(f"{name}: stop at {time.monotonic():.2f}")
