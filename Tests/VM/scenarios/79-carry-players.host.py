@@ -18,7 +18,11 @@ every carried track of theirs must be, every time: there the stream never starts
 snapclient is not always bit-exact even on hw: under emulation (it keeps the server's time: skips what
 comes late, fills with its own silence, underruns at its stream's end); carried, every frame of
 its that reaches the link must be unchanged and in order, nothing else mixed in, nothing played
-twice, and no zeros between keepalived's signal frames."""
+twice, and no zeros between keepalived's signal frames.
+
+shairport-sync (`judge_airplay`, `check_airplay`) keeps in sync by inserting or dropping a frame
+now and then, on hw: too: its ramp is checked stretch by stretch between those points, and its
+own sync statistics through keepalived against its own on hw: in the same run."""
 
 import sys
 from pathlib import Path

@@ -28,17 +28,18 @@ rate and format per track (loadfile's options), 0.4 s ALSA buffer; squeezelite a
 
 shairport-sync 3.3.8 plays AirPlay 1 at 44.1 kHz only, so its run has no skip: the capture opens
 in 44.1 kHz, shairport-sync starts, then PulseAudio (its own `module-raop-sink` given the server's
-address: no discovery; uncompressed L16 over UDP, RSA-encrypted, which shairport-sync decrypts
-bit for bit) and `paplay` of one 5 s track; the stream goes on with PulseAudio's silence after it
-until shairport-sync has logged two lines of its sync statistics (one every 1003 packets, 8 s),
-then PulseAudio stops (its TEARDOWN: shairport-sync drops and closes its PCM) and shairport-sync
-quits. Its volume is ignored (`ignore_volume_control`: unity, no dither), S16_LE at 44100 asked
-for, interpolation `basic`: to keep in sync it inserts a frame (the mean of its neighbours: with
-the ramp, the frame before it again) or drops one at a random place in a packet, which the host
-counts, and checks every stretch between two such points bit for bit. On `hw:` it times through
-the driver's timestamps (`use_precision_timing` "auto": a name beginning with hw:), through
-`keepalived:` through `snd_pcm_delay`. shairport-sync needs Avahi's daemon (its only mDNS
-backend, and it gives up without it): the test starts one on the system bus, masked at boot.
+address: no discovery; ALAC over UDP, RSA-encrypted, which shairport-sync decodes bit for bit)
+and `paplay` of one 13 s ramp (over three tags) with no silence in it: PulseAudio's sink FLUSHes
+when its stream ends, and shairport-sync then drops what it holds (AirPlay's 2 s of latency).
+Once paplay has ended and shairport-sync has logged its sync statistics (one line per 1003
+packets, 8 s), PulseAudio stops and shairport-sync quits. Its volume is ignored
+(`ignore_volume_control`: unity, no dither on the music), S16_LE at 44100 asked for,
+interpolation `basic`: to keep in sync it inserts a frame (the mean of its neighbours: with the
+ramp, the frame before it again) or drops one at a random place in a packet, which the host
+counts, and checks every stretch between two such points bit for bit. Through `keepalived:` it
+times by `snd_pcm_delay` (its precision timing is for names beginning with hw:, and the loopback
+gives no update timestamps: on `hw:` too). shairport-sync needs Avahi's daemon (its only mDNS
+backend; it exits without it): the test starts one on the system bus, masked at boot.
 """
 
 import json
@@ -61,7 +62,7 @@ SECONDS = 1.5
 SKIP_AT = 0.6  # seconds of the first track on the link before the skip
 LEAD_IN = 2
 PLAYERS = ["mpv", "squeezelite", "snapclient"]
-AIRPLAY = "shairport-sync"  # after PLAYERS: its tags and first rate follow theirs (tag, first_rate)
+AIRPLAY = "shairport-sync"
 AIRPLAY_SECONDS = 13  # one ramp over three tags (linkcapture: 240000 frames each)
 AIRPLAY_TAGS = {False: 13, True: 16}  # its first tag on hw: and carried (the others' end at 12)
 AIRPLAY_STATS = 1  # statistics lines to wait for, per run (one per 1003 packets: 8 s)
@@ -78,7 +79,7 @@ def device_rate():
 
 
 def tag(player, carried, track):
-    return 1 + 4 * (PLAYERS + [AIRPLAY]).index(player) + 2 * carried + track
+    return 1 + 4 * PLAYERS.index(player) + 2 * carried + track
 
 
 class Holders:
