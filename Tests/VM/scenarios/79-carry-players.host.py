@@ -42,7 +42,7 @@ AIRPLAY_LATE_START = 22050  # frames of the track's start that may be missing th
 # that a busy emulated guest keeps but a PCM whose delay or timing were wrong would not (a delay
 # off by keepalived's queue, 250-500 ms, is a sync error past the 50 ms resync threshold: a
 # resync, a break in the track; a delay that jumps is corrections far above hw:'s).
-AIRPLAY_SYNC_MS = 5.0  # |mean sync error| carried, at most this above hw:'s
+AIRPLAY_SYNC_MS = 15.0  # |mean sync error| carried, at most this above hw:'s (hw: alone: -13 to 3.3 ms)
 AIRPLAY_CORRECTIONS_PPM = 500.0  # corrections carried, at most hw:'s + this (44 frames a second at 1000)
 
 
@@ -64,6 +64,8 @@ def make_tracks(vm, args):
                 data = lc.ramp(tag, 44100 * AIRPLAY_SECONDS)
                 (io / f"t{tag}.wav").write_bytes(lc.wav(data, 44100))
                 made.append(f"t{tag} 44100 ({AIRPLAY_SECONDS} s)")
+            # Its carried run's primer, should keepalived's stream not run in 44.1 kHz: not checked.
+            (io / "tp.wav").write_bytes(lc.wav(lc.ramp(0, 8820), 44100))
             continue
         first = first_rate(players, player)
         second = 48000 if first == 44100 else 44100
@@ -130,8 +132,9 @@ def judge_airplay(cap, tag, frames, rate):
     them only what shairport-sync itself does: with `basic` interpolation, to keep in sync, a
     frame inserted (the mean of its neighbours: with the ramp the frame before it again, or at a
     wrap of the ramp's left channel a frame of its own, one frame between two stretches that
-    meet) or one dropped (the next stretch starts a frame later); at an underrun of its own (its
-    stalls under emulation) nothing, or keepalived's signal, then the ramp later on (`underruns`).
+    meet) or one dropped (the next stretch starts a frame later); a gap, then the ramp further
+    on (`underruns`): its own silence (digital zero: it resyncs, or its sender's packets came
+    late) or, at an underrun of its own, nothing on hw: and keepalived's signal when carried.
     Anything else between its first and last frame is a break. Around it as `judge`."""
     raw = lc.runs(cap)
     runs = []  # the runs, the ramp's across its tags as one, g0 its first frame's number
@@ -225,15 +228,17 @@ def check_airplay(io, seen, report):
     def summary(j):
         return (f"{j['delivered']} frames from n={j['n0']} to {j['end']} (of {frames}; PulseAudio's FLUSH at its stream's end drops "
                 f"AirPlay's last 2 s) in {j['stretches']} stretches, each bit for bit; {j['inserted']} frames inserted and "
-                f"{j['dropped_frames']} dropped by its interpolation; its own underruns (gap, frames lost) "
-                f"{[(k, n) for _, _, k, n in j['underruns']][:6]}; breaks {j['breaks'][:4]}; {j['other']} other frames "
+                f"{j['dropped_frames']} dropped by its interpolation; gaps of its own then the ramp further on (what filled "
+                f"the gap: its silence or keepalived's signal at its underrun, frames, frames of the ramp skipped) "
+                f"{[(w, k, n) for _, w, k, n in j['underruns']][:8]}; breaks {j['breaks'][:4]}; {j['other']} other frames "
                 f"(its dithered silence before the ramp) and {j['foreign']} of another track")
     # Its first frames are missing on hw: too (3168 in every run: shairport-sync starts in sync
     # with the sender's clock, its own dithered silence before), so the carried ramp is checked
     # from its first frame on the link on.
     late = lambda j: j["n0"] is not None and j["n0"] <= max(AIRPLAY_LATE_START, (hw["n0"] or 0) + 4410)  # noqa: E731
-    ok = (late(ka) and ka["delivered"] >= AIRPLAY_PLAYED and not ka["breaks"] and not ka["foreign"]
-          and all(kind == "signal" for _, kind, _, _ in ka["underruns"]))
+    # A gap of zero in its stream is its own silence (it plays some to resync, or while its
+    # packets are late), as snapclient's: keepalived fills a player's underrun with its signal.
+    ok = late(ka) and ka["delivered"] >= AIRPLAY_PLAYED and not ka["breaks"] and not ka["foreign"]
     report("ok" if hw["n0"] is not None else "FAIL", f"{AIRPLAY}-hw", "on hw: " + summary(hw)
            + f"; zero runs: its own {[k for _, k in hw['own_zero']]} frames (on hw: the link stops with the stream at its close), "
            f"others {[k for _, k in hw['dropped']]}")
@@ -245,10 +250,16 @@ def check_airplay(io, seen, report):
            f"lead-in) and part of its first open's {AIRPLAY_PROBE} frames of zero: {ka['dropped'][:6]}; its own: carried "
            f"{[k for _, k in ka['own_zero']]} frames, its first open's {[k for _, k in ka['probe']]}, on hw: "
            f"{[k for _, k in hw['own_zero']]}")
-    underruns = {m: (io / f"shairport-sync-{m}.log").read_text(errors="replace").count("underrun while writing")
-                 if (io / f"shairport-sync-{m}.log").exists() else 0 for m in ("hw", "carried")}
-    report("ok", f"{AIRPLAY}-underruns", f"shairport-sync's own underruns (its log): {underruns['carried']} through keepalived, "
-           f"{underruns['hw']} on hw: (the emulated machine's stalls; keepalived's signal fills them on the link)")
+    # What its log (verbosity 2) says it did to keep in sync besides the interpolation: an
+    # underrun, a resync (frames dropped: "Large positive sync error"; its own silence played:
+    # "Large negative sync error"), its first packet late.
+    events = ("underrun while writing", "Underrun of", "Large positive sync error", "Large negative sync error",
+              "Play a silence", "First packet is", "Lost sync with source")
+    logs = {m: (io / f"shairport-sync-{m}.log").read_text(errors="replace") if (io / f"shairport-sync-{m}.log").exists() else ""
+            for m in ("hw", "carried")}
+    counts = {m: {e: logs[m].count(e) for e in events if logs[m].count(e)} for m in logs}
+    report("ok", f"{AIRPLAY}-events", f"shairport-sync's log: through keepalived {counts['carried'] or 'nothing of these'}, on hw: "
+           f"{counts['hw'] or 'nothing of these'} (of {list(events)})")
     stats = {m: airplay_statistics((io / f"shairport-sync-{m}.log").read_text(errors="replace"))
              if (io / f"shairport-sync-{m}.log").exists() else [] for m in ("hw", "carried")}
     if not stats["hw"] or not stats["carried"]:

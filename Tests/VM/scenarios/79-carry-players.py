@@ -369,7 +369,7 @@ class AirPlay:
             f.write('general = {\n  name = "link";\n  output_backend = "alsa";\n  ignore_volume_control = "yes";\n  udp_port_base = 6101;\n'
                     '  interpolation = "basic";\n  audio_backend_buffer_desired_length_in_seconds = 0.5;\n};\n'
                     f'alsa = {{\n  output_device = "{device}";\n  output_rate = 44100;\n  output_format = "S16_LE";\n}};\n'
-                    'diagnostics = {\n  statistics = "yes";\n  log_verbosity = 1;\n  log_output_to = "stderr";\n};\n')
+                    'diagnostics = {\n  statistics = "yes";\n  log_verbosity = 2;\n  log_output_to = "stderr";\n};\n')
         self.proc = subprocess.Popen(["shairport-sync", "-c", SHAIRPORT_CONF], stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
                                      env=PLAYER_ENV)
         up = vt.wait_until(lambda: self.proc.poll() is not None or listening(), 30, 0.1)
@@ -431,6 +431,13 @@ def airplay_session(carried, kpid):
     rate, t = 44100, AIRPLAY_TAGS[carried]
     frames = rate * AIRPLAY_SECONDS
     if carried:
+        if device_rate() != rate:
+            # The run before left keepalived's stream in another rate (it should leave 44.1 kHz):
+            # a short aplay through keepalived: brings it to 44.1 kHz, so that this run starts on
+            # a running stream as the others do, not in keepalived's reopen.
+            r = vt.run(["aplay", "-q", "-D", PLUGIN, "/tmp/tp.wav"], timeout=60, env=PLAYER_ENV)
+            vt.note(f"{name}: keepalived's stream was in {vt.hw_params(loop, 0, 0).get('rate')}: aplay of 0.2 s at {rate} Hz "
+                    f"first, exit {r.returncode}")
         w = vt.wait_until(lambda: device_rate() == rate and holder() == kpid, 15, 0.05)
         vt.check(f"{name}-stream-in-{rate}", w, f"keepalived's stream before {AIRPLAY}: {vt.hw_params(loop, 0, 0).get('rate')}, "
                  f"held by {holder()} (keepalived {kpid})")
@@ -555,7 +562,7 @@ rc, text = vt.host("player-tracks", SECONDS, *PLAYERS, AIRPLAY)
 if not vt.check("tracks", rc == 0, text):
     vt.finish()
 for name in os.listdir(vt.IO):
-    if name.startswith("t") and name[1:].split(".")[0].isdigit():
+    if name.startswith("t") and (name[1:].split(".")[0].isdigit() or name == "tp.wav"):
         with open(os.path.join(vt.IO, name), "rb") as src, open(os.path.join("/tmp", name), "wb") as dst:
             dst.write(src.read())
 
