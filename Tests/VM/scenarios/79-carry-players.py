@@ -365,6 +365,8 @@ class AirPlay:
     def __init__(self, device, mode):
         self.log_path = f"/tmp/shairport-sync-{mode}.log"
         self.pulse_log = f"/tmp/pulseaudio-{mode}.log"
+        # Its UDP ports from 6101: PulseAudio's sink binds its own control and timing ports at 6001
+        # and 6002, shairport-sync's default base.
         with open(SHAIRPORT_CONF, "w") as f:
             f.write('general = {\n  name = "link";\n  output_backend = "alsa";\n  ignore_volume_control = "yes";\n  udp_port_base = 6101;\n'
                     '  interpolation = "basic";\n  audio_backend_buffer_desired_length_in_seconds = 0.5;\n};\n'
