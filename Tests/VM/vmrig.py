@@ -71,7 +71,9 @@ DEFAULT_SYSTEMD_MASK = [
     "systemd-boot-update.service", "systemd-journal-flush.service",
     # Players and a server that Debian's packages enable (scripts/setup --test installs them for
     # carry-players, which starts its own): none may take a card or a port in another scenario.
-    "snapclient.service", "snapserver.service", "squeezelite.service",
+    # Avahi came with shairport-sync (its only mDNS backend): carry-players runs its own daemon.
+    "snapclient.service", "snapserver.service", "squeezelite.service", "shairport-sync.service",
+    "avahi-daemon.service", "avahi-daemon.socket",
 ]
 
 # Generators kept in systemd mode (the others are masked: they scan the host's configuration

@@ -4,7 +4,8 @@
 squeezelite (fed by `guest/slimserver.py`, a SlimProto server of the test's own: Debian has no
 Squeezebox server) and snapclient (fed by Debian's snapserver, two pipe sources), each first
 straight on `hw:CARD=Loopback,DEV=0` (what the player itself does to its audio), then through
-`keepalived:CARD=Loopback,DEV=0` with the package's service running `--carry --lead-in 2s`.
+`keepalived:CARD=Loopback,DEV=0` with the package's service running `--carry --lead-in 2s`; and
+shairport-sync (AirPlay 1, fed by PulseAudio's RAOP sink), the same way but for the skip (below).
 
 The link is the kernel's loopback card with one subdevice per device (device 0 exclusive like a
 real card's); its capture side (device 1) records in real time what a receiver gets. Each run of
@@ -24,6 +25,21 @@ Unity everywhere: mpv at --volume=100 (max 100), no filters (--af=), no replayga
 rate and format per track (loadfile's options), 0.4 s ALSA buffer; squeezelite at gain 0x10000
 (its own volume skipped), S16_LE (-a 400:4:16:1), no resampling, its output closed when idle
 (-C 1); snapclient at the server's 100 % (its software mixer touches nothing then), PCM codec.
+
+shairport-sync 3.3.8 plays AirPlay 1 at 44.1 kHz only, so its run has no skip: the capture opens
+in 44.1 kHz, shairport-sync starts, then PulseAudio (its own `module-raop-sink` given the server's
+address: no discovery; ALAC over UDP, RSA-encrypted, which shairport-sync decodes bit for bit)
+and `paplay` of one 13 s ramp (over three tags) with no silence in it: PulseAudio's sink FLUSHes
+when its stream ends, and shairport-sync then drops what it holds (AirPlay's 2 s of latency).
+Once paplay has ended and shairport-sync has logged its sync statistics (one line per 1003
+packets, 8 s), PulseAudio stops and shairport-sync quits. Its volume is ignored
+(`ignore_volume_control`: unity, no dither on the music), S16_LE at 44100 asked for,
+interpolation `basic`: to keep in sync it inserts a frame (the mean of its neighbours: with the
+ramp, the frame before it again) or drops one at a random place in a packet, which the host
+counts, and checks every stretch between two such points bit for bit. Through `keepalived:` it
+times by `snd_pcm_delay` (its precision timing is for names beginning with hw:, and the loopback
+gives no update timestamps: on `hw:` too). shairport-sync needs Avahi's daemon (its only mDNS
+backend; it exits without it): the test starts one on the system bus, masked at boot.
 """
 
 import json
@@ -46,6 +62,10 @@ SECONDS = 1.5
 SKIP_AT = 0.6  # seconds of the first track on the link before the skip
 LEAD_IN = 2
 PLAYERS = ["mpv", "squeezelite", "snapclient"]
+AIRPLAY = "shairport-sync"
+AIRPLAY_SECONDS = 13  # one ramp over three tags (linkcapture: 240000 frames each)
+AIRPLAY_TAGS = {False: 13, True: 16}  # its first tag on hw: and carried (the others' end at 12)
+AIRPLAY_STATS = 1  # statistics lines to wait for, per run (one per 1003 packets: 8 s)
 PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
 MANIFEST = []
 
@@ -91,8 +111,9 @@ class Capture:
                                       "--buffer-time=1000000", self.path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.running = vt.wait_until(lambda: vt.pcm_state(loop, 1, 0, "c") == "RUNNING" or self.proc.poll() is not None, 15, 0.02)
 
-    def last(self, t):
-        """The ramp index n of the last frame captured when it is track `t`'s, else None."""
+    def last(self, t, span=1):
+        """The ramp index n of the last frame captured when it is track `t`'s (a ramp over `span`
+        tags from `t`), else None."""
         try:
             with open(self.path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size // lc.FRAME * lc.FRAME
@@ -102,8 +123,8 @@ class Capture:
                 left, right = int.from_bytes(f.read(2), "little", signed=True), int.from_bytes(f.read(2), "little", signed=True)
         except OSError:
             return None
-        if 1 <= left <= lc.SPAN and (right - 1) // 8 == t and right >= 1:
-            return (right - 1) % 8 * lc.SPAN + left - 1
+        if 1 <= left <= lc.SPAN and right >= 1 and t <= (right - 1) // 8 < t + span:
+            return ((right - 1) // 8 - t) * 8 * lc.SPAN + (right - 1) % 8 * lc.SPAN + left - 1
         return None
 
     def close(self):
@@ -302,6 +323,175 @@ class Snapclient:
 
 MAKERS = {"mpv": Mpv, "squeezelite": Squeezelite, "snapclient": Snapclient}
 
+SHAIRPORT_CONF = "/tmp/shairport-sync.conf"
+PULSE_SOCKET = "/tmp/pulse-79.sock"
+
+
+def avahi():
+    """Avahi's daemon on the system bus (masked at boot), for shairport-sync's mDNS registration."""
+    proc = subprocess.Popen(["avahi-daemon", "--no-chroot", "--no-rlimits"], stdout=open("/tmp/avahi.log", "w"), stderr=subprocess.STDOUT)
+    w = vt.wait_until(lambda: "startup complete" in vt.read("/tmp/avahi.log", "") or proc.poll() is not None, 30, 0.1)
+    vt.check("avahi", w and proc.poll() is None, "avahi-daemon: " + vt.one_line(vt.read("/tmp/avahi.log", "")[-300:]))
+    return proc
+
+
+def rtsp_sockets():
+    """Port 5000's TCP sockets (shairport-sync's RTSP) in /proc/net/tcp: (local, remote, state)."""
+    rows = [line.split()[1:4] for line in vt.read("/proc/net/tcp", "").splitlines()[1:]]
+    return {tuple(r) for r in rows if r[0].endswith(":1388") or r[1].endswith(":1388")}
+
+
+def listening():
+    return any(state == "0A" for _, _, state in rtsp_sockets())
+
+
+def rtsp_closed(before):
+    """Whether a client's connection to port 5000 that was not there `before` has been closed by
+    that client (TIME_WAIT), with none open: the sink's OPTIONS done (a run before leaves its own
+    closed connections behind for a minute)."""
+    now = rtsp_sockets()
+    clients = [(local, state) for local, remote, state in now if remote.endswith(":1388")]
+    old = {local for local, remote, _ in before if remote.endswith(":1388")}
+    return any(state == "06" and local not in old for local, state in clients) and all(state != "01" for _, state in clients)
+
+
+class AirPlay:
+    """shairport-sync on `device`, fed by PulseAudio's RAOP sink. PulseAudio 16.1's sink
+    authenticates once, at its load (an OPTIONS on a connection of its own, then closed), and
+    announces a stream only after that succeeded: shairport-sync must listen before the sink
+    loads (refused, the sink never plays), and a client may play only once the OPTIONS is done
+    (with it still in progress, the sink never announced: "Connection already in progress")."""
+
+    def __init__(self, device, mode):
+        self.log_path = f"/tmp/shairport-sync-{mode}.log"
+        self.pulse_log = f"/tmp/pulseaudio-{mode}.log"
+        # Its UDP ports from 6101: PulseAudio's sink binds its own control and timing ports at 6001
+        # and 6002, shairport-sync's default base.
+        with open(SHAIRPORT_CONF, "w") as f:
+            f.write('general = {\n  name = "link";\n  output_backend = "alsa";\n  ignore_volume_control = "yes";\n  udp_port_base = 6101;\n'
+                    '  interpolation = "basic";\n  audio_backend_buffer_desired_length_in_seconds = 0.5;\n};\n'
+                    f'alsa = {{\n  output_device = "{device}";\n  output_rate = 44100;\n  output_format = "S16_LE";\n}};\n'
+                    'diagnostics = {\n  statistics = "yes";\n  log_verbosity = 2;\n  log_output_to = "stderr";\n};\n')
+        self.proc = subprocess.Popen(["shairport-sync", "-c", SHAIRPORT_CONF], stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
+                                     env=PLAYER_ENV)
+        up = vt.wait_until(lambda: self.proc.poll() is not None or listening(), 30, 0.1)
+        vt.check(f"shairport-sync-{mode}-listens", up and self.proc.poll() is None,
+                 f"shairport-sync on port 5000 after {up.seconds:.1f} s: " + vt.one_line(vt.read(self.log_path, "")[-300:]))
+        before = rtsp_sockets()
+        if os.path.exists(PULSE_SOCKET):
+            os.remove(PULSE_SOCKET)
+        with open("/tmp/pulse-79.pa", "w") as f:
+            f.write(f"load-module module-native-protocol-unix socket={PULSE_SOCKET} auth-anonymous=1\n"
+                    "load-module module-raop-sink server=127.0.0.1:5000 sink_name=airplay protocol=UDP encryption=RSA codec=ALAC\n"
+                    "set-default-sink airplay\n")
+        self.pulse = subprocess.Popen(["pulseaudio", "-n", "-F", "/tmp/pulse-79.pa", "--daemonize=no", "--exit-idle-time=-1",
+                                       "--use-pid-file=no", "--system=no", "--log-target=stderr", "--log-level=info",
+                                       # As root it would take a real-time thread, which on the one
+                                       # emulated CPU could starve the rest.
+                                       "--realtime=no", "--high-priority=no"],
+                                      stdout=open(self.pulse_log, "w"), stderr=subprocess.STDOUT, env=vt.ROOT_ENV)
+        w = vt.wait_until(lambda: (os.path.exists(PULSE_SOCKET) and rtsp_closed(before)) or self.pulse.poll() is not None, 30, 0.1)
+        vt.check(f"pulseaudio-{mode}", w and self.pulse.poll() is None, f"PulseAudio with module-raop-sink, its OPTIONS done after "
+                 f"{w.seconds:.1f} s: " + vt.one_line(vt.read(self.pulse_log, "")[-300:]))
+        self.paplay = None
+
+    def start(self, t, rate):
+        self.paplay = subprocess.Popen(["paplay", "-d", "airplay", f"/tmp/t{t}.wav"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True, env=dict(vt.ROOT_ENV, PULSE_SERVER=f"unix:{PULSE_SOCKET}"))
+
+    def statistics(self):
+        """shairport-sync's statistics lines so far (sync error in ms first)."""
+        return [line for line in vt.read(self.log_path, "").splitlines()
+                if line.count(",") >= 16 and "player.c" in line and "sync error" not in line.lower()]
+
+    def stop(self):
+        """PulseAudio's end: its RAOP sink's TEARDOWN, on which shairport-sync closes its PCM."""
+        out = ""
+        if self.paplay:
+            try:
+                out = self.paplay.communicate(timeout=15)[0]
+            except subprocess.TimeoutExpired:
+                self.paplay.kill()
+                out = "(did not end: killed) " + self.paplay.communicate()[0]
+        self.pulse.terminate()
+        try:
+            self.pulse.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.pulse.kill()
+            self.pulse.wait()
+        return out
+
+    def quit(self):
+        self.proc.terminate()
+        return self.proc
+
+
+def airplay_session(carried, kpid):
+    """shairport-sync's run: the capture, one 44.1 kHz track through AirPlay, its statistics."""
+    mode = "carried" if carried else "hw"
+    name = f"{AIRPLAY}-{mode}"
+    rate, t = 44100, AIRPLAY_TAGS[carried]
+    frames = rate * AIRPLAY_SECONDS
+    if carried:
+        if device_rate() != rate:
+            # The run before left keepalived's stream in another rate (it should leave 44.1 kHz):
+            # a short aplay through keepalived: brings it to 44.1 kHz, so that this run starts on
+            # a running stream as the others do, not in keepalived's reopen.
+            r = vt.run(["aplay", "-q", "-D", PLUGIN, "/tmp/tp.wav"], timeout=60, env=PLAYER_ENV)
+            vt.note(f"{name}: keepalived's stream was in {vt.hw_params(loop, 0, 0).get('rate')}: aplay of 0.2 s at {rate} Hz "
+                    f"first, exit {r.returncode}")
+        w = vt.wait_until(lambda: device_rate() == rate and holder() == kpid, 15, 0.05)
+        vt.check(f"{name}-stream-in-{rate}", w, f"keepalived's stream before {AIRPLAY}: {vt.hw_params(loop, 0, 0).get('rate')}, "
+                 f"held by {holder()} (keepalived {kpid})")
+    cap = Capture(f"{name}.raw", rate)
+    if not vt.check(f"{name}-capture", cap.running, f"arecord -r {rate}: {vt.pcm_state(loop, 1, 0, 'c')}"):
+        cap.close()
+        return
+    time.sleep(0.5)  # the link before the player (keepalived's signal when carried)
+    holders = Holders()
+    device = PLUGIN if carried else HW
+    p = AirPlay(device, mode)
+    t0 = time.monotonic()
+    p.start(t, rate)
+    w = vt.wait_until(lambda: cap.last(t, 3) is not None, 30, 0.05)
+    vt.check(f"{name}-track", w, f"the track ({rate} Hz) through {device} on the link {time.monotonic() - t0:.2f} s after paplay's start")
+    # paplay ends when PulseAudio has sent the file; its sink then FLUSHes, and shairport-sync drops
+    # what it holds (AirPlay's 2 s of latency) and closes its PCM: the track's last 2 s never play.
+    w = vt.wait_until(lambda: p.paplay.poll() is not None, 60, 0.1)
+    vt.check(f"{name}-sent", w, f"paplay ended {time.monotonic() - t0:.2f} s after its start ({AIRPLAY_SECONDS} s of track)")
+    w = vt.wait_until(lambda: len(p.statistics()) >= AIRPLAY_STATS or p.proc.poll() is not None, 20, 0.2)
+    vt.check(f"{name}-statistics", w, f"{len(p.statistics())} lines of shairport-sync's statistics {time.monotonic() - t0:.1f} s after "
+             "paplay's start")
+    vt.note(f"{name}: stop at {time.monotonic():.2f}")
+    out = p.stop()
+    closed = vt.wait_until(lambda: holder() != p.proc.pid, 15, 0.02)
+    vt.note(f"{name}: shairport-sync's PCM closed {closed.seconds:.2f} s after PulseAudio's end; paplay: {vt.one_line(out, 200)}")
+    time.sleep(0.6)  # the link after the player (keepalived's signal when carried)
+    proc = p.quit()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    time.sleep(0.3)
+    rec = cap.close()
+    seen = holders.stop()
+    if carried:
+        vt.check(f"{name}-carried", seen <= {kpid}, f"device 0 held by {sorted(map(str, seen))} while {AIRPLAY} ran (keepalived {kpid})")
+    else:
+        vt.note(f"{name}: device 0 held by {sorted(map(str, seen))} (shairport-sync {p.proc.pid})")
+    if rec:
+        vt.note(f"{name}: arecord: {vt.one_line(rec, 200)}")
+    for log in (p.log_path, p.pulse_log):
+        shutil.copy(log, vt.IO)
+    stats = p.statistics()
+    vt.note(f"{name}: shairport-sync's statistics (sync error ms, net correction ppm, corrections ppm, packets, missing, late, too "
+            f"late, resend requests, min DAC queue, min/max buffer, nominal/actual/output fps, drift ppm, samples, correction ppm): "
+            + " | ".join(" ".join(line.split('"')[-1].split()) for line in stats))
+    MANIFEST.append(f"{AIRPLAY} {mode} {name}.raw {t} {frames} {rate} airplay")
+    with open(os.path.join(vt.IO, "runs.txt"), "w") as f:
+        f.write("\n".join(MANIFEST) + "\n")
+
 
 def session(player, carried, kpid):
     """One player's start, mid-track skip to the other rate, end and stop, with the captures."""
@@ -370,17 +560,19 @@ def session(player, carried, kpid):
 
 
 # The tracks, made by the host (Python under TCG would take seconds each).
-rc, text = vt.host("player-tracks", SECONDS, *PLAYERS)
+rc, text = vt.host("player-tracks", SECONDS, *PLAYERS, AIRPLAY)
 if not vt.check("tracks", rc == 0, text):
     vt.finish()
 for name in os.listdir(vt.IO):
-    if name.startswith("t") and name[1:].split(".")[0].isdigit():
+    if name.startswith("t") and (name[1:].split(".")[0].isdigit() or name == "tp.wav"):
         with open(os.path.join(vt.IO, name), "rb") as src, open(os.path.join("/tmp", name), "wb") as dst:
             dst.write(src.read())
 
 # Straight on hw: first: what each player does to its audio by itself.
 for player in PLAYERS:
     session(player, False, None)
+avahid = avahi()
+airplay_session(False, None)
 
 vt.install_package(timeout=180)
 # keepalived opens the device with the capture closed, so that it reads every rate the card takes
@@ -403,6 +595,8 @@ if not vt.check("keepalived-on-the-link", r.returncode == 0 and w, f"systemctl e
     vt.finish()
 for player in PLAYERS:
     session(player, True, kpid)
+airplay_session(True, kpid)
+avahid.terminate()
 
 journal = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "short-monotonic"]).stdout
 print("\n".join(line for line in journal.splitlines() if "carr" in line or "recover" in line)[-4000:])
@@ -412,7 +606,8 @@ vt.check("never-recovered", "recovering" not in journal, "keepalived's journal: 
 # hardware refuses (-EPIPE, still prepared): through keepalived: the same, not an underrun.
 xruns = [sum(vt.read(f"/tmp/snapclient-{m}.log", "").count(w) for w in ("Broken pipe", "XRUN")) for m in ("hw", "carried")]
 vt.check("snapclient-no-xrun", xruns[1] <= xruns[0], f"underruns in snapclient's log: {xruns[1]} carried, {xruns[0]} on hw:")
-for log in ("/tmp/mpv.log", "/tmp/squeezelite.log", "/tmp/snapclient-hw.log", "/tmp/snapclient-carried.log", "/tmp/snapserver.log"):
+for log in ("/tmp/mpv.log", "/tmp/squeezelite.log", "/tmp/snapclient-hw.log", "/tmp/snapclient-carried.log", "/tmp/snapserver.log",
+            "/tmp/shairport-sync-hw.log", "/tmp/shairport-sync-carried.log"):
     text = vt.read(log, "")
     with open(os.path.join(vt.IO, os.path.basename(log)), "w") as f:
         f.write(text)
