@@ -29,3 +29,14 @@ def holder():
 def show(prop):
     """One property of the service's unit (`MainPID`, `ActiveState`)."""
     return vt.run(["systemctl", "show", "-p", prop, "--value", UNIT]).stdout.strip()
+
+
+def start_service(options):
+    """Writes the package's options file (`KEEPALIVED_OPTIONS="OPTIONS"`) and starts its service:
+    (systemctl's exit code, the unit's main pid, the wait until that process holds device 0 and
+    it runs, at most 30 s). What a failure means is each scenario's own to say."""
+    with open(CONF, "w") as f:
+        f.write(f'KEEPALIVED_OPTIONS="{options}"\n')
+    r = vt.run(["systemctl", "enable", "--now", UNIT], timeout=90)
+    kpid = int(show("MainPID") or 0)
+    return r.returncode, kpid, vt.wait_until(lambda: holder() == kpid and vt.pcm_state(loop, 0, 0) == "RUNNING", 30, 0.05)

@@ -31,7 +31,7 @@ import time
 
 import vmtest as vt
 
-from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop, show  # noqa: E402
+from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop, show, start_service  # noqa: E402
 RATE, SECONDS, PLAYS, PAUSE = 44100, 2, 3, 2.0
 RAMP = "/tmp/ramp.wav"
 CAPTURED = os.path.join(vt.IO, "link.raw")
@@ -53,12 +53,8 @@ rec = subprocess.Popen(["arecord", "-q", "-D", CAPTURE, "-f", "S16_LE", "-r", st
 w = vt.wait_until(lambda: vt.pcm_state(loop, 1, 0, "c") == "RUNNING", 15, 0.05)
 if not vt.check("capture-running", w, f"arecord -D {CAPTURE}: {vt.pcm_state(loop, 1, 0, 'c')} after {w.seconds:.2f} s"):
     vt.finish()
-with open(CONF, "w") as f:
-    f.write(f'KEEPALIVED_OPTIONS="-d {HW}"\n')
-r = vt.run(["systemctl", "enable", "--now", UNIT], timeout=90)
-kpid = int(show("MainPID") or 0)
-w = vt.wait_until(lambda: holder() == kpid and vt.pcm_state(loop, 0, 0) == "RUNNING", 30, 0.05)
-if not vt.check("keepalived-on-the-link", r.returncode == 0 and w, f"systemctl enable --now: exit {r.returncode}; device 0 held by "
+code, kpid, w = start_service(f"-d {HW}")
+if not vt.check("keepalived-on-the-link", code == 0 and w, f"systemctl enable --now: exit {code}; device 0 held by "
                 f"{holder()} (keepalived {kpid}), {vt.pcm_state(loop, 0, 0)}; {vt.hw_params(loop, 0, 0)}"):
     vt.note(vt.one_line(vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout[-600:], 600))
     rec.terminate()

@@ -32,7 +32,7 @@ import time
 
 import vmtest as vt
 
-from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop, show  # noqa: E402
+from looplink import CAPTURE, HW, PLUGIN, UNIT, holder, loop, start_service  # noqa: E402
 CONTROL = "/run/keepalived-audio/control.sock"
 LEAD_IN = 1.0
 SECONDS = 0.5
@@ -69,12 +69,8 @@ def capture_closed():
 
 
 vt.install_package(timeout=180)
-with open(CONF, "w") as f:
-    f.write(f'KEEPALIVED_OPTIONS="-d {HW} --carry --lead-in {LEAD_IN:g}s"\n')
-r = vt.run(["systemctl", "enable", "--now", UNIT], timeout=90)
-kpid = int(show("MainPID") or 0)
-w = vt.wait_until(lambda: holder() == kpid and vt.pcm_state(loop, 0, 0) == "RUNNING", 30, 0.05)
-if not vt.check("keepalived-on-the-link", r.returncode == 0 and w, f"systemctl enable --now: exit {r.returncode}; device 0 held by "
+code, kpid, w = start_service(f"-d {HW} --carry --lead-in {LEAD_IN:g}s")
+if not vt.check("keepalived-on-the-link", code == 0 and w, f"systemctl enable --now: exit {code}; device 0 held by "
                 f"{holder()} (keepalived {kpid}), {vt.pcm_state(loop, 0, 0)}; {vt.hw_params(loop, 0, 0)}"):
     vt.note(vt.one_line(vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout[-600:], 600))
     vt.finish()

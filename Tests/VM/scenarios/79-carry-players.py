@@ -57,7 +57,7 @@ import vmtest as vt
 sys.path.insert(0, os.path.join(os.environ.get("VM_REPO", "."), "Tests", "VM"))
 import linkcapture as lc  # noqa: E402
 
-from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop  # noqa: E402
+from looplink import CAPTURE, HW, PLUGIN, UNIT, holder, loop, start_service  # noqa: E402
 SECONDS = 1.5
 SKIP_AT = 0.6  # seconds of the first track on the link before the skip
 LEAD_IN = 2
@@ -209,6 +209,19 @@ class Squeezelite:
     def quit(self):
         self.proc.terminate()
         return self.proc
+
+
+def quit_player(p):
+    """The player asked to quit (killed if it has not after 15 s), with the link recorded 0.6 s
+    before (keepalived's signal after it when carried) and 0.3 s after."""
+    time.sleep(0.6)
+    proc = p.quit()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    time.sleep(0.3)
 
 
 SNAPCONF = "/tmp/snapserver.conf"
@@ -466,14 +479,7 @@ def airplay_session(carried, kpid):
     out = p.stop()
     closed = vt.wait_until(lambda: holder() != p.proc.pid, 15, 0.02)
     vt.note(f"{name}: shairport-sync's PCM closed {closed.seconds:.2f} s after PulseAudio's end; paplay: {vt.one_line(out, 200)}")
-    time.sleep(0.6)  # the link after the player (keepalived's signal when carried)
-    proc = p.quit()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    time.sleep(0.3)
+    quit_player(p)
     rec = cap.close()
     seen = holders.stop()
     if carried:
@@ -535,14 +541,7 @@ def session(player, carried, kpid):
     vt.check(f"{name}-second-track", w, f"the second track ({second} Hz) on the link and ended {w.seconds:.2f} s after the capture's start")
     vt.note(f"{name}: stop at {time.monotonic():.2f}")
     p.stop()
-    time.sleep(0.6)  # the link after the player (keepalived's signal when carried)
-    proc = p.quit()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    time.sleep(0.3)
+    quit_player(p)
     rec2 = cap.close()
     seen = holders.stop()
     if carried:
@@ -579,17 +578,13 @@ vt.install_package(timeout=180)
 # (with the capture open, the cable's one format is all the card offers). Its own signal is its
 # embedded clip's 44.1 kHz mono: a first carried play (aplay, 0.2 s of stereo at 48 kHz, not
 # checked) leaves its stream in the first carried track's format, as a box's last track would.
-with open(CONF, "w") as f:
-    f.write(f'KEEPALIVED_OPTIONS="-d {HW} --carry --lead-in {LEAD_IN}s"\n')
-r = vt.run(["systemctl", "enable", "--now", UNIT], timeout=90)
-kpid = int(vt.run(["systemctl", "show", "-p", "MainPID", "--value", UNIT]).stdout.strip() or 0)
-w = vt.wait_until(lambda: holder() == kpid and vt.pcm_state(loop, 0, 0) == "RUNNING", 30, 0.05)
+code, kpid, w = start_service(f"-d {HW} --carry --lead-in {LEAD_IN}s")
 if w:
     r = vt.run(["aplay", "-q", "-D", PLUGIN, "/tmp/t0.wav"], timeout=60, env=PLAYER_ENV)
     w = vt.check("primed", r.returncode == 0 and vt.wait_until(lambda: holder() == kpid and device_rate() == 48000, 15, 0.05),
                  f"aplay -D {PLUGIN} (48 kHz stereo): exit {r.returncode} {vt.one_line(r.stdout, 200)}; "
                  f"device 0 held by {holder()}, {vt.hw_params(loop, 0, 0).get('rate')}, {vt.hw_params(loop, 0, 0).get('channels')} channels")
-if not vt.check("keepalived-on-the-link", r.returncode == 0 and w, f"systemctl enable --now: exit {r.returncode}; device 0 held by "
+if not vt.check("keepalived-on-the-link", code == 0 and w, f"systemctl enable --now: exit {code}; device 0 held by "
                 f"{holder()} (keepalived {kpid}), {vt.hw_params(loop, 0, 0)}"):
     vt.note(vt.one_line(vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout[-600:], 600))
     vt.finish()

@@ -65,7 +65,7 @@ import vmtest as vt
 sys.path.insert(0, os.path.join(os.environ.get("VM_REPO", "."), "Tests", "VM"))
 import linkcapture as lc  # noqa: E402
 
-from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop  # noqa: E402
+from looplink import CAPTURE, HW, PLUGIN, UNIT, holder, loop, start_service  # noqa: E402
 RATE = lc.RATE
 PROBE = os.path.join(os.environ["VM_GUEST"], "syncprobe.py")
 PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
@@ -307,11 +307,7 @@ snap_hw = snapclient("hw", HW)
 save()
 
 vt.install_package(timeout=180)
-with open(CONF, "w") as f:
-    f.write(f'KEEPALIVED_OPTIONS="-d {HW} --carry"\n')
-r = vt.run(["systemctl", "enable", "--now", UNIT], timeout=90)
-kpid = int(vt.run(["systemctl", "show", "-p", "MainPID", "--value", UNIT]).stdout.strip() or 0)
-w = vt.wait_until(lambda: holder() == kpid and vt.pcm_state(loop, 0, 0) == "RUNNING", 30, 0.05)
+code, kpid, w = start_service(f"-d {HW} --carry")
 if w:
     # keepalived's own signal is its clip's 44.1 kHz mono: a first carried play leaves its stream
     # in the probe's format, so that the capture (one format on the cable) can open beside it.
@@ -320,7 +316,7 @@ if w:
     r = vt.run(["aplay", "-q", "-D", PLUGIN, "/tmp/prime.wav"], timeout=60, env=PLAYER_ENV)
     w = vt.check("primed", r.returncode == 0 and vt.wait_until(lambda: holder() == kpid and device_format(), 15, 0.05),
                  f"aplay -D {PLUGIN}: exit {r.returncode} {vt.one_line(r.stdout, 200)}; device 0 held by {holder()}, {vt.hw_params(loop, 0, 0)}")
-if not vt.check("keepalived-on-the-link", r.returncode == 0 and w, f"device 0 held by {holder()} (keepalived {kpid}), {vt.hw_params(loop, 0, 0)}"):
+if not vt.check("keepalived-on-the-link", code == 0 and w, f"systemctl enable --now: exit {code}; device 0 held by {holder()} (keepalived {kpid}), {vt.hw_params(loop, 0, 0)}"):
     vt.note(vt.one_line(vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout[-600:], 600))
     vt.finish()
 
