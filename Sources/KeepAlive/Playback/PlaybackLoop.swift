@@ -207,6 +207,12 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         defer {
             pcm.close()
             serverMayBeBehind = true
+            // A player carried on this stream, kept through its underrun, ends with it: its PCM
+            // says "No such device", and its next open is handed the card or carried again.
+            if heldCarry?.memory != nil {
+                heldCarry = nil
+                heldRequest = nil
+            }
         }
         // Read before anything is set: a device whose rules follow its own setup (snd-aloop's
         // cable) would otherwise offer a carried player nothing but keepalived's format.

@@ -55,7 +55,14 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
     ///   opened as ``iec958Form(_:in:carrying:)`` names it (`carrying`: `--carry`).
     /// - An unmixable one (float or DSD only) only through `plughw:` with `allowExclusive`.
     package func pick(from devices: [ALSADevice], allowExclusive: Bool = false, excluding exclusions: [OutputExclusion] = [],
-                      mixing: [String: CardDeviceMixing], carrying: Bool = false) -> [String] {
+                      mixing: [String: CardDeviceMixing]) -> [String] {
+        pick(from: devices, allowExclusive: allowExclusive, excluding: exclusions, mixing: mixing, carrying: false)
+    }
+
+    /// ``pick(from:allowExclusive:excluding:mixing:)`` for a daemon that carries players
+    /// (`--carry`, `carrying`): an IEC958-only card device is then taken on its `hw:`.
+    package func pick(from devices: [ALSADevice], allowExclusive: Bool = false, excluding exclusions: [OutputExclusion] = [],
+                      mixing: [String: CardDeviceMixing], carrying: Bool) -> [String] {
         let excluded = Self.excluded(devices, by: exclusions)
         var picked: [String] = []
         var sharedCardDevices = Set<String>()
@@ -101,7 +108,12 @@ public enum OutputSelection: String, Sendable, CaseIterable, CustomStringConvert
     /// is PCM device 3), so an alias is paired with a PCM device only where the card has as
     /// many `hdmi:` hints as PCM devices in the hints (a Pi's vc4hdmi cards: one of each), by
     /// their order; any other card gets `hw:`.
-    package static func iec958Form(_ card: String, in devices: [ALSADevice], carrying: Bool = false) -> String {
+    package static func iec958Form(_ card: String, in devices: [ALSADevice]) -> String {
+        iec958Form(card, in: devices, carrying: false)
+    }
+
+    /// ``iec958Form(_:in:)``, or the device's `hw:` when keepalived carries players (`carrying`).
+    package static func iec958Form(_ card: String, in devices: [ALSADevice], carrying: Bool) -> String {
         let parts = card.split(separator: ",", maxSplits: 1).map(String.init)
         let (id, device) = (parts[0], parts.count > 1 ? parts[1] : "0")
         if carrying { return "hw:CARD=\(id),DEV=\(device)" }

@@ -173,6 +173,10 @@ struct CarryPlayback {
     /// Answers the player's format: memory for its frames when the stream runs in it; else the
     /// device opened again in it (`.switchFormat`). Nil: carrying goes on.
     private mutating func answer(_ format: CarriedFormat, _ session: inout Session, ringLoop: Bool, in context: some PlaybackContext) -> Ending? {
+        // Its PCM let go of the last format's memory before it asked (carrier_hw_params).
+        session.memory = nil
+        session.player.memory = nil
+        session.fds[2].fd = -1
         guard Self.runs(self.format, as: format) else { return .switchFormat(format) }
         do {
             let made = try CarryMemory(format: format, frameBytes: self.format.bytesPerFrame)
@@ -261,15 +265,17 @@ struct CarryPlayback {
         return nil
     }
 
-    /// A stream error while carrying: the output's own mode repairs the stream, and the player is
-    /// kept to be carried on after it, as the hardware keeps a stream that underran. Its PCM is
-    /// told that everything it wrote has played (its next look at the position is an underrun,
-    /// which it recovers from with a prepare, as on the hardware), and the frames it writes
-    /// after that are carried once the stream plays again.
+    /// A stream error while carrying: the output's own mode repairs the stream. A player still
+    /// waiting for its format's answer is kept, to be answered once it plays again. One whose
+    /// frames were carried is kept only through an underrun (the stream prepared again in place,
+    /// as the hardware's is): its PCM is told that everything it wrote has played (its next look
+    /// at the position is an underrun, which it recovers from with a prepare), and the frames it
+    /// writes after that are carried once the stream plays again. Any other error (a card gone,
+    /// an I/O error) ends its stream, as on the hardware.
     private func failed(_ code: Int32, _ operation: String, _ session: Session) -> Ending {
-        if let memory = session.player.memory, let generation = session.machine.generation {
-            memory.publish(ckeepalived_carry_position(generation: generation, played: UInt64.max / 2, queued: 0, stamp_ns: Self.monotonicNanoseconds()))
-        }
+        guard let memory = session.player.memory else { return .failed(code, operation, kept: (session.player, session.request)) }
+        guard code == -EPIPE, let generation = session.machine.generation else { return .failed(code, operation, kept: nil) }
+        memory.publish(ckeepalived_carry_position(generation: generation, played: UInt64.max / 2, queued: 0, stamp_ns: Self.monotonicNanoseconds()))
         return .failed(code, operation, kept: (session.player, session.request))
     }
 
