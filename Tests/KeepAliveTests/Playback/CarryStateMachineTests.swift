@@ -146,6 +146,26 @@ struct CarryStateMachineTests {
         #expect(machine.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 300) == .step(.init(signal: 1620)))
     }
 
+    @Test("the player gone right after a drain (while draining, or after the drain's end): the drain's frames still queued play, nothing is taken back")
+    func closedAfterDrain() {
+        var draining = carrying(lead: 240)
+        _ = draining.looked(player: counters(2000), fill: 240)
+        draining.performed(rewound: 0, music: 2000, signal: 0)
+        _ = draining.looked(player: counters(2000, CKEEPALIVED_CARRY_DRAINING), fill: 1500)
+        #expect(draining.ended(fill: 1200) == .init())
+        var drained = carrying(lead: 240)
+        _ = drained.looked(player: counters(2000), fill: 240)
+        drained.performed(rewound: 0, music: 2000, signal: 0)
+        _ = drained.looked(player: counters(2000, CKEEPALIVED_CARRY_DRAINING), fill: 1500)
+        _ = drained.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 1200)
+        #expect(drained.ended(fill: 1000) == .init())
+        // A close without a drain takes the queued frames back to the lead, as a drop does.
+        var closed = carrying(lead: 240)
+        _ = closed.looked(player: counters(2000), fill: 240)
+        closed.performed(rewound: 0, music: 2000, signal: 0)
+        #expect(closed.ended(fill: 1200) == .init(rewind: 960))
+    }
+
     @Test("carried on after the stream's repair: what was written before is not copied; the player's prepare starts its next frames")
     func resumed() {
         var machine = CarryStateMachine(levels: levels, leadFrames: 1920)

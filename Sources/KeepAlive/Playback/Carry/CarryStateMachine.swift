@@ -107,6 +107,8 @@ struct CarryStateMachine {
         /// end, not a drop (its PCM ends a drain when its estimate reaches the last frame, which
         /// may be a little ahead of the card).
         var draining = false
+        /// The generation before this one ended in a drain, whose frames may still be queued.
+        var afterDrain = false
     }
 
     private enum State {
@@ -181,7 +183,12 @@ struct CarryStateMachine {
     /// The player is gone: what is queued of its frames is taken back (as a close drops them),
     /// with the signal after them; nothing when only the signal is queued.
     mutating func ended(fill: Int) -> Step {
-        let rewind = musicQueuedRewind(fill: fill)
+        // A drain's frames play to their end: its PCM ends a drain when its estimate of the card
+        // reaches the last frame, which may be a little ahead of the card, and a close right
+        // after that (carry-chaos's hundred plays, 20 ms cut once) must not take them back.
+        var drained = false
+        if case .carrying(let stream) = state { drained = stream.draining || (stream.afterDrain && stream.copied == 0) }
+        let rewind = drained ? 0 : musicQueuedRewind(fill: fill)
         state = .ended
         return Step(rewind: rewind)
     }
@@ -211,7 +218,9 @@ struct CarryStateMachine {
                 // A drop or a prepare: what is queued of the old stream goes, as on the hardware;
                 // after a drain, it plays to its end.
                 if !stream.draining { step.rewind = musicQueuedRewind(fill: fill) }
+                let drained = stream.draining
                 stream = Stream(bufferFrames: stream.bufferFrames, generation: player.generation)
+                stream.afterDrain = drained
             }
             stream.draining = player.state == UInt32(CKEEPALIVED_CARRY_DRAINING.rawValue)
             guard player.written >= stream.copied else { return .broken("its count of frames written went back") }
