@@ -53,6 +53,13 @@ uint64_t ckeepalived_carry_played_at(ckeepalived_carry_position position, uint32
     return position.played + (frames < position.queued ? frames : position.queued);
 }
 
+uint64_t ckeepalived_carry_ahead_at(ckeepalived_carry_position position, uint32_t rate, int64_t now_ns) {
+    if (now_ns >= position.stamp_ns || rate == 0) return 0;
+    int64_t ahead = position.stamp_ns - now_ns;
+    if (ahead > 60 * (int64_t)1000000000) ahead = 60 * (int64_t)1000000000;
+    return (uint64_t)((__int128)ahead * rate / 1000000000);
+}
+
 int ckeepalived_carry_player_read(const ckeepalived_carry_shared *shared, ckeepalived_carry_player *player) {
     ckeepalived_carry_shared *s = (ckeepalived_carry_shared *)shared;
     for (int try = 0; try < TRIES; try++) {

@@ -1175,8 +1175,15 @@ static int carrier_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
         *delay = 0;
         return 0;
     }
-    // What the player wrote and the card has not played yet, keepalived's buffer included.
-    *delay = (snd_pcm_sframes_t)(k->written - carrier_played(k));
+    // What the player wrote and the card has not played yet, keepalived's buffer included, and
+    // the signal the card plays before the next of them: a lead-in, or the lead left in the card
+    // before a run's first frame (shairport-sync sets its start by the delay it reads then: 480 ms
+    // late when the signal ahead was left out during a lead-in).
+    uint64_t played = carrier_played(k);
+    uint64_t ahead = 0;
+    if (k->position.generation == k->generation && played == k->position.played)
+        ahead = ckeepalived_carry_ahead_at(k->position, k->rate, monotonic_ns());
+    *delay = (snd_pcm_sframes_t)(k->written - played + ahead);
     return 0;
 }
 

@@ -94,6 +94,11 @@ int ckeepalived_carry_read(const ckeepalived_carry_shared *shared, ckeepalived_c
 /// queued at its rate from the stamp on, and never more than that.
 uint64_t ckeepalived_carry_played_at(ckeepalived_carry_position position, uint32_t rate, int64_t now_ns);
 
+/// Frames the card plays before the frame `position.played` at `now_ns`: keepalived's signal
+/// ahead of it (a lead-in, the lead left in the card) until the stamp, 0 from then on; at most a
+/// minute's.
+uint64_t ckeepalived_carry_ahead_at(ckeepalived_carry_position position, uint32_t rate, int64_t now_ns);
+
 /// The player's counters, read by keepalived once per look.
 typedef struct ckeepalived_carry_player {
     uint64_t written;

@@ -36,15 +36,23 @@ struct CarryStateMachineTests {
         #expect(CarryStateMachine.playerBufferBytes(ringFrames: 1200, rate: 48000, levels: tight, capabilities: small, maximum: 16 << 20) == 0)
     }
 
-    @Test("levels: a lead of 10 ms; the signal topped up from 250 to 500 ms on a ring loop's buffer, 50 to 150 ms at least on a small one")
+    @Test("levels: a lead of 10 ms; the signal topped up from 250 to 500 ms on a ring loop's buffer, from 3/8 to 5/8 of a short ring")
     func levelsAt48k() {
         let ring = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 4 * 48_000)
         #expect(ring.minimumLead == 480 && ring.lowWater == 12_000 && ring.highWater == 24_000 && ring.settle == 2400)
+        #expect(ring.signalRoom == 24_000)
         let small = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 12_000)
-        #expect(small.minimumLead == 480 && small.lowWater == 2400 && small.highWater == 7200 && small.settle == 2400)
-        // A 0.5 s buffer (a stream's): a 500 ms high water would leave the player nothing.
+        #expect(small.minimumLead == 480 && small.lowWater == 4500 && small.highWater == 7500 && small.settle == 2400)
+        // A 0.5 s buffer (a stream's): a 500 ms high water would leave the player nothing; its
+        // grant keeps the room it had.
         let stream = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 24_000)
-        #expect(stream.lowWater == 3000 && stream.highWater == 7200 && 24_000 - 2 * stream.highWater > 0)
+        #expect(stream.lowWater == 9000 && stream.highWater == 15_000 && stream.signalRoom == 7200 && 24_000 - 2 * stream.signalRoom > 0)
+        // 192 kHz in 8 channels of 32 bits in a 2 MB ring (snd-aloop's): 341 ms, woken with 128 ms
+        // left (50 ms underran under emulation), and still room for a player.
+        let wide = CarryStateMachine.Levels(rate: 192_000, bufferFrames: 65_536)
+        #expect(wide.lowWater == 24_576 && wide.highWater == 40_960 && wide.lowWater < wide.highWater)
+        let card = PCMCapabilities(formats: [], rates: [44100, 192_000], channels: 1...8)
+        #expect(CarryStateMachine.playerBufferBytes(ringFrames: 65_536, rate: 192_000, levels: wide, capabilities: card, maximum: 16 << 20) > 0)
     }
 
     @Test("the player gone or dropping with only the signal queued: nothing is taken back")
@@ -78,7 +86,11 @@ struct CarryStateMachineTests {
     func notStarted() {
         var machine = carrying()
         #expect(machine.looked(player: counters(2400, CKEEPALIVED_CARRY_IDLE), fill: 480) == .step(.init()))
-        #expect(machine.position(fill: 480) == .init(generation: 0, played: 0, queued: 0, ahead: 0))
+        // Its first frame is heard after the lead (what is above it goes back); during a
+        // lead-in, after that too; with less than the lead queued, right after what is there.
+        #expect(machine.position(fill: 480) == .init(generation: 0, played: 0, queued: 0, ahead: 240))
+        #expect(machine.position(fill: 480, leadIn: 48_000) == .init(generation: 0, played: 0, queued: 0, ahead: 48_240))
+        #expect(machine.position(fill: 100) == .init(generation: 0, played: 0, queued: 0, ahead: 100))
     }
 
     @Test("the first frames: the signal ahead goes back to the lead, the player's follow it")
@@ -132,7 +144,7 @@ struct CarryStateMachineTests {
         machine.performed(rewound: 0, music: 2000, signal: 0)
         #expect(machine.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 2000) == .step(.init(rewind: 1760, signal: 1680)))
         machine.performed(rewound: 1760, music: 0, signal: 1680)
-        #expect(machine.position(fill: 1920) == .init(generation: 1, played: 0, queued: 0, ahead: 0))
+        #expect(machine.position(fill: 1920) == .init(generation: 1, played: 0, queued: 0, ahead: 240))
     }
 
     @Test("the end of a drain (a new generation after draining): the drain's frames play to their end")
@@ -174,7 +186,7 @@ struct CarryStateMachineTests {
         // Still the old generation, all of it "played" (its PCM was told of an underrun): the signal only.
         #expect(machine.looked(player: counters(50_000, generation: 2), fill: 400) == .step(.init(signal: 1520)))
         machine.performed(rewound: 0, music: 0, signal: 1520)
-        #expect(machine.position(fill: 1920) == .init(generation: 2, played: 50_000, queued: 0, ahead: 0))
+        #expect(machine.position(fill: 1920) == .init(generation: 2, played: 50_000, queued: 0, ahead: 240))
         // Its recovery: a prepare (a new generation) and new frames, carried behind the lead.
         #expect(machine.looked(player: counters(960, generation: 3), fill: 1920) == .step(.init(rewind: 1680, musicFrom: 0, music: 960)))
         #expect(machine.generation == 3)
@@ -218,6 +230,11 @@ struct CarryStateMachineTests {
         #expect(ckeepalived_carry_played_at(position, 48_000, 1_005_000_000) == 1240)
         #expect(ckeepalived_carry_played_at(position, 48_000, 1_100_000_000) == 1480)
         #expect(ckeepalived_carry_played_at(position, 48_000, 900_000_000) == 1000)
+        // The signal before the frame at the stamp (a lead-in): counted down to the stamp.
+        #expect(ckeepalived_carry_ahead_at(position, 48_000, 900_000_000) == 4800)
+        #expect(ckeepalived_carry_ahead_at(position, 48_000, 1_000_000_000) == 0)
+        #expect(ckeepalived_carry_ahead_at(position, 48_000, 1_005_000_000) == 0)
+        #expect(ckeepalived_carry_ahead_at(position, 48_000, -100_000_000_000) == 60 * 48_000)
         var shared = ckeepalived_carry_shared()
         ckeepalived_carry_init(&shared, 4800, 4, 48_000)
         ckeepalived_carry_publish(&shared, position)

@@ -26,8 +26,9 @@ rate and format per track (loadfile's options), 0.4 s ALSA buffer; squeezelite a
 (its own volume skipped), S16_LE (-a 400:4:16:1), no resampling, its output closed when idle
 (-C 1); snapclient at the server's 100 % (its software mixer touches nothing then), PCM codec.
 
-shairport-sync 3.3.8 plays AirPlay 1 at 44.1 kHz only, so its run has no skip: the capture opens
-in 44.1 kHz, shairport-sync starts, then PulseAudio (its own `module-raop-sink` given the server's
+shairport-sync 3.3.8 plays AirPlay 1 at 44.1 kHz only, so its run has no skip: on hw: the capture
+opens in 44.1 kHz first; carried, the run starts in keepalived's reopen (its stream left in 48 kHz)
+and the capture opens in the lead-in, as a skip's. shairport-sync starts, then PulseAudio (its own `module-raop-sink` given the server's
 address: no discovery; ALAC over UDP, RSA-encrypted, which shairport-sync decodes bit for bit)
 and `paplay` of one 13 s ramp (over three tags) with no silence in it: PulseAudio's sink FLUSHes
 when its stream ends, and shairport-sync then drops what it holds (AirPlay's 2 s of latency).
@@ -446,26 +447,38 @@ def airplay_session(carried, kpid):
     rate, t = 44100, AIRPLAY_TAGS[carried]
     frames = rate * AIRPLAY_SECONDS
     if carried:
-        if device_rate() != rate:
-            # The run before left keepalived's stream in another rate (it should leave 44.1 kHz):
-            # a short aplay through keepalived: brings it to 44.1 kHz, so that this run starts on
-            # a running stream as the others do, not in keepalived's reopen.
-            r = vt.run(["aplay", "-q", "-D", PLUGIN, "/tmp/tp.wav"], timeout=60, env=PLAYER_ENV)
-            vt.note(f"{name}: keepalived's stream was in {vt.hw_params(loop, 0, 0).get('rate')}: aplay of 0.2 s at {rate} Hz "
-                    f"first, exit {r.returncode}")
-        w = vt.wait_until(lambda: device_rate() == rate and holder() == kpid, 15, 0.05)
-        vt.check(f"{name}-stream-in-{rate}", w, f"keepalived's stream before {AIRPLAY}: {vt.hw_params(loop, 0, 0).get('rate')}, "
+        # Started in keepalived's reopen, the hard case for a synchronising player: its first
+        # frames wait for the 2 s lead-in while its delay must say so (before keepalived counted
+        # the lead-in in it, shairport-sync stayed 480 ms out of sync for the whole track). The
+        # stream is left in 48 kHz first (the run before leaves 44.1), the capture (the cable's
+        # one format) closed until keepalived runs in 44.1 kHz.
+        if device_rate() == rate:
+            r = vt.run(["aplay", "-q", "-D", PLUGIN, "/tmp/t0.wav"], timeout=60, env=PLAYER_ENV)
+            vt.note(f"{name}: aplay of 0.2 s at 48000 Hz first, exit {r.returncode}")
+        w = vt.wait_until(lambda: device_rate() == 48000 and holder() == kpid, 15, 0.05)
+        vt.check(f"{name}-stream-in-48000", w, f"keepalived's stream before {AIRPLAY}: {vt.hw_params(loop, 0, 0).get('rate')}, "
                  f"held by {holder()} (keepalived {kpid})")
-    cap = Capture(f"{name}.raw", rate)
-    if not vt.check(f"{name}-capture", cap.running, f"arecord -r {rate}: {vt.pcm_state(loop, 1, 0, 'c')}"):
-        cap.close()
-        return
-    time.sleep(0.5)  # the link before the player (keepalived's signal when carried)
     holders = Holders()
     device = PLUGIN if carried else HW
     p = AirPlay(device, mode)
+    vt.note(f"{name}: device 0 in {vt.hw_params(loop, 0, 0).get('rate')} Hz once shairport-sync listens")
+    cap = None
+    if not carried:
+        cap = Capture(f"{name}.raw", rate)
+        if not vt.check(f"{name}-capture", cap.running, f"arecord -r {rate}: {vt.pcm_state(loop, 1, 0, 'c')}"):
+            cap.close()
+            quit_player(p)
+            return
+        time.sleep(0.5)  # the link before the player
     t0 = time.monotonic()
     p.start(t, rate)
+    if carried:
+        w = vt.wait_until(lambda: device_rate() == rate and holder() == kpid, 30, 0.02)
+        reopened = time.monotonic() - t0
+        cap = Capture(f"{name}.raw", rate)
+        vt.check(f"{name}-capture-in-lead-in", w and cap.running,
+                 f"keepalived in {vt.hw_params(loop, 0, 0).get('rate')} Hz {reopened:.2f} s after paplay's start, the capture "
+                 f"{vt.pcm_state(loop, 1, 0, 'c')} {time.monotonic() - t0 - reopened:.2f} s after that (the lead-in: {LEAD_IN} s)")
     w = vt.wait_until(lambda: cap.last(t, 3) is not None, 30, 0.05)
     vt.check(f"{name}-track", w, f"the track ({rate} Hz) through {device} on the link {time.monotonic() - t0:.2f} s after paplay's start")
     # paplay ends when PulseAudio has sent the file; its sink then FLUSHes, and shairport-sync drops

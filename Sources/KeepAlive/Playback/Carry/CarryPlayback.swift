@@ -105,7 +105,7 @@ struct CarryPlayback {
             heard(&session, in: context)
             let read = pcm.availableAndDelay()
             let queued = buffer - max(0, read?.available ?? pcm.available())
-            publish(&session, queued: queued, delay: read?.delay)
+            publish(&session, queued: queued, delay: read?.delay, leadIn: leadInLeft)
             var timeout = max(1, session.machine.framesUntilLook(fill: queued) * 1000 / format.sampleRate)
             if leadInLeft > .zero { timeout = min(timeout, max(1, Int(leadInLeft.wholeMilliseconds))) }
             for index in session.fds.indices { session.fds[index].revents = 0 }
@@ -213,10 +213,12 @@ struct CarryPlayback {
 
     /// Tells the player's PCM where the card is in its stream, with `queued` frames in the card
     /// and `delay` from snd_pcm_delay (the card's own delay past its buffer counts, as hw:'s does).
-    private func publish(_ session: inout Session, queued: Int, delay: Int?) {
+    /// While a lead-in holds its frames back, `leadIn` is what is left of it.
+    private func publish(_ session: inout Session, queued: Int, delay: Int?, leadIn: Duration) {
         let readAt = Self.monotonicNanoseconds()
         let heard = CarryStateMachine.heard(fill: queued, delay: delay, rate: format.sampleRate)
-        guard let memory = session.memory, let position = session.machine.position(fill: heard) else { return }
+        let leadInFrames = leadIn > .zero ? Int(leadIn.wholeMilliseconds) * format.sampleRate / 1000 : 0
+        guard let memory = session.memory, let position = session.machine.position(fill: heard, leadIn: leadInFrames) else { return }
         // Stamped when the card reaches the player's next frame: the signal ahead of it plays
         // first; the position read is the card's at its last step, not at the read.
         let validAt = session.clock.validAt(position: session.machine.cardWritten - Int64(heard), readAt: readAt)

@@ -31,12 +31,15 @@ struct CarryStateMachine {
         /// What the card plays before the frames queued at a player's end are surely played
         /// (the lead, and a DMA engine's steps): a ring is filled again after that long.
         var settle: Int
+        /// What a player's buffer leaves free of the ring, twice over: the signal's room.
+        var signalRoom: Int
 
-        init(minimumLead: Int, lowWater: Int, highWater: Int, settle: Int? = nil) {
+        init(minimumLead: Int, lowWater: Int, highWater: Int, settle: Int? = nil, signalRoom: Int? = nil) {
             self.minimumLead = minimumLead
             self.lowWater = lowWater
             self.highWater = highWater
             self.settle = settle ?? lowWater
+            self.signalRoom = signalRoom ?? highWater
         }
 
         /// The levels for a card at `rate` whose buffer holds `bufferFrames`.
@@ -51,22 +54,27 @@ struct CarryStateMachine {
             // player opening beside keepalived on one CPU). What lies above the player's last
             // frame is the signal, taken back when its next frames come: a quarter of a second of
             // it costs no latency. Between it and the high water the loop sleeps while a player
-            // that holds the device sends nothing: four wakeups a second. A small buffer (a
-            // stream's) keeps the old 50 and 150 ms at least.
-            lowWater = max(min(rate / 4, bufferFrames / 8), settle, 64)  // 250 ms on a 2 s buffer or more
-            highWater = max(min(rate / 2, bufferFrames / 4), rate * 3 / 20, 192)  // 500 ms
+            // that holds the device sends nothing: four wakeups a second. A ring shorter than
+            // 2/3 s (a stream's, or 192 kHz in 8 channels in a 2 MB ring: 341 ms) wakes at 3/8
+            // of it and fills to 5/8: its 50 ms floor was missed at 192 kHz in 8 channels, the
+            // emulated machine busy copying 6 MB/s three times (carry-formats).
+            lowWater = max(min(rate / 4, bufferFrames * 3 / 8), settle, 64)  // 250 ms on a 2/3 s buffer or more
+            highWater = max(min(rate / 2, bufferFrames * 5 / 8), rate * 3 / 20, 192)  // 500 ms
+            // The player's buffer is granted as before the small ring's higher levels: what
+            // lies above them then is its music, which needs no room of the signal's.
+            signalRoom = max(min(rate / 2, bufferFrames / 4), rate * 3 / 20, 192)
         }
     }
 
     /// The most a carried player's buffer may hold, in bytes, granted before its format is known:
-    /// as long a time as the card's ring holds now less two high waters (the signal's room), in the
+    /// as long a time as the card's ring holds now less twice the signal's room, in the
     /// widest format the card takes (its highest rate, most channels, four bytes a sample), so a
     /// player that moves a 44.1 kHz mono stream to 192 kHz in 8 channels gets seconds, not the
     /// 53 ms the ring's bytes would be then; at most `maximum` (the bound on shared memory). In the
     /// stream's own format that may be more frames than the ring holds: the loop copies what fits
     /// and the rest as the card plays. 0 when the ring has no room for a player at all.
     static func playerBufferBytes(ringFrames: Int, rate: Int, levels: Levels, capabilities: PCMCapabilities, maximum: Int) -> Int {
-        let frames = ringFrames - 2 * levels.highWater
+        let frames = ringFrames - 2 * levels.signalRoom
         guard frames > 0, rate > 0 else { return 0 }
         let widestBytesPerSecond = (capabilities.rates.max() ?? rate) * capabilities.channels.upperBound * 4
         return min(maximum, Int(Double(frames) / Double(rate) * Double(widestBytesPerSecond)))
@@ -298,8 +306,10 @@ struct CarryStateMachine {
 
     /// What the player is told, at `fill` frames queued in the card now: its frames the card has
     /// played, those queued after them, and how many frames of the signal the card plays before
-    /// the next of them (the player's clock starts that much later).
-    func position(fill: Int) -> Position? {
+    /// the next of them (the player's clock starts that much later). With none of its frames
+    /// queued, the next it writes follows the lead (the signal above it is taken back), or
+    /// `leadIn` frames more while a lead-in holds its frames back.
+    func position(fill: Int, leadIn: Int = 0) -> Position? {
         guard case .carrying(let stream) = state else { return nil }
         let cardPlayed = cardWritten - Int64(fill)
         var ahead = 0
@@ -315,6 +325,7 @@ struct CarryStateMachine {
         } else {
             played = stream.copied
         }
+        if played >= stream.copied { ahead = leadIn > 0 ? leadIn + levels.minimumLead : min(max(fill, 0), levels.minimumLead) }
         return Position(generation: stream.generation, played: played, queued: stream.copied - min(played, stream.copied), ahead: ahead)
     }
 
