@@ -186,7 +186,7 @@ _keepalived() {
 
 _keepalived_run() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --no-carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
     non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config --player-group)
     __keepalived_offer_flags_options 0
@@ -284,7 +284,7 @@ _keepalived_run() {
 
 _keepalived_start() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --no-carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
     non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket)
     __keepalived_offer_flags_options 0
@@ -439,7 +439,7 @@ _keepalived_devices() {
 
 _keepalived_test() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v -y --yes --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --no-carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v -y --yes --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
     non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config)
     __keepalived_offer_flags_options 0

@@ -972,6 +972,11 @@ typedef struct carrier {
     uint64_t played;
     /// When `played` was estimated (CLOCK_MONOTONIC ns; 0: not in this generation).
     int64_t played_ns;
+    /// The card device the player is carried on, and its watch (carrier_nudge): the position
+    /// keepalived published last, when it was first seen, when the card was last asked.
+    int card, device;
+    ckeepalived_carry_position watched;
+    int64_t watched_ns, nudged_ns;
     snd_pcm_uframes_t avail_min;
     /// The player's sw_params: a start with nothing queued fails as the kernel's does unless the
     /// stream never stops on an underrun.
@@ -1144,6 +1149,40 @@ static int carrier_pause(snd_pcm_ioplug_t *io, int enable) {
     return 0;
 }
 
+/// keepalived publishes a position at each of its looks, at most about a quarter of a second
+/// apart while it carries; one that stands still longer means keepalived is not running (stopped,
+/// hung, starved). A card whose period interrupts are off (HDA under keepalived's ring loop) then
+/// has nobody to tell the kernel where it is: it plays on round its ring, the player's last
+/// frames again and again, once per ring. Reading the card's status in /proc makes the kernel
+/// look, and once everything written has played the stream stops (keepalived's stop threshold
+/// while it carries), as a card with interrupts stops by itself: an underrun, never a loop of
+/// music. At most every 100 ms, only while the position stands still; a read while keepalived
+/// runs does what its own next look does.
+#define STALL_NS 500000000
+
+static void carrier_nudge(carrier *k) {
+    int64_t now = monotonic_ns();
+    ckeepalived_carry_position p = k->position;
+    if (k->watched_ns == 0 || p.stamp_ns != k->watched.stamp_ns || p.played != k->watched.played || p.queued != k->watched.queued) {
+        k->watched = p;
+        k->watched_ns = now;
+        return;
+    }
+    if (now - k->watched_ns < STALL_NS || now - k->nudged_ns < 100000000) return;
+    k->nudged_ns = now;
+    // Every subdevice of the device: keepalived's is one of them, and a look at another is harmless.
+    for (int sub = 0; sub < 32; sub++) {
+        char path[96];
+        snprintf(path, sizeof path, "/proc/asound/card%d/pcm%dp/sub%d/status", k->card, k->device, sub);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) break;
+        char text[256];
+        ssize_t ignored = read(fd, text, sizeof text);
+        (void)ignored;
+        close(fd);
+    }
+}
+
 static snd_pcm_sframes_t carrier_pointer(snd_pcm_ioplug_t *io) {
     carrier *k = io->private_data;
     if (!k->shared) return 0;
@@ -1157,6 +1196,7 @@ static snd_pcm_sframes_t carrier_pointer(snd_pcm_ioplug_t *io) {
         publish(k);
     }
     uint64_t played = carrier_played(k);
+    if (io->state == SND_PCM_STATE_RUNNING || io->state == SND_PCM_STATE_DRAINING) carrier_nudge(k);
     // Everything played: an underrun while running, as the hardware reports one at the default
     // stop threshold; while draining, the end (ioplug drops the stream on an error then). Also
     // the one case where the position alone would say nothing moved: a full buffer played out.
@@ -1433,7 +1473,7 @@ static const snd_pcm_ioplug_callback_t carrier_callbacks = {
 /// The player's PCM on keepalived's grant (`socket`, taken over: closed on failure too), named
 /// `name` as the player gave it. 0, or a negative error code.
 static int carrier_open(snd_pcm_t **pcmp, const char *name, snd_pcm_stream_t stream, int mode, int socket,
-                        const struct ckeepalived_pcm_grant *grant, const char path[SOCKET_PATH_MAX]) {
+                        const struct ckeepalived_pcm_grant *grant, const char path[SOCKET_PATH_MAX], int card, int device) {
     // Only the formats this alsa-lib knows, in whole bytes per sample: the copy is by bytes.
     unsigned int formats[64], format_count = 0;
     for (int format = 0; format <= SND_PCM_FORMAT_LAST && format < 64; format++) {
@@ -1452,6 +1492,8 @@ static int carrier_open(snd_pcm_t **pcmp, const char *name, snd_pcm_stream_t str
     }
     k->socket = socket;
     k->event = -1;
+    k->card = card;
+    k->device = device;
     k->grant = *grant;
     memcpy(k->path, path, sizeof k->path);
     k->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -1661,7 +1703,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         int granted = ask_carry((int)card, (int)device, deadline, &socket, &grant, path);
         // keepalived carries another player there: as a second open of the busy hw device.
         if (granted == 2) return -EBUSY;
-        if (granted == 1) return carrier_open(pcmp, name, stream, mode, socket, &grant, path);
+        if (granted == 1) return carrier_open(pcmp, name, stream, mode, socket, &grant, path, (int)card, (int)device);
         // Not carried: hw's way from here on, its lookup of the card first, as without keepalived.
         if (lookup) {
             int err = snd_config_get_card(lookup);

@@ -298,7 +298,7 @@ public struct LoanReport: Codable, Equatable, Sendable {
     public var rate: Int?
     public var channels: Int?
     /// Why the player was handed the device rather than carried on keepalived's running stream
-    /// (`--carry is off`, …), when its plug-in asked to be carried first.
+    /// (`--no-carry`, …), when its plug-in asked to be carried first.
     public var notCarriedBecause: String?
 
     /// A report; only the fields that apply are set.

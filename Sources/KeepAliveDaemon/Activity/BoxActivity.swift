@@ -156,7 +156,7 @@ final class BoxActivity: Sendable {
     /// outputs), which the hand-over's release does.
     func whyNotCarried(at outputs: [String]) -> String? {
         state.withLock { state in
-            guard state.settings.carriesPlayers else { return "--carry is off" }
+            guard state.settings.carriesPlayers else { return "--no-carry" }
             guard !outputs.isEmpty else { return "no output of keepalived's plays on that device" }
             guard state.settings.powerOnWait == nil || outputs.contains(where: { tracker.activity(of: $0).isActive }) else {
                 return "the box was idle: its open is held while the power comes on (--power-on-wait)"

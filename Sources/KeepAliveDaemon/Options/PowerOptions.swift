@@ -39,9 +39,9 @@ struct PowerOptions: ParsableArguments {
         valueName: "duration"))
     var powerOnSettle: String?
 
-    @Flag(name: .customLong("carry"), help: ArgumentHelp(
-        "Carry a player's audio through keepalived: on keepalived's own running stream, unchanged, instead of handing the card over: the link to the receiver or DAC never stops between keepalived's signal and the music (keepalived on the card's own PCM, hw:, in ring-loop or stream mode, IEC958-only ports such as a Pi's HDMI included; a player whose format differs gets the device switched to it once). Experimental: see docs/players.md."))
-    var carry = false
+    @Flag(name: .customLong("carry"), inversion: .prefixedNo, help: ArgumentHelp(
+        "Carry a player's audio through keepalived: on keepalived's own running stream, unchanged, instead of handing the card over: the link to the receiver or DAC never stops between keepalived's signal and the music (keepalived on the card's own PCM, hw:, in ring-loop or stream mode, IEC958-only ports such as a Pi's HDMI included; a player whose format differs gets the device switched to it once). On by default; --no-carry hands the card over (keepalived closes its stream while the player plays). See docs/players.md."))
+    var carry = true
 
     mutating func validate() throws {
         _ = try settings

@@ -94,10 +94,10 @@ struct PlayerLoansTests {
         try substream(openBy: nil)
 
         loans.notCarried(Self.card, pid: getpid() + 1, because: "another player's reason")
-        loans.notCarried(Self.card, pid: getpid(), because: "--carry is off")
+        loans.notCarried(Self.card, pid: getpid(), because: "--no-carry")
         let reply = loans.releaseReply(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: getpid(), arrived: .now) { false }
         #expect(reply.ok)
-        #expect(loans.reports.map(\.notCarriedBecause) == ["--carry is off"])
+        #expect(loans.reports.map(\.notCarriedBecause) == ["--no-carry"])
 
         try substream(openBy: nil)
         #expect(process(loans) { loans.reports.isEmpty }, "taken back: \(loans.reports)")

@@ -7,10 +7,12 @@ import Testing
 /// The daemon's own readers of what a user typed: durations and the options file's words.
 @Suite("Options: durations and the options file's words")
 struct OptionsTests {
-    @Test("--carry reaches the outputs' choice: an IEC958-only port is then picked on its hw:")
+    @Test("carrying (the default, --carry) reaches the outputs' choice: an IEC958-only port is then picked on its hw:; --no-carry turns it off, the last word wins")
     func carryChoice() throws {
+        #expect(try RunCommand.parse(["--digital"]).playback.choice.carriesPlayers)
         #expect(try RunCommand.parse(["--digital", "--carry"]).playback.choice.carriesPlayers)
-        #expect(try !RunCommand.parse(["--digital"]).playback.choice.carriesPlayers)
+        #expect(try !RunCommand.parse(["--digital", "--no-carry"]).playback.choice.carriesPlayers)
+        #expect(try RunCommand.parse(["--digital", "--no-carry", "--carry"]).playback.choice.carriesPlayers)
     }
 
     @Test("a duration with a unit or in bare seconds", arguments: [
@@ -88,7 +90,9 @@ struct OptionsFileMergeTests {
             #expect("\(error)".contains("--lead-in must be at most 10s"))
         }
         let plain = ["-d", "hw:1"]
-        #expect(try !RunCommand.parse(plain).currentOptions(commandLine: plain).activitySettings.carriesPlayers)
+        #expect(try RunCommand.parse(plain).currentOptions(commandLine: plain).activitySettings.carriesPlayers)
+        let handOver = ["-d", "hw:1", "--no-carry"]
+        #expect(try !RunCommand.parse(handOver).currentOptions(commandLine: handOver).activitySettings.carriesPlayers)
     }
 
     @Test("a list adds up, a single value is the file's")

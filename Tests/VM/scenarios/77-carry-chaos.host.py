@@ -46,6 +46,16 @@ def judge(case, pieces, between):
         # behind the 10 ms lead the emulated machine was too late for. Counted, never hidden.
         if not ok and case.get("late_start_ok") and len(pieces) == 1 and 0 < pieces[0].n0 <= LATE_START and pieces[0].n0 + pieces[0].length == frames:
             return True, f"LATE START by {ms(pieces[0].n0)}: frames {pieces[0].n0}..{frames - 1} of {frames} in one run, keepalived's signal before"
+        # The same late write in the middle of a play (seen once beside two busy helpers' builds:
+        # 2 ms of the signal after the client's first 2205 frames): every frame once and in
+        # order, keepalived's signal alone between the two runs (its lead kept ahead of the card
+        # where the player's next frames came later than that), up to 20 ms of it.
+        if not ok and case.get("late_start_ok") and len(pieces) == 2 and pieces[0].n0 == 0 and pieces[1].n0 == pieces[0].length \
+                and pieces[1].n0 + pieces[1].length == frames:
+            gap = between(pieces[0], pieces[1])
+            if gap and all(r.kind == "signal" for r in gap) and sum(r.length for r in gap) <= LATE_START:
+                return True, (f"LATE WRITE: frames 0..{frames - 1} of {frames} in two runs, {ms(sum(r.length for r in gap))} of "
+                              f"keepalived's signal after frame {pieces[1].n0 - 1}")
         return ok, f"{present} of {frames} frames, {len(pieces)} run(s)" + ("" if ok else f": {pieces[:6]}")
     gaps = [between(a, b) for a, b in zip(pieces, pieces[1:])]
     if expect == "split":
@@ -96,7 +106,7 @@ def check(result, report):
         starts.append(min((p.start for p in pieces), default=None))
         results = [judge(case, by_tag.get(t, []), between) for t in case["tags"]]
         bad = [(t, d) for t, (ok, d) in zip(case["tags"], results) if not ok]
-        late = [(t, d) for t, (ok, d) in zip(case["tags"], results) if ok and d.startswith("LATE START")]
+        late = [(t, d) for t, (ok, d) in zip(case["tags"], results) if ok and d.startswith("LATE")]
         if len(late) > case.get("late_start_ok", 0):
             bad += late
         elif late:

@@ -243,8 +243,11 @@ class Box:
         self.HW = f"hw:CARD={self.card_id},DEV=0"
         self.PLUGIN_DEV = f"keepalived:CARD={self.card_id},DEV=0"
         self.USB_HW = f"hw:CARD={self.usb_id},DEV=0"
-        # The service's outputs between the parts: both cards and both Loopback devices.
-        self.OUTPUTS = f"-d {self.HW} -d {self.USB_HW} -d {LOOP0} -d {LOOP1}"
+        # The service's outputs between the parts: both cards and both Loopback devices, each
+        # player handed the card (--no-carry: the hand-over these parts time and check; the
+        # carried part says --carry).
+        self.DEVICES = f"-d {self.HW} -d {self.USB_HW} -d {LOOP0} -d {LOOP1}"
+        self.OUTPUTS = f"{self.DEVICES} --no-carry"
         self.kpid = None
         self.pid = None
         self.timeline = Timeline()

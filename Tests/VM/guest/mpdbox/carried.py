@@ -26,7 +26,7 @@ def queue_carried(box):
     kpid = box.kpid
     # A second of the signal in each new format before the music (--lead-in): the queue's two
     # format changes make it two seconds longer.
-    rc = set_options(f"{box.OUTPUTS} --carry --lead-in 1s")
+    rc = set_options(f"{box.DEVICES} --carry --lead-in 1s")
     w = vt.wait_until(lambda: holder() == kpid and vt.pcm_state(card) == "RUNNING", 20, 0.1)
     if not vt.check("carry-reloaded", rc == 0 and w, f"systemctl reload with --carry: exit {rc}; card held by {name(holder())}, {vt.pcm_state(card)}"):
         return

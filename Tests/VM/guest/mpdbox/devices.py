@@ -100,7 +100,7 @@ def outputs_named_by_alsa_names(box):
     vt.check("mpd-restarted-names", box.pid and w, f"MainPID {box.pid}, mpc answers after {w.seconds:.1f} s")
     kpid = box.kpid
     for label, device in (("default", "default"), ("sysdefault", f"sysdefault:CARD={box.card_id}"), ("front", f"front:CARD={box.card_id},DEV=0")):
-        rc = set_options(f"-d {device} -d {box.USB_HW} -d {LOOP0} -d {LOOP1}")
+        rc = set_options(f"-d {device} -d {box.USB_HW} -d {LOOP0} -d {LOOP1} --no-carry")
         want = f"hw:CARD={card},DEV=0"
 
         def on_card():

@@ -19,7 +19,7 @@ def restart_in_power_hold(box):
     with open(SLOW_HOOK, "w") as f:
         f.write('#!/bin/sh\n[ "$KEEPALIVED_EVENT" = active ] || exit 0\nsleep 4\n')
     os.chmod(SLOW_HOOK, 0o755)
-    rc = set_options(f"-d {box.HW} --on-active {SLOW_HOOK} --on-idle-after 1s --power-on-wait 5s")
+    rc = set_options(f"-d {box.HW} --no-carry --on-active {SLOW_HOOK} --on-idle-after 1s --power-on-wait 5s")
     kpid = box.kpid
     w = vt.wait_until(lambda: holder() == kpid and box.activity().get("state") in ("idle", None), 15, 0.2)
     box.pid, _, up = start_mpd()
