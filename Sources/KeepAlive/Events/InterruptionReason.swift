@@ -17,6 +17,7 @@ public struct InterruptionReason: Sendable, Hashable, CustomStringConvertible {
         case underrun, suspended, unplugged, busy, stalled, unknown
         case serverGone = "server-gone"
         case noDevice = "no-device"
+        case noDisplay = "no-display"
         case permissionDenied = "permission-denied"
     }
 
@@ -34,8 +35,13 @@ public struct InterruptionReason: Sendable, Hashable, CustomStringConvertible {
     public static let unplugged = InterruptionReason(.unplugged)
     /// Another program holds the device exclusively (`-EBUSY`).
     public static let busy = InterruptionReason(.busy)
-    /// The device does not exist (yet), or cannot play yet (an HDMI output with no display).
+    /// The device does not exist (yet).
     public static let noDevice = InterruptionReason(.noDevice)
+    /// The device cannot play while no display takes its audio (`-ENOTSUPP` from a Raspberry
+    /// Pi's HDMI, vc4-hdmi: nothing plugged in, a display or receiver that is off, DVI): waited
+    /// for as a device that is not there yet, and a box's normal state (the second port of a Pi
+    /// with one display, a TV in standby), so it is never a warning.
+    public static let noDisplay = InterruptionReason(.noDisplay)
     /// The device stopped consuming audio without reporting an error.
     public static let stalled = InterruptionReason(.stalled)
     /// The device's nodes exist but this process may not open them (`-EACCES`, or a card that
@@ -57,7 +63,7 @@ public struct InterruptionReason: Sendable, Hashable, CustomStringConvertible {
         switch kind {
         case .unknown: 0
         case .underrun, .suspended, .stalled: 1
-        case .serverGone, .unplugged, .busy, .noDevice, .permissionDenied: 2
+        case .serverGone, .unplugged, .busy, .noDevice, .noDisplay, .permissionDenied: 2
         }
     }
 
@@ -69,7 +75,8 @@ public struct InterruptionReason: Sendable, Hashable, CustomStringConvertible {
         case ENODEV, ENXIO: self = .unplugged
         case EIO, ENOTCONN, EBADFD, ECONNREFUSED, ECONNRESET, ESHUTDOWN, EHOSTDOWN: self = .serverGone
         case EBUSY: self = .busy
-        case ENOENT, kernelENOTSUPP: self = .noDevice
+        case ENOENT: self = .noDevice
+        case kernelENOTSUPP: self = .noDisplay
         default: self = .unknown
         }
     }
@@ -79,9 +86,8 @@ public struct InterruptionReason: Sendable, Hashable, CustomStringConvertible {
         switch -code {
         case EBUSY: self = .busy
         case EACCES, EPERM: self = .permissionDenied
-        // ENOTSUPP: an HDMI output with no display (a Raspberry Pi's vc4-hdmi) is waited for
-        // as a device that is not there yet.
-        case ENOENT, ENODEV, ENXIO, kernelENOTSUPP: self = .noDevice
+        case ENOENT, ENODEV, ENXIO: self = .noDevice
+        case kernelENOTSUPP: self = .noDisplay
         case EIO, ENOTCONN, ECONNREFUSED, ECONNRESET, ESHUTDOWN, EHOSTDOWN, EPIPE: self = .serverGone
         default: self = .unknown
         }

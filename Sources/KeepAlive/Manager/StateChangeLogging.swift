@@ -7,6 +7,8 @@ import Logging
 /// - **busy**: another program holds the device. That is the box's normal state whenever a
 ///   player uses the card (real audio always wins), so it is info however long it lasts;
 ///   `status` says who holds the card.
+/// - **no-display**: an HDMI port with no display to take its audio (a Pi's second port, a TV
+///   in standby): a box's normal state too, info however long it lasts.
 /// - **server-gone before the first play**: a sound server still starting (a login's
 ///   socket-activated PipeWire answers the socket before its ALSA sink can be configured).
 ///   Info, and one warning if the output still waits after ``quietWaitLimit``: a server that
@@ -35,7 +37,7 @@ struct StateChangeLogging: Sendable, Equatable {
     /// The level to log the change from `old` to `new` at.
     mutating func changed(from old: KeepAliveState, to new: KeepAliveState, at now: ContinuousClock.Instant) -> Logger.Level {
         switch new.storage {
-        case .waitingForDevice(.busy):
+        case .waitingForDevice(.busy), .waitingForDevice(.noDisplay):
             state = .quietWait(until: nil)
             return .info
         case .waitingForDevice(.serverGone) where old == .starting:

@@ -172,7 +172,8 @@ package struct TestCommand: ParsableCommand {
         while true {
             guard let output = manager.outputs.first else { return .failure(Failure(reason: "no output")) }
             if output.state == .playing { break }
-            if output.state.kind == .waitingForDevice, let reason = output.state.reason, reason == .noDevice || reason == .permissionDenied {
+            if output.state.kind == .waitingForDevice, let reason = output.state.reason,
+               reason == .noDevice || reason == .noDisplay || reason == .permissionDenied {
                 return .failure(Failure(reason: describe(output)))
             }
             if clock.now >= deadline {

@@ -29,6 +29,16 @@ struct StateChangeLoggingTests {
         #expect(logging.changed(from: .playing, to: .waitingForDevice(.busy), at: start + .seconds(3700)) == .info)
     }
 
+    @Test("an HDMI port with no display (a Pi's second port, a TV in standby) is info, however long it waits")
+    func noDisplayIsInfo() {
+        let logging = Machine()
+        #expect(logging.changed(from: .starting, to: .waitingForDevice(.noDisplay), at: start) == .info)
+        #expect(!logging.faultRepeated(at: start + .seconds(3600)))
+        #expect(logging.changed(from: .waitingForDevice(.noDisplay), to: .playing, at: start + .seconds(3600)) == .info)
+        // The display switched off while playing: the same normal state.
+        #expect(logging.changed(from: .playing, to: .waitingForDevice(.noDisplay), at: start + .seconds(3700)) == .info)
+    }
+
     @Test("a server still starting is info until the limit, then one warning")
     func serverStartingIsInfoThenOneWarning() {
         let logging = Machine()

@@ -155,8 +155,9 @@ import TestSupport
     func notSupported() {
         let error = ALSAError(code: -524, operation: "open")
         #expect(error.description.contains("no display") && error.description.hasSuffix("(ENOTSUPP)"), "\(error)")
-        #expect(InterruptionReason(openError: -524) == .noDevice)
-        #expect(InterruptionReason(streamError: -524) == .noDevice)
+        #expect(InterruptionReason(openError: -524) == .noDisplay)
+        #expect(InterruptionReason(streamError: -524) == .noDisplay)
+        #expect(InterruptionReason.noDisplay.description == "no-display")
     }
 
     @Test("The format's name and line say IEC958")

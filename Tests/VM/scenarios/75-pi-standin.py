@@ -335,6 +335,10 @@ vt.check("no-display-waits", w and d.proc.poll() is None and st.get("state") == 
          f"state {st.get('state')}, running {d.proc.poll() is None} | {d.log(2)}")
 vt.check("no-display-says-so", re.search(r"no display", said, re.I) is not None,
          f"reason {vt.one_line(st.get('reason') or '', 200)} | {d.log(2)}")
+# A box's normal state (its second port, a TV in standby): never a warning in the journal.
+waits = [line for line in (vt.read(d.log_path) or "").splitlines() if "waiting for device" in line]
+vt.check("no-display-info-not-warning", waits and not any(" warning: " in line or line.startswith("<4>") for line in waits),
+         f"{len(waits)} line(s): {vt.one_line(' | '.join(waits[:3]), 300)}")
 refused = s1["refused"] - s0["refused"]
 vt.check("no-display-no-spin", refused <= elapsed, f"{refused} refused opens in {elapsed:.0f} s (at most one a second)")
 with open(PARAM, "w") as f:
