@@ -136,14 +136,15 @@ extension Integration {
             #expect(Array(report.channelStatus.prefix(4)) == [0x04, 0x82, 0x00, 0x02], "\(report)")
         }
 
-        @Test("An HDMI output with no display (the kernel's ENOTSUPP at open): waited for as a missing device, with a message that says so, then played")
+        @Test("An HDMI output with no display (the kernel's ENOTSUPP at open): waited for as no-display, at info (a box's normal state), with a message that says so, then played")
         func noDisplay() async throws {
             try device.control("refuse-open 524 1500")
             let daemon = try device.launch("faulty", ["--retry-max", "0.3"])
-            try await daemon.waitForLog("waiting for device (no-device)")
+            try await daemon.waitForLog("waiting for device (no-display)")
             try await daemon.waitForLog(" recovered ", timeout: .seconds(10))
-            let waiting = try #require(daemon.stderr.split(separator: "\n").first { $0.contains("waiting for device (no-device)") })
+            let waiting = try #require(daemon.stderr.split(separator: "\n").first { $0.contains("waiting for device (no-display)") })
             #expect(waiting.contains("HDMI output with no display") && waiting.contains("ENOTSUPP"), "\(waiting)")
+            #expect(waiting.contains(" info: "), "\(waiting)")
             #expect(!daemon.stderr.contains("Unknown error 524"), "\(daemon.stderr)")
             #expect(try await daemon.terminate(within: .seconds(5)) == 0)
         }
