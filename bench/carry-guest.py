@@ -36,17 +36,33 @@ loop = int(os.environ.get("VM_CARD_ALOOP", "0"))
 PLAYER_ENV = dict(os.environ, KEEPALIVED_SOCKET=SOCKET, KEEPALIVED_RELEASE_TIMEOUT="1000")
 
 
+def threads(pid):
+    """Each thread's name (with its id: keepalived names several alike) → its context switches."""
+    counts = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        text = vt.read(f"/proc/{pid}/task/{task}/status", "") or ""
+        name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Name:")), "?")
+        counts[f"{name} {task}"] = sum(int(line.split()[1]) for line in text.splitlines()
+                                       if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+    return counts
+
+
 def measure(label, pids):
-    """Counters of each of `pids` (name → pid) over the window, after the warm-up."""
+    """Counters of each of `pids` (name → pid) over the window, after the warm-up; keepalived's
+    wakeups by thread too (where a wakeup beyond one per player period comes from)."""
     time.sleep(WARMUP)
     before = {name: vt.process_counters(pid) for name, pid in pids.items()}
+    before_threads = {name: threads(pid) for name, pid in pids.items()}
     t0 = time.monotonic()
     time.sleep(SECONDS)
     after = {name: vt.process_counters(pid) for name, pid in pids.items()}
+    after_threads = {name: threads(pid) for name, pid in pids.items()}
     elapsed = time.monotonic() - t0
     row = {"run": label, "seconds": elapsed}
     for name in pids:
-        row[name] = {"wakeups": (after[name][0] - before[name][0]) / elapsed, "cpu_us": (after[name][1] - before[name][1]) / 1000 / elapsed}
+        row[name] = {"wakeups": (after[name][0] - before[name][0]) / elapsed, "cpu_us": (after[name][1] - before[name][1]) / 1000 / elapsed,
+                     "threads": {t: (n - before_threads[name].get(t, 0)) / elapsed for t, n in after_threads[name].items()
+                                 if n - before_threads[name].get(t, 0) > 0}}
     vt.note(json.dumps(row))
     return row
 

@@ -57,6 +57,11 @@ def table(results, seconds, kernel, load):
         f"({added_wakeups / period_rate:.2f} per period); aplay alone woke {alone['aplay']['wakeups']:.2f}/s, carried {carrying['aplay']['wakeups']:.2f}/s.",
         f"- recoveries while carrying: {carrying.get('recoveries')}, aplay's underruns: {carrying.get('aplay_underruns')}.",
     ]
+    for r in (idle, carrying):
+        by_thread = r["keepalived"].get("threads")
+        if by_thread:
+            shown = ", ".join(f"{t.rsplit(' ', 1)[0]} {n:.2f}/s" for t, n in sorted(by_thread.items(), key=lambda x: -x[1]))
+            lines.append(f"- keepalived's wakeups by thread, {r['run']}: {shown}.")
     return "\n".join(lines) + "\n"
 
 

@@ -36,7 +36,14 @@ def queue_carried(box):
     mpc("-q", "repeat", "off")
     mpc("-q", "add", TRACKS["c44"][0])
     mpc("-q", "add", TRACKS["b48"][0])
+    # The guest standing still (TCG, the host busy with other work) while the emulated card plays
+    # on drains keepalived's ring (0.25 to 0.5 s ahead while it carries) with nobody to refill it,
+    # and the carried player is told of the underrun: kept apart from the program's own faults by
+    # the stalls seen.
+    stalls = vt.StallWatch()
+    stalls.watching.set()
     t = time.monotonic()
+    t_wall = time.time()
     mpc("-q", "play")
     # Who holds the card, its state and rate, every 20 ms, until MPD has played the queue.
     seen = []
@@ -51,6 +58,8 @@ def queue_carried(box):
                 break
         time.sleep(0.02)
     took = time.monotonic() - t
+    stalls.watching.clear()
+    stood = [(a, b) for a, b in stalls.between(t_wall, time.time()) if b - a >= 0.2]
     holders = {h for h, _, _ in seen}
     # The breaks a format change needs: keepalived's close and reopen in the player's rate, once
     # for the first track when the card ran another (the last track before was 48 kHz), once
@@ -58,8 +67,14 @@ def queue_carried(box):
     breaks = sum(1 for (a, _, _), (b, _, _) in zip(seen, seen[1:]) if a == kpid and b != kpid)
     rates = [r for _, _, r in seen if r]
     order = [r for i, r in enumerate(rates) if i == 0 or rates[i - 1] != r]
-    vt.check("carry-queue-played", length + 1.8 <= took < length + 15,
-             f"the queue ({length} s, two format changes with a 1 s lead-in each) played in {took:.1f} s")
+    underran = "Underrun on ALSA device" in vt.read(MPD_LOG, "")
+    played = f"the queue ({length} s, two format changes with a 1 s lead-in each) played in {took:.1f} s"
+    if took < length + 1.8 and underran and stood:
+        vt.ok("carry-queue-played", f"{played}: MPD underran and stopped after the guest stood still "
+              f"({vt.StallWatch.describe(stood)}) longer than keepalived's ring holds; excused")
+    else:
+        vt.check("carry-queue-played", length + 1.8 <= took < length + 15,
+                 f"{played}; MPD underran: {underran}; the guest stood still: {vt.StallWatch.describe(stood)}")
     vt.check("carry-card-keepalived-s", holders <= {kpid, None} and breaks <= 2,
              f"the card held by {sorted(name(h) for h in holders if h)} while MPD played its queue, "
              f"{breaks} close(s) of keepalived's seen (want at most two, one per format change)")
