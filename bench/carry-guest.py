@@ -37,13 +37,14 @@ PLAYER_ENV = dict(os.environ, KEEPALIVED_SOCKET=SOCKET, KEEPALIVED_RELEASE_TIMEO
 
 
 def threads(pid):
-    """Each thread's name (with its id: keepalived names several alike) → its context switches."""
+    """Each thread's name (with its id: keepalived names several alike) → its context switches,
+    (voluntary: the thread slept, its own wakeups; involuntary: the scheduler took the CPU from it)."""
     counts = {}
     for task in os.listdir(f"/proc/{pid}/task"):
         text = vt.read(f"/proc/{pid}/task/{task}/status", "") or ""
-        name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Name:")), "?")
-        counts[f"{name} {task}"] = sum(int(line.split()[1]) for line in text.splitlines()
-                                       if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        counts[f"{fields.get('Name', '?').strip()} {task}"] = (int(fields.get("voluntary_ctxt_switches", "0")),
+                                                               int(fields.get("nonvoluntary_ctxt_switches", "0")))
     return counts
 
 
@@ -61,8 +62,8 @@ def measure(label, pids):
     row = {"run": label, "seconds": elapsed}
     for name in pids:
         row[name] = {"wakeups": (after[name][0] - before[name][0]) / elapsed, "cpu_us": (after[name][1] - before[name][1]) / 1000 / elapsed,
-                     "threads": {t: (n - before_threads[name].get(t, 0)) / elapsed for t, n in after_threads[name].items()
-                                 if n - before_threads[name].get(t, 0) > 0}}
+                     "threads": {t: [(n[0] - before_threads[name].get(t, (0, 0))[0]) / elapsed, (n[1] - before_threads[name].get(t, (0, 0))[1]) / elapsed]
+                                 for t, n in after_threads[name].items() if n != before_threads[name].get(t, (0, 0))}}
     vt.note(json.dumps(row))
     return row
 

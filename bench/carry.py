@@ -46,6 +46,10 @@ def table(results, seconds, kernel, load):
                 lines.append(f"| {r['run']} | {name} | {r[name]['wakeups']:.2f} | {r[name]['cpu_us']:.1f} |")
     added_cpu = carrying["keepalived"]["cpu_us"] - idle["keepalived"]["cpu_us"]
     added_wakeups = carrying["keepalived"]["wakeups"] - idle["keepalived"]["wakeups"]
+
+    def voluntary(run):
+        return sum(v for v, _ in run["keepalived"].get("threads", {}).values())
+    added_voluntary = voluntary(carrying) - voluntary(idle)
     lines += [
         "",
         f"- In the same run (the fairest figure under TCG, where another program's load on this machine "
@@ -53,15 +57,18 @@ def table(results, seconds, kernel, load):
         f"the CPU of the aplay it carried.",
         f"- keepalived's added CPU while carrying: {added_cpu:.1f} µs/s, {100 * added_cpu / alone['aplay']['cpu_us']:.1f} % of aplay's "
         f"own on `hw:` ({alone['aplay']['cpu_us']:.1f} µs/s); carried, aplay itself used {carrying['aplay']['cpu_us']:.1f} µs/s.",
-        f"- keepalived's added wakeups: {added_wakeups:.2f}/s against aplay's {period_rate:g} periods/s "
-        f"({added_wakeups / period_rate:.2f} per period); aplay alone woke {alone['aplay']['wakeups']:.2f}/s, carried {carrying['aplay']['wakeups']:.2f}/s.",
+        f"- keepalived's added context switches: {added_wakeups:.2f}/s against aplay's {period_rate:g} periods/s "
+        f"({added_wakeups / period_rate:.2f} per period); of them its own wakeups (voluntary: the thread slept and was woken) "
+        f"{added_voluntary:.2f}/s, {added_voluntary / period_rate:.2f} per period, the rest the scheduler's preemptions; "
+        f"aplay alone switched {alone['aplay']['wakeups']:.2f}/s, carried {carrying['aplay']['wakeups']:.2f}/s.",
         f"- recoveries while carrying: {carrying.get('recoveries')}, aplay's underruns: {carrying.get('aplay_underruns')}.",
     ]
     for r in (idle, carrying):
         by_thread = r["keepalived"].get("threads")
         if by_thread:
-            shown = ", ".join(f"{t.rsplit(' ', 1)[0]} {n:.2f}/s" for t, n in sorted(by_thread.items(), key=lambda x: -x[1]))
-            lines.append(f"- keepalived's wakeups by thread, {r['run']}: {shown}.")
+            shown = ", ".join(f"{t.rsplit(' ', 1)[0]} {v + i:.2f}/s ({v:.2f} voluntary, {i:.2f} involuntary)"
+                              for t, (v, i) in sorted(by_thread.items(), key=lambda x: -sum(x[1])))
+            lines.append(f"- keepalived's context switches by thread, {r['run']}: {shown}.")
     return "\n".join(lines) + "\n"
 
 

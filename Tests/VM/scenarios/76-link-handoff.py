@@ -10,7 +10,8 @@ The package's service keeps device 0 awake (`-d hw:CARD=Loopback,DEV=0 --no-carr
 its stream, the player opens the card; the player's `KEEPALIVED_RELEASE_TIMEOUT=1000`, as
 box-mpd's: the emulated CPU is a slow machine), then, after a reload without `--no-carry` (carrying
 is the default), three times carried on
-keepalived's own running stream, and Debian's MPD once, carried; then keepalived is SIGKILLed
+keepalived's own running stream, and Debian's MPD once, carried, and once more paused mid-ramp for
+1.5 s and resumed, carried throughout; then keepalived is SIGKILLed
 while it carries aplay (aplay must end with an error at once, systemd starts keepalived again)
 and one more play is carried by the new process. The host
 (76-link-handoff.host.py) checks that every play reaches the link bit-exact, keepalived's signal
@@ -152,6 +153,30 @@ while time.monotonic() - t < 30:
 took = time.monotonic() - t
 vt.check("mpd-played", r.returncode == 0 and w and took < 10, f"systemctl start mpd: exit {r.returncode}; the 2 s ramp played in {took:.2f} s")
 vt.check("mpd-carried", holders == {kpid}, f"device 0 held by {sorted(map(str, holders))} while MPD played (keepalived {kpid})")
+time.sleep(PAUSE)
+
+# MPD paused mid-ramp for 1.5 s and resumed: what it had queued at the pause may be dropped (as
+# on the hardware), the link carries keepalived's signal meanwhile, the rest of the ramp follows.
+t = time.monotonic()
+vt.run(["mpc", "-q", "play"], timeout=30)
+started = vt.wait_until(lambda: holder() == kpid and "[playing]" in vt.run(["mpc", "status"], timeout=30).stdout, 10, 0.05)
+time.sleep(0.6)
+vt.run(["mpc", "-q", "pause"], timeout=30)
+paused_status = vt.run(["mpc", "status"], timeout=30).stdout
+holders = {holder()}
+paused_at = time.monotonic()
+while time.monotonic() - paused_at < 1.5:
+    holders.add(holder())
+    time.sleep(0.05)
+vt.run(["mpc", "-q", "play"], timeout=30)
+while time.monotonic() - t < 30:
+    holders.add(holder())
+    if "[playing]" not in vt.run(["mpc", "status"], timeout=30).stdout:
+        break
+    time.sleep(0.05)
+vt.check("mpd-paused-resumed", started and "[paused]" in paused_status and time.monotonic() - t < 15,
+         f"MPD playing {bool(started)}, then {vt.one_line(paused_status, 120)}; the ramp ended {time.monotonic() - t:.2f} s after play")
+vt.check("mpd-paused-carried", holders == {kpid}, f"device 0 held by {sorted(map(str, holders))} while MPD played, paused and resumed (keepalived {kpid})")
 vt.run(["systemctl", "stop", "mpd.service"], timeout=60)
 time.sleep(PAUSE)
 
@@ -207,5 +232,5 @@ vt.check("never-recovered", not unexplained, "keepalived's journal (both process
          + ("; ".join(line for line in journal.splitlines() if "recover" in line)[:400] or "no recovery")
          + "".join(f"; {e}" for e in explained))
 size = os.path.getsize(CAPTURED) if os.path.exists(CAPTURED) else 0
-vt.check("captured", size > 4 * RATE * ((2 * PLAYS + 3) * (SECONDS + PAUSE)), f"{size // 4} frames captured ({size // 4 / RATE:.1f} s)")
+vt.check("captured", size > 4 * RATE * ((2 * PLAYS + 4) * (SECONDS + PAUSE)), f"{size // 4} frames captured ({size // 4 / RATE:.1f} s)")
 vt.finish()
