@@ -28,6 +28,8 @@ lists each one's tags and what the host holds it to):
 7. a hundred carried plays of 0.15 s in a row, each its own open and close
    (carryclient.py --segments: one process, without a hundred programs' start-up under TCG),
    each with its own tag so that a segment played twice, out of place or cut is seen.
+8. the same with a real player: a hundred aplay processes one after another, 0.15 s each (five
+   30 ms periods: no padding), each its own tag.
 """
 
 import json
@@ -307,6 +309,24 @@ vt.check("handoffs-played", "error" not in res and res.get("opens") == SEGMENTS 
 carried("handoffs", holders, kpid, "the hundred plays")
 # One play may start up to 20 ms late (the host's judge says why; an open defect, counted).
 case("handoffs", list(range(20, 20 + SEGMENTS)), SEGMENT, "exact", signal_between=True, client=res, late_start_ok=1)
+time.sleep(GAP)
+
+# 8. A hundred hand-offs of a real player: a hundred aplay processes one after another, each 0.15 s
+# of its own ramp (five of its 30 ms periods, so it pads nothing), tags 120..219.
+APLAYS = 100
+for i in range(APLAYS):
+    aplay_frames = ramp_file(120 + i, 0.15)
+holders, failed, t = set(), [], time.monotonic()
+for i in range(APLAYS):
+    player = aplay(120 + i, "--period-size=1323", "--buffer-size=5292")
+    seen, out, _ = watch(player, 30, every=0.05)
+    holders |= seen
+    if player.returncode != 0 or out.strip():
+        failed.append(f"{i}: exit {player.returncode} {vt.one_line(out, 80)}")
+took = time.monotonic() - t
+vt.check("aplays-played", not failed, f"{APLAYS} aplay processes in {took:.1f} s; failed: {'; '.join(failed[:4]) or 'none'}")
+carried("aplays", holders, kpid, "the hundred aplay processes")
+case("aplays", list(range(120, 120 + APLAYS)), aplay_frames, "exact", signal_between=True, padding=True, late_start_ok=1)
 time.sleep(GAP)
 
 rec.terminate()
