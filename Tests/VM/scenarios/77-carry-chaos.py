@@ -14,7 +14,8 @@ lists each one's tags and what the host holds it to):
 
 1. mmap: `aplay -M` carried.
 2. pause: guest/carryclient.py pauses 1 s mid-play (snd_pcm_pause), blocking and non-blocking
-   (poll() on the PCM's descriptors, the drain too).
+   (poll() on the PCM's descriptors, the drain too); then mpv, a real player, paused and resumed
+   through its IPC socket.
 3. the player SIGSTOPped 1.5 s mid-play: keepalived's signal meanwhile, aplay reports an
    underrun and goes on; a second player meanwhile gets "busy" (the stopped one still holds the
    device, as a hardware open would).
@@ -35,6 +36,7 @@ lists each one's tags and what the host holds it to):
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -159,6 +161,51 @@ for tag, name, extra in ((2, "pause", []), (3, "pause-nonblock", ["--nonblock"])
     carried(name, holders, kpid, "carryclient.py")
     case(name, [tag], frames, "split", signal_between=0.5, client=res)
     time.sleep(GAP)
+
+# 2b. The same with a real player: mpv (its ALSA output pauses with snd_pcm_pause where the PCM
+# can), paused through its IPC socket for 1 s once 0.75 s of the ramp has played (audio-pts),
+# then resumed; unity (volume 100, no filters), the file's own rate and format.
+frames = ramp_file(11, 3)
+sock_path = "/tmp/mpv-chaos.sock"
+player = start(["mpv", "--no-config", "--no-video", f"--input-ipc-server={sock_path}", "--ao=alsa", f"--audio-device=alsa/{PLUGIN}",
+                "--volume=100", "--volume-max=100", "--af=", "--replaygain=no", "--audio-format=s16", f"--audio-samplerate={RATE}",
+                "--msg-level=all=warn", "/tmp/ramp-11.wav"])
+asked, holders, pts = {}, set(), None
+if vt.wait_until(lambda: os.path.exists(sock_path) or player.poll() is not None, 30, 0.1) and player.poll() is None:
+    ipc = socket.socket(socket.AF_UNIX)
+    ipc.settimeout(10)
+    ipc.connect(sock_path)
+    replies = ipc.makefile("r")
+
+    def mpv(*command):
+        """mpv's reply to `command` (its IPC answers by request_id; events come between)."""
+        ipc.sendall(json.dumps({"command": list(command), "request_id": 79}).encode() + b"\n")
+        for line in replies:
+            reply = json.loads(line)
+            if reply.get("request_id") == 79:
+                return reply
+        return {}
+
+    def playing_for(seconds):
+        holders.add(holder())
+        return (mpv("get_property", "audio-pts").get("data") or 0) >= seconds
+
+    if vt.wait_until(lambda: playing_for(0.75), 30, 0.05):
+        pts = mpv("get_property", "audio-pts").get("data")
+        asked["pause"] = mpv("set_property", "pause", True).get("error")
+        paused_at = time.monotonic()
+        while time.monotonic() - paused_at < 1.0:
+            holders.add(holder())
+            time.sleep(0.05)
+        asked["resume"] = mpv("set_property", "pause", False).get("error")
+    ipc.close()
+seen, out, took = watch(player, 30)
+holders |= seen
+vt.check("pause-mpv-played", player.returncode == 0 and asked == {"pause": "success", "resume": "success"},
+         f"mpv: exit {player.returncode}, paused at audio-pts {pts}, {asked}; {vt.one_line(out, 200)}")
+carried("pause-mpv", holders, kpid, "mpv")
+case("pause-mpv", [11], frames, "split", signal_between=0.5, padding=True, aplay=vt.one_line(out, 200))
+time.sleep(GAP)
 
 # 3. The player stopped mid-play (SIGSTOP 1.5 s, longer than its 0.5 s buffer): keepalived's
 # signal follows its last frame; continued, aplay finds an underrun, prepares and goes on. The
