@@ -121,9 +121,13 @@ def check(result, report):
         if case.get("signal_between") is True:
             gaps = [between(by_tag[a][-1], by_tag[b][0]) for a, b in zip(case["tags"], case["tags"][1:]) if by_tag.get(a) and by_tag.get(b)]
             lengths = [sum(r.length for r in g) for g in gaps]
-            clean = all(r.kind == "signal" or excused(r) for g in gaps for r in g)
+            # A play's own padding of its last period (the cases marked `padding`) comes right
+            # after its last frame, as on the hardware.
+            clean = all(r.kind == "signal" or excused(r) or (case.get("padding") and j == 0 and r.kind == "zero" and r.length <= PADDING)
+                        for g in gaps for j, r in enumerate(g))
             report("ok" if clean and len(gaps) == len(case["tags"]) - 1 else "FAIL", f"{case['name']}-signal-between",
-                   f"between {len(gaps)} pairs of consecutive plays only keepalived's signal (or zero after the guest stood still): {clean}, "
+                   f"between {len(gaps)} pairs of consecutive plays only keepalived's signal (or zero after the guest stood still, or a "
+                   f"play's own padding): {clean}, "
                    f"{ms(min(lengths, default=0))} to {ms(max(lengths, default=0))} of it"
                    + ("" if clean else ": " + "; ".join(str(g[:4]) for g in gaps if any(r.kind != "signal" for r in g))[:400]))
 

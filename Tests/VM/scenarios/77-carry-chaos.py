@@ -31,10 +31,13 @@ lists each one's tags and what the host holds it to):
    each with its own tag so that a segment played twice, out of place or cut is seen.
 8. the same with a real player: a hundred aplay processes one after another, 0.15 s each (five
    30 ms periods: no padding), each its own tag.
+9. and with Debian's MPD: a hundred tracks of 0.15 s, each played on its own (`single` on, `mpc
+   play N`: MPD closes its output when it stops), each its own tag.
 """
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -374,6 +377,79 @@ took = time.monotonic() - t
 vt.check("aplays-played", not failed, f"{APLAYS} aplay processes in {took:.1f} s; failed: {'; '.join(failed[:4]) or 'none'}")
 carried("aplays", holders, kpid, "the hundred aplay processes")
 case("aplays", list(range(120, 120 + APLAYS)), aplay_frames, "exact", signal_between=True, padding=True, late_start_ok=1)
+time.sleep(GAP)
+
+# 9. A hundred hand-offs of Debian's MPD: a hundred tracks of 0.15 s (tags 220..319), `single`
+# on, each played on its own (`mpc play N`; MPD closes its output when it stops), its output
+# keepalived:, no conversion, 30 ms periods (each track five of them: MPD pads nothing).
+MPDS = 100
+music = "/var/lib/mpd/music"
+os.makedirs(music, exist_ok=True)
+for i in range(MPDS):
+    mpd_frames = ramp_file(220 + i, 0.15)
+    shutil.copy(f"/tmp/ramp-{220 + i}.wav", f"{music}/seg{i:03d}.wav")
+vt.run(["chown", "-R", "mpd:audio", music])
+with open("/etc/mpd.conf", "w") as f:
+    f.write(f'''music_directory "{music}"
+playlist_directory "/var/lib/mpd/playlists"
+db_file "/var/lib/mpd/tag_cache"
+log_file "/var/log/mpd/mpd.log"
+user "mpd"
+bind_to_address "localhost"
+audio_output {{
+    type "alsa"
+    name "link"
+    device "{PLUGIN}"
+    auto_resample "no"
+    auto_format "no"
+    auto_channels "no"
+    mixer_type "none"
+    buffer_time "150000"
+    period_time "30000"
+}}
+''')
+os.makedirs("/run/systemd/system/mpd.service.d", exist_ok=True)
+with open("/run/systemd/system/mpd.service.d/release-timeout.conf", "w") as f:
+    f.write("[Service]\nEnvironment=KEEPALIVED_RELEASE_TIMEOUT=1000\n")
+vt.run(["systemctl", "daemon-reload"])
+vt.run(["systemctl", "mask", "--runtime", "mpd.socket"])
+r = vt.run(["systemctl", "start", "mpd.service"], timeout=120)
+up = vt.wait_until(lambda: vt.run(["mpc", "status"], timeout=30).returncode == 0, 30, 0.2)
+vt.run(["mpc", "-q", "update", "--wait"], timeout=60)
+vt.run(["mpc", "-q", "add", "/"], timeout=30)
+vt.run(["mpc", "-q", "single", "on"], timeout=30)
+
+
+def mpd_carried():
+    """How many of MPD's opens keepalived has carried so far (each its own: a hand-off)."""
+    journal = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout
+    return sum(1 for line in journal.splitlines() if line.startswith("carrying a player") and line.endswith("program=mpd"))
+
+
+opens_before = mpd_carried()
+holders, failed, t = set(), [], time.monotonic()
+for i in range(MPDS):
+    vt.run(["mpc", "-q", "play", str(i + 1)], timeout=30)
+    began = time.monotonic()
+    while time.monotonic() - began < 20:
+        holders.add(holder())
+        status = vt.run(["mpc", "status"], timeout=30).stdout
+        if "[playing]" not in status:
+            break
+        time.sleep(0.05)
+    else:
+        failed.append(f"{i}: still playing after 20 s")
+took = time.monotonic() - t
+mpd_log = vt.read("/var/log/mpd/mpd.log", "") or ""
+errors = [line for line in mpd_log.splitlines() if "exception" in line or "Failed" in line or "rror" in line]
+vt.check("mpd-handoffs-played", r.returncode == 0 and up and not failed and not errors,
+         f"systemctl start mpd: exit {r.returncode}; {MPDS} tracks played one by one in {took:.1f} s; "
+         f"not ended: {failed[:3] or 'none'}; MPD's errors: {vt.one_line(' | '.join(errors[-3:]), 300) or 'none'}")
+carried("mpd-handoffs", holders, kpid, "MPD's hundred tracks")
+opens = mpd_carried() - opens_before
+vt.check("mpd-handoffs-opens", opens >= MPDS, f"keepalived carried {opens} opens of MPD's for its {MPDS} tracks (one each: MPD closes its output when it stops)")
+vt.run(["systemctl", "stop", "mpd.service"], timeout=60)
+case("mpd-handoffs", list(range(220, 220 + MPDS)), mpd_frames, "exact", signal_between=True, padding=True, late_start_ok=1)
 time.sleep(GAP)
 
 rec.terminate()
