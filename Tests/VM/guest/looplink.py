@@ -7,6 +7,8 @@ side (`CAPTURE`) records what a receiver on that link gets; the package's servic
     from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop, show
     kpid = int(show("MainPID") or 0)
     if holder() == kpid: ...
+
+Debian's MPD on the link (`start_mpd`): its system service, its one output the players' `PLUGIN`.
 """
 
 import os
@@ -40,3 +42,42 @@ def start_service(options):
     r = vt.run(["systemctl", "enable", "--now", UNIT], timeout=90)
     kpid = int(show("MainPID") or 0)
     return r.returncode, kpid, vt.wait_until(lambda: holder() == kpid and vt.pcm_state(loop, 0, 0) == "RUNNING", 30, 0.05)
+
+
+MUSIC = "/var/lib/mpd/music"
+
+
+def start_mpd(output_extra=""):
+    """Debian's MPD as a box runs it (its system service, the socket unit masked) with its music in
+    `MUSIC` (owned by mpd) and one ALSA output, `PLUGIN`, that converts nothing (`output_extra`:
+    more of its settings, one per line); the database updated and every file in the queue.
+    (systemctl's exit code, the wait until MPD answers, at most 30 s.)"""
+    vt.run(["chown", "-R", "mpd:audio", MUSIC])
+    with open("/etc/mpd.conf", "w") as f:
+        f.write(f'''music_directory "{MUSIC}"
+playlist_directory "/var/lib/mpd/playlists"
+db_file "/var/lib/mpd/tag_cache"
+log_file "/var/log/mpd/mpd.log"
+user "mpd"
+bind_to_address "localhost"
+audio_output {{
+    type "alsa"
+    name "link"
+    device "{PLUGIN}"
+    auto_resample "no"
+    auto_format "no"
+    auto_channels "no"
+    mixer_type "none"
+{output_extra}}}
+''')
+    # The plug-in's wait for keepalived, as box-mpd's: the emulated CPU is a slow machine.
+    os.makedirs("/run/systemd/system/mpd.service.d", exist_ok=True)
+    with open("/run/systemd/system/mpd.service.d/release-timeout.conf", "w") as f:
+        f.write("[Service]\nEnvironment=KEEPALIVED_RELEASE_TIMEOUT=1000\n")
+    vt.run(["systemctl", "daemon-reload"])
+    vt.run(["systemctl", "mask", "--runtime", "mpd.socket"])
+    r = vt.run(["systemctl", "start", "mpd.service"], timeout=120)
+    up = vt.wait_until(lambda: vt.run(["mpc", "status"], timeout=30).returncode == 0, 30, 0.2)
+    vt.run(["mpc", "-q", "update", "--wait"], timeout=60)
+    vt.run(["mpc", "-q", "add", "/"], timeout=30)
+    return r.returncode, up

@@ -34,7 +34,7 @@ import time
 
 import vmtest as vt
 
-from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop, show, start_service  # noqa: E402
+from looplink import CAPTURE, CONF, HW, MUSIC, PLUGIN, UNIT, holder, loop, show, start_mpd, start_service  # noqa: E402
 RATE, SECONDS, PLAYS, PAUSE = 44100, 2, 3, 2.0
 STALL = 0.2  # seconds the whole guest stood still that excuse an underrun in the second after
 RAMP = "/tmp/ramp.wav"
@@ -112,36 +112,9 @@ vt.check("reload-carry", r.returncode == 0 and holder() == kpid and vt.pcm_state
 plays(1 + PLAYS, carried=True)
 
 # Debian's MPD, carried: a poll-driven player in non-blocking mode, which drains and closes.
-MUSIC = "/var/lib/mpd/music"
 os.makedirs(MUSIC, exist_ok=True)
 shutil.copy(RAMP, f"{MUSIC}/ramp.wav")
-vt.run(["chown", "-R", "mpd:audio", MUSIC])
-with open("/etc/mpd.conf", "w") as f:
-    f.write(f'''music_directory "{MUSIC}"
-playlist_directory "/var/lib/mpd/playlists"
-db_file "/var/lib/mpd/tag_cache"
-log_file "/var/log/mpd/mpd.log"
-user "mpd"
-bind_to_address "localhost"
-audio_output {{
-    type "alsa"
-    name "link"
-    device "{PLUGIN}"
-    auto_resample "no"
-    auto_format "no"
-    auto_channels "no"
-    mixer_type "none"
-}}
-''')
-os.makedirs("/run/systemd/system/mpd.service.d", exist_ok=True)
-with open("/run/systemd/system/mpd.service.d/release-timeout.conf", "w") as f:
-    f.write("[Service]\nEnvironment=KEEPALIVED_RELEASE_TIMEOUT=1000\n")
-vt.run(["systemctl", "daemon-reload"])
-vt.run(["systemctl", "mask", "--runtime", "mpd.socket"])
-r = vt.run(["systemctl", "start", "mpd.service"], timeout=120)
-w = vt.wait_until(lambda: vt.run(["mpc", "status"], timeout=30).returncode == 0, 30, 0.2)
-vt.run(["mpc", "-q", "update", "--wait"], timeout=60)
-vt.run(["mpc", "-q", "add", "ramp.wav"], timeout=30)
+code, w = start_mpd()
 t = time.monotonic()
 vt.run(["mpc", "-q", "play"], timeout=30)
 holders = set()
@@ -151,7 +124,7 @@ while time.monotonic() - t < 30:
         break
     time.sleep(0.05)
 took = time.monotonic() - t
-vt.check("mpd-played", r.returncode == 0 and w and took < 10, f"systemctl start mpd: exit {r.returncode}; the 2 s ramp played in {took:.2f} s")
+vt.check("mpd-played", code == 0 and w and took < 10, f"systemctl start mpd: exit {code}; the 2 s ramp played in {took:.2f} s")
 vt.check("mpd-carried", holders == {kpid}, f"device 0 held by {sorted(map(str, holders))} while MPD played (keepalived {kpid})")
 time.sleep(PAUSE)
 

@@ -49,7 +49,7 @@ import vmtest as vt
 sys.path.insert(0, os.path.join(os.environ["VM_REPO"], "Tests", "VM"))
 import linkcapture as lc  # noqa: E402
 
-from looplink import CAPTURE, CONF, HW, PLUGIN, UNIT, holder, loop, show  # noqa: E402
+from looplink import CAPTURE, CONF, HW, MUSIC, PLUGIN, UNIT, holder, loop, show, start_mpd  # noqa: E402
 RATE = lc.RATE
 CAPTURED = os.path.join(vt.IO, "link.raw")
 CLIENT = os.path.join(os.environ["VM_GUEST"], "carryclient.py")
@@ -383,40 +383,11 @@ time.sleep(GAP)
 # on, each played on its own (`mpc play N`; MPD closes its output when it stops), its output
 # keepalived:, no conversion, 30 ms periods (each track five of them: MPD pads nothing).
 MPDS = 100
-music = "/var/lib/mpd/music"
-os.makedirs(music, exist_ok=True)
+os.makedirs(MUSIC, exist_ok=True)
 for i in range(MPDS):
     mpd_frames = ramp_file(220 + i, 0.15)
-    shutil.copy(f"/tmp/ramp-{220 + i}.wav", f"{music}/seg{i:03d}.wav")
-vt.run(["chown", "-R", "mpd:audio", music])
-with open("/etc/mpd.conf", "w") as f:
-    f.write(f'''music_directory "{music}"
-playlist_directory "/var/lib/mpd/playlists"
-db_file "/var/lib/mpd/tag_cache"
-log_file "/var/log/mpd/mpd.log"
-user "mpd"
-bind_to_address "localhost"
-audio_output {{
-    type "alsa"
-    name "link"
-    device "{PLUGIN}"
-    auto_resample "no"
-    auto_format "no"
-    auto_channels "no"
-    mixer_type "none"
-    buffer_time "150000"
-    period_time "30000"
-}}
-''')
-os.makedirs("/run/systemd/system/mpd.service.d", exist_ok=True)
-with open("/run/systemd/system/mpd.service.d/release-timeout.conf", "w") as f:
-    f.write("[Service]\nEnvironment=KEEPALIVED_RELEASE_TIMEOUT=1000\n")
-vt.run(["systemctl", "daemon-reload"])
-vt.run(["systemctl", "mask", "--runtime", "mpd.socket"])
-r = vt.run(["systemctl", "start", "mpd.service"], timeout=120)
-up = vt.wait_until(lambda: vt.run(["mpc", "status"], timeout=30).returncode == 0, 30, 0.2)
-vt.run(["mpc", "-q", "update", "--wait"], timeout=60)
-vt.run(["mpc", "-q", "add", "/"], timeout=30)
+    shutil.copy(f"/tmp/ramp-{220 + i}.wav", f"{MUSIC}/seg{i:03d}.wav")
+code, up = start_mpd('    buffer_time "150000"\n    period_time "30000"\n')
 vt.run(["mpc", "-q", "single", "on"], timeout=30)
 
 
@@ -442,8 +413,8 @@ for i in range(MPDS):
 took = time.monotonic() - t
 mpd_log = vt.read("/var/log/mpd/mpd.log", "") or ""
 errors = [line for line in mpd_log.splitlines() if "exception" in line or "Failed" in line or "rror" in line]
-vt.check("mpd-handoffs-played", r.returncode == 0 and up and not failed and not errors,
-         f"systemctl start mpd: exit {r.returncode}; {MPDS} tracks played one by one in {took:.1f} s; "
+vt.check("mpd-handoffs-played", code == 0 and up and not failed and not errors,
+         f"systemctl start mpd: exit {code}; {MPDS} tracks played one by one in {took:.1f} s; "
          f"not ended: {failed[:3] or 'none'}; MPD's errors: {vt.one_line(' | '.join(errors[-3:]), 300) or 'none'}")
 carried("mpd-handoffs", holders, kpid, "MPD's hundred tracks")
 opens = mpd_carried() - opens_before
