@@ -446,8 +446,8 @@ if vt.check("front-door-package", r is not None and r.returncode == 0 and os.pat
     got = vt.wait_until(lambda: at_rate("44100"), 15, 0.2)
     playing_line = params_line(V0)
     second = vt.wait_until(lambda: at_rate("48000"), 15, 0.2)
+    finished = vt.wait_until(lambda: "[playing]" not in sh("mpc", "status", timeout=10).stdout, 25, 0.5)
     carried = len(re.findall(r"carrying a player.*program=mpd", vt.read(d.log_path) or ""))
-    finished = vt.wait_until(lambda: "state: play" not in sh("mpc", "status", timeout=10).stdout, 25, 0.5)
     mpd_log = vt.read("/tmp/mpd.log", "")
     vt.check("front-door-mpd-plays", up and got and second and 'Failed to open "My ALSA Device"' not in mpd_log and "busy" not in mpd_log.lower(),
              f"mpd up {up}; the card at 44.1 kHz {got.seconds if got else None} s after play ({playing_line}), the 48 kHz track {bool(second)}; "
