@@ -1894,8 +1894,9 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
     // default chain (sysdefault), so the player's audio goes exactly the way it went before:
     // its rate, its format, its softvol, the card's IEC958 framing.
     const char *slave = NULL;
-    // The last step of a slave's chain that carry_slave opens over keepalived's stream: it takes
-    // the grant carry_slave got, and frames nothing (the chain above it does).
+    // The last step of a slave's chain that carry_slave opens over keepalived's stream: it asks
+    // keepalived to carry the player (carry_slave armed it and reads how that went), and frames
+    // nothing (the chain above it does).
     bool carried_below = false;
     // A card index given as a string, still to be looked up as hw does.
     snd_config_t *lookup = NULL;
