@@ -459,7 +459,7 @@ static bool read_whole_list(cursor *c, long min, long max, unsigned int *values,
 int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepalived_pcm_grant *grant) {
     struct ckeepalived_pcm_grant read = {0};
     cursor c = {(const unsigned char *)line, (const unsigned char *)line + length};
-    int ok = -1, carry = 0, busy = 0;
+    int ok = -1, carry = 0, busy = 0, own = 0;
     bool formats = false, rates = false, channels = false, buffer = false;
     if (grant) memset(grant, 0, sizeof *grant);
     if (!take(&c, '{')) return -1;
@@ -472,7 +472,7 @@ int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepali
             bool known = !key.overflow;
             skip_space(&c);
             int *flag = !known ? NULL : strcmp(name, "ok") == 0 ? &ok : strcmp(name, "carry") == 0 ? &carry
-                                      : strcmp(name, "busy") == 0 ? &busy : NULL;
+                                      : strcmp(name, "busy") == 0 ? &busy : strcmp(name, "own") == 0 ? &own : NULL;
             if (flag) {
                 if (take_word(&c, "true")) *flag = 1;
                 else if (take_word(&c, "false")) *flag = 0;
@@ -513,7 +513,7 @@ int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepali
     }
     skip_space(&c);
     if (c.at != c.end || ok < 0) return -1;
-    if (ok == 0) return busy == 1 ? 2 : 0;
+    if (ok == 0) return busy == 1 ? 2 : own == 1 ? 3 : 0;
     if (carry != 1) return 0;
     // A grant that does not say what it can carry cannot be set up: it is no grant.
     if (!formats || !rates || !channels || !buffer) return -1;
@@ -1473,7 +1473,8 @@ static const snd_pcm_ioplug_callback_t carrier_callbacks = {
 /// The player's PCM on keepalived's grant (`socket`, taken over: closed on failure too), named
 /// `name` as the player gave it. 0, or a negative error code.
 static int carrier_open(snd_pcm_t **pcmp, const char *name, snd_pcm_stream_t stream, int mode, int socket,
-                        const struct ckeepalived_pcm_grant *grant, const char path[SOCKET_PATH_MAX], int card, int device) {
+                        const struct ckeepalived_pcm_grant *grant, const char path[SOCKET_PATH_MAX], int card, int device,
+                        bool framed) {
     // Only the formats this alsa-lib knows, in whole bytes per sample: the copy is by bytes.
     unsigned int formats[64], format_count = 0;
     for (int format = 0; format <= SND_PCM_FORMAT_LAST && format < 64; format++) {
@@ -1535,8 +1536,201 @@ static int carrier_open(snd_pcm_t **pcmp, const char *name, snd_pcm_stream_t str
     }
     // On a card that takes IEC958 subframes only, the player's samples are framed as its own
     // open of the hardware frames them (hand_over), from the block's first frame at each
-    // prepare; keepalived places them in its stream where its blocks agree.
+    // prepare; keepalived places them in its stream where its blocks agree. Under a slave's
+    // chain (carried_below) the chain frames them itself, as it does over the hardware.
+    if (!framed) {
+        *pcmp = k->io.pcm;
+        return 0;
+    }
     return frame_for_player(pcmp, name, k->io.pcm, grant->formats, true);
+}
+
+// MARK: - A slave's chain, carried
+
+/// The layers a player's frames may pass on their way to the card when its `slave` is carried:
+/// each hands every frame to one slave in its own process, so that the chain runs in the
+/// player exactly as it would over the hardware, and only its last step, the hw PCM, becomes
+/// keepalived's stream. dmix, dshare and share need the hw PCM itself (their ring is the
+/// card's); multi, file and external plug-ins are not known to pass their frames through one
+/// slave: such a chain is handed the card, as before carrying.
+static bool passes_to_one_slave(const char *type) {
+    static const char *const types[] = {"plug", "softvol", "iec958", "hooks", "route", "linear", "lfloat", "rate", "copy", "empty", "mmap_emul"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(type, types[i]) == 0) return true;
+    return false;
+}
+
+/// How deep a chain's definitions may refer to one another before it is taken for a loop.
+#define CHAIN_DEPTH_MAX 16
+
+/// The definition `name` stands for (alsa-lib's own lookup, its arguments and functions
+/// evaluated), in `*expanded`, to be deleted by the caller; an alias (a definition that is a
+/// name) followed as snd_pcm_open follows it.
+static int expand_definition(snd_config_t *root, const char *base, const char *name, snd_config_t **expanded, int depth) {
+    if (depth > CHAIN_DEPTH_MAX) return 0;
+    snd_config_t *found;
+    int err = snd_config_search_definition(root, base, name, &found);
+    if (err < 0) return err;
+    const char *alias;
+    if (snd_config_get_type(found) == SND_CONFIG_TYPE_STRING && snd_config_get_string(found, &alias) == 0) {
+        char copy[256];
+        snprintf(copy, sizeof copy, "%s", alias);
+        snd_config_delete(found);
+        return expand_definition(root, base, copy, expanded, depth + 1);
+    }
+    if (snd_config_get_type(found) != SND_CONFIG_TYPE_COMPOUND) {
+        snd_config_delete(found);
+        return 0;
+    }
+    *expanded = found;
+    return 1;
+}
+
+static int rewrite_pcm(snd_config_t *root, snd_config_t *pcm, long card, long device, int depth);
+static int card_index(const char *text);
+
+/// Rewrites the PCM that `parent`'s member `id` names or defines (rewrite_pcm), replacing a name
+/// by its rewritten definition.
+static int rewrite_member(snd_config_t *root, snd_config_t *parent, const char *id, const char *base, long card, long device, int depth) {
+    snd_config_t *member;
+    if (snd_config_search(parent, id, &member) < 0) return 0;
+    if (snd_config_get_type(member) == SND_CONFIG_TYPE_COMPOUND) return rewrite_pcm(root, member, card, device, depth + 1);
+    const char *name;
+    if (snd_config_get_string(member, &name) < 0) return 0;
+    snd_config_t *expanded = NULL;
+    int found = expand_definition(root, base, name, &expanded, depth + 1);
+    if (found <= 0) return found;
+    int rewritten = rewrite_pcm(root, expanded, card, device, depth + 1);
+    if (rewritten <= 0 || snd_config_delete(member) < 0 || snd_config_set_id(expanded, id) < 0 || snd_config_add(parent, expanded) < 0) {
+        snd_config_delete(expanded);
+        return rewritten <= 0 ? rewritten : -ENOMEM;
+    }
+    return 1;
+}
+
+/// Whether the hw definition `pcm` opens `card`'s `device` and asks nothing of it but that (a hw
+/// PCM that fixes a format, a rate or channels would lose it on keepalived's stream).
+static bool opens_device(snd_config_t *pcm, long card, long device) {
+    long its_card = -1, its_device = 0;
+    snd_config_iterator_t i, next;
+    snd_config_for_each(i, next, pcm) {
+        snd_config_t *n = snd_config_iterator_entry(i);
+        const char *id;
+        if (snd_config_get_id(n, &id) < 0) return false;
+        if (strcmp(id, "type") == 0 || strcmp(id, "comment") == 0 || strcmp(id, "hint") == 0 || strcmp(id, "subdevice") == 0) continue;
+        if (strcmp(id, "card") == 0) {
+            // An index written as a string is the index, as for keepalived:CARD=0; an id is looked up.
+            const char *digits;
+            int index = snd_config_get_string(n, &digits) == 0 ? card_index(digits) : -1;
+            its_card = index >= 0 ? index : snd_config_get_card(n);
+            if (its_card < 0) return false;
+        } else if (strcmp(id, "device") == 0) {
+            if (snd_config_get_integer(n, &its_device) < 0) return false;
+        } else {
+            return false;
+        }
+    }
+    return its_card == card && its_device == device;
+}
+
+/// Turns the definition `pcm` (a compound) into one whose frames end on keepalived's stream: its
+/// hw PCM of `card`'s `device`, reached through layers that pass_to_one_slave, becomes
+/// `{ type keepalived card "N" device D carried_below true }`. 1 when it did, 0 when the chain
+/// cannot be carried (left in part rewritten: the caller deletes it), negative on an error.
+static int rewrite_pcm(snd_config_t *root, snd_config_t *pcm, long card, long device, int depth) {
+    if (depth > CHAIN_DEPTH_MAX) return 0;
+    snd_config_t *node;
+    const char *type;
+    if (snd_config_search(pcm, "type", &node) < 0 || snd_config_get_string(node, &type) < 0) return 0;
+    if (strcmp(type, "hw") == 0) {
+        if (!opens_device(pcm, card, device)) return 0;
+        snd_config_iterator_t i, next;
+        snd_config_for_each(i, next, pcm) snd_config_delete(snd_config_iterator_entry(i));
+        char index[16];
+        snprintf(index, sizeof index, "%ld", card);
+        snd_config_t *members[4] = {NULL};
+        if (snd_config_imake_string(&members[0], "type", "keepalived") < 0 || snd_config_imake_string(&members[1], "card", index) < 0 ||
+            snd_config_imake_integer(&members[2], "device", device) < 0 || snd_config_imake_integer(&members[3], "carried_below", 1) < 0) {
+            for (int m = 0; m < 4; m++)
+                if (members[m]) snd_config_delete(members[m]);
+            return -ENOMEM;
+        }
+        for (int m = 0; m < 4; m++) snd_config_add(pcm, members[m]);
+        return 1;
+    }
+    if (strcmp(type, "asym") == 0) {
+        snd_config_t *playback;
+        if (snd_config_search(pcm, "playback", &playback) < 0 || snd_config_get_type(playback) != SND_CONFIG_TYPE_COMPOUND) return 0;
+        return rewrite_member(root, playback, "pcm", "pcm", card, device, depth);
+    }
+    if (!passes_to_one_slave(type)) return 0;
+    snd_config_t *slave;
+    if (snd_config_search(pcm, "slave", &slave) < 0) return 0;
+    if (snd_config_get_type(slave) != SND_CONFIG_TYPE_COMPOUND) {
+        // `slave NAME` names a pcm_slave definition, whose `pcm` is the PCM.
+        const char *name;
+        snd_config_t *expanded = NULL;
+        if (snd_config_get_string(slave, &name) < 0) return 0;
+        int found = expand_definition(root, "pcm_slave", name, &expanded, depth + 1);
+        if (found <= 0) return found;
+        if (snd_config_delete(slave) < 0 || snd_config_set_id(expanded, "slave") < 0 || snd_config_add(pcm, expanded) < 0) {
+            snd_config_delete(expanded);
+            return -ENOMEM;
+        }
+        slave = expanded;
+    }
+    int rewritten = rewrite_member(root, slave, "pcm", "pcm", card, device, depth);
+    // A hooks layer's hooks act on the card at the player's hw_params, hw_free and close (the
+    // ctl_elems hook of vc4-hdmi.conf's hdmi: sets and locks the IEC958 Playback Default
+    // control). Carried, the card's stream is keepalived's, which the player's hw_params never
+    // reaches, and the hooks find no card to act on (the carried PCM has none): they go.
+    snd_config_t *hooks;
+    if (rewritten == 1 && strcmp(type, "hooks") == 0 && snd_config_search(pcm, "hooks", &hooks) == 0) snd_config_delete(hooks);
+    return rewritten;
+}
+
+/// The PCM `slave` names, as a definition whose frames end on keepalived's stream on `card`'s
+/// `device` (rewrite_pcm), in `*chain` (to be deleted by the caller): 1; 0 when that chain
+/// cannot be carried; negative on an error.
+static int carried_chain(snd_config_t *root, const char *slave, long card, long device, snd_config_t **chain) {
+    snd_config_t *expanded = NULL;
+    int found = expand_definition(root, "pcm", slave, &expanded, 0);
+    if (found <= 0) return found;
+    int rewritten = rewrite_pcm(root, expanded, card, device, 0);
+    if (rewritten <= 0) {
+        snd_config_delete(expanded);
+        return rewritten;
+    }
+    *chain = expanded;
+    return 1;
+}
+
+int ckeepalived_pcm_carried_chain_text(const char *config, const char *slave, int card, int device, char *out, size_t out_size) {
+    snd_config_t *root = NULL, *chain = NULL;
+    snd_input_t *input = NULL;
+    snd_output_t *output = NULL;
+    int err = snd_config_top(&root);
+    if (err < 0) return err;
+    if ((err = snd_input_buffer_open(&input, config, (ssize_t)strlen(config))) < 0) goto done;
+    if ((err = snd_config_load(root, input)) < 0) goto done;
+    if ((err = carried_chain(root, slave, card, device, &chain)) <= 0) goto done;
+    if ((err = snd_output_buffer_open(&output)) < 0) goto done;
+    if ((err = snd_config_save(chain, output)) < 0) goto done;
+    char *text;
+    size_t length = snd_output_buffer_string(output, &text);
+    if (length + 1 > out_size) {
+        err = -ENOSPC;
+        goto done;
+    }
+    memcpy(out, text, length);
+    out[length] = '\0';
+    err = 1;
+done:
+    if (output) snd_output_close(output);
+    if (input) snd_input_close(input);
+    if (chain) snd_config_delete(chain);
+    snd_config_delete(root);
+    return err;
 }
 
 // MARK: - The plug-in
@@ -1599,6 +1793,84 @@ static int card_index(const char *text) {
     return value < 32 ? value : -1;
 }
 
+// alsa-lib's `empty` PCM opens the slave definition it is given and returns it: the one way to
+// open a definition that is not in the configuration under a name. Exported (ALSA_0.9) as every
+// built-in type's entry is, for alsa-lib's own lookup of types by name; not declared in its headers.
+int _snd_pcm_empty_open(snd_pcm_t **pcmp, const char *name, snd_config_t *root, snd_config_t *conf, snd_pcm_stream_t stream, int mode);
+
+/// The carrying of a slave's chain on this thread: armed by carry_slave for its chain's last
+/// step (`{ type keepalived … carried_below true }`), which asks keepalived, opens first (alsa-lib
+/// opens a chain from its end up) and says here how its ask went.
+enum below_outcome { BELOW_NOT_REACHED, BELOW_CARRIED, BELOW_REFUSED, BELOW_BUSY, BELOW_OWN };
+typedef struct carrying_below {
+    bool armed;
+    int card, device;
+    int64_t deadline;
+    enum below_outcome outcome;
+} carrying_below;
+static __thread carrying_below below;
+
+/// Opens `chain` (carried_chain's, left to the caller) in the caller's stream and mode, as `name`.
+static int open_chain(snd_pcm_t **pcmp, const char *name, snd_config_t *root, snd_config_t *chain, snd_pcm_stream_t stream, int mode) {
+    snd_config_t *wrapper = NULL, *slave = NULL, *type = NULL;
+    int err = snd_config_make_compound(&wrapper, NULL, 0);
+    if (err < 0) return err;
+    if ((err = snd_config_imake_string(&type, "type", "empty")) < 0 || (err = snd_config_add(wrapper, type)) < 0) {
+        if (type) snd_config_delete(type);
+        snd_config_delete(wrapper);
+        return err;
+    }
+    if ((err = snd_config_make_compound(&slave, "slave", 0)) < 0 || (err = snd_config_add(wrapper, slave)) < 0) {
+        if (slave) snd_config_delete(slave);
+        snd_config_delete(wrapper);
+        return err;
+    }
+    if ((err = snd_config_set_id(chain, "pcm")) < 0 || (err = snd_config_add(slave, chain)) < 0) {
+        snd_config_delete(wrapper);
+        return err;
+    }
+    err = _snd_pcm_empty_open(pcmp, name, root, wrapper, stream, mode);
+    snd_config_remove(chain);
+    snd_config_delete(wrapper);
+    return err;
+}
+
+/// A player's playback open of a keepalived PCM with a `slave`, carried on keepalived's running
+/// stream where it can be: the slave's own chain (a box's `default`: the card's plug, softvol and
+/// IEC958 framing) opened in the player as it would be, over keepalived's stream instead of the
+/// card's hw PCM (carried_chain), so that its audio is what it would be without keepalived and a
+/// program that only probes the PCM takes nothing from keepalived (issue 58). 1 opened, in
+/// *pcmp; 2 when keepalived itself asks (its own output on this front door) and carries players:
+/// it is to play on the card's hw PCM, where players can be carried; 0 when the player is not
+/// carried (the release follows); negative: the open fails (-EBUSY: keepalived carries another).
+static int carry_slave(snd_pcm_t **pcmp, const char *name, snd_config_t *root, const char *slave, int card, int device,
+                       snd_pcm_stream_t stream, int mode, int64_t deadline) {
+    snd_config_t *chain = NULL;
+    if (carried_chain(root, slave, card, device, &chain) <= 0) return 0;
+    below = (carrying_below){.armed = true, .card = card, .device = device, .deadline = deadline, .outcome = BELOW_NOT_REACHED};
+    opening[opening_depth++] = (opening_level){name, slave, card, device};
+    snd_pcm_t *opened = NULL;
+    int err = open_chain(&opened, name, root, chain, stream, mode);
+    opening_depth--;
+    snd_config_delete(chain);
+    enum below_outcome outcome = below.outcome;
+    below.armed = false;
+    if (err >= 0) {
+        *pcmp = opened;
+        return 1;
+    }
+    switch (outcome) {
+    case BELOW_BUSY: return -EBUSY;
+    case BELOW_OWN: return 2;
+    // Carried, and a layer above failed: the release would open the same layer over the card.
+    case BELOW_CARRIED: return err;
+    case BELOW_REFUSED: return 0;
+    case BELOW_NOT_REACHED: break;
+    }
+    SNDERR("keepalived: %s did not open down to its card (%s): the card is released for it instead", slave, snd_strerror(err));
+    return 0;
+}
+
 /// `card` (an index or a card's id), `device` (0) and `subdevice` (-1), read as the hw PCM reads
 /// them; for a playback stream, keepalived is asked to release the device; then the device's hw
 /// PCM is opened with the caller's stream and mode and returned as it is.
@@ -1622,6 +1894,10 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
     // default chain (sysdefault), so the player's audio goes exactly the way it went before:
     // its rate, its format, its softvol, the card's IEC958 framing.
     const char *slave = NULL;
+    // The last step of a slave's chain that carry_slave opens over keepalived's stream: it asks
+    // keepalived to carry the player (carry_slave armed it and reads how that went), and frames
+    // nothing (the chain above it does).
+    bool carried_below = false;
     // A card index given as a string, still to be looked up as hw does.
     snd_config_t *lookup = NULL;
     snd_config_iterator_t i, next;
@@ -1658,6 +1934,15 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
             card = err;
             continue;
         }
+        if (strcmp(id, "carried_below") == 0) {
+            int value = snd_config_get_bool(n);
+            if (value < 0) {
+                SNDERR("carried_below must be a boolean");
+                return -EINVAL;
+            }
+            carried_below = value == 1;
+            continue;
+        }
         if (strcmp(id, "slave") == 0) {
             if (snd_config_get_string(n, &slave) < 0 || *slave == '\0') {
                 SNDERR("slave must be a PCM's name");
@@ -1681,6 +1966,20 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         SNDERR("card is not defined");
         return -EINVAL;
     }
+    if (carried_below) {
+        if (!below.armed || below.card != card || below.device != device || stream != SND_PCM_STREAM_PLAYBACK || slave) {
+            SNDERR("carried_below is keepalived's own, for the last step of a slave's chain it carries");
+            return -EINVAL;
+        }
+        below.armed = false;
+        int socket = -1;
+        struct ckeepalived_pcm_grant grant;
+        char path[SOCKET_PATH_MAX] = "";
+        int granted = ask_carry((int)card, (int)device, below.deadline, &socket, &grant, path);
+        below.outcome = granted == 1 ? BELOW_CARRIED : granted == 2 ? BELOW_BUSY : granted == 3 ? BELOW_OWN : BELOW_REFUSED;
+        if (granted != 1) return granted == 2 ? -EBUSY : -ENODEV;
+        return carrier_open(pcmp, name, stream, mode, socket, &grant, path, (int)card, (int)device, false);
+    }
     bool carry = stream == SND_PCM_STREAM_PLAYBACK && named && !slave && !asked_above(card, device);
     if (lookup && !carry) {
         int err = snd_config_get_card(lookup);
@@ -1703,7 +2002,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         int granted = ask_carry((int)card, (int)device, deadline, &socket, &grant, path);
         // keepalived carries another player there: as a second open of the busy hw device.
         if (granted == 2) return -EBUSY;
-        if (granted == 1) return carrier_open(pcmp, name, stream, mode, socket, &grant, path, (int)card, (int)device);
+        if (granted == 1) return carrier_open(pcmp, name, stream, mode, socket, &grant, path, (int)card, (int)device, true);
         // Not carried: hw's way from here on, its lookup of the card first, as without keepalived.
         if (lookup) {
             int err = snd_config_get_card(lookup);
@@ -1711,6 +2010,21 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         }
         // The release gets its own wait, as without keepalived's carrying: an old keepalived
         // answered "unknown request" at once, a silent one had the carry request's.
+        started = monotonic_ns();
+        deadline = started + (int64_t)timeout_ms * 1000000;
+    }
+
+    // A slave's chain carried on keepalived's stream if it can; keepalived's own open of it gets
+    // the card's hw PCM when keepalived carries players (it frames its signal itself there).
+    if (slave && stream == SND_PCM_STREAM_PLAYBACK && !asked_above(card, device)) {
+        int carried = carry_slave(pcmp, name, root, slave, (int)card, (int)device, stream, mode, deadline);
+        if (carried == 1) return 0;
+        if (carried < 0) return carried;
+        if (carried == 2) {
+            char hw[CKEEPALIVED_PCM_HW_NAME_MAX];
+            if (ckeepalived_pcm_hw_name(hw, sizeof hw, (int)card, (int)device, (int)subdevice) < 0) return -EINVAL;
+            return snd_pcm_open_lconf(pcmp, hw, stream, mode, root);
+        }
         started = monotonic_ns();
         deadline = started + (int64_t)timeout_ms * 1000000;
     }

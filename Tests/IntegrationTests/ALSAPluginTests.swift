@@ -366,6 +366,8 @@ extension Integration {
             #expect(played.status == 0 && played.fields["result"] == "0", "\(played)")
             #expect(played.fields["type"] == "PLUG", "the player has the card's default chain itself: \(played)")
             #expect(listener.received == [Self.line(card: 0, device: 0)], "asked before the open, once")
+            // The chain ends on the test's hardware, not a hw PCM: nothing keepalived could carry it on.
+            #expect(listener.carryRequests.isEmpty, "\(listener.carryRequests)")
             let negotiated = try FileContents.text(state.appendingPathComponent("format"))
             #expect(negotiated.hasPrefix("IEC958_SUBFRAME_LE \(player.rate) 2 "), "the player's rate, framed by the chain: \(negotiated)")
             let decoded = IEC958Decoder.decode(Array(try FileContents.data(state.appendingPathComponent("capture.raw"))), channels: 2)
@@ -373,6 +375,31 @@ extension Integration {
             let wrong = zip(decoded.frameSamples, samples.map { $0.map { player.bits == 16 ? $0 << 8 : $0 } }).filter { $0.0 != $0.1 }
             #expect(wrong.isEmpty, "\(wrong.count) frames differ")
             #expect(empty.result == -EINVAL && empty.stderr.contains("slave must be a PCM's name"), "\(empty)")
+        }
+
+        @Test("a slave whose chain ends on the card's hw PCM through plug and softvol asks to be carried first; refused, it asks for the release; through dmix it asks for the release only",
+              .enabled(if: !FileManager.default.fileExists(atPath: "/dev/snd/controlC0"), "card 0 exists here: the chain would open it"))
+        func frontDoorCarryFirst() async throws {
+            let chains = """
+                pcm.chain-hw { type plug slave.pcm { type softvol control.name "Test Volume" slave.pcm { type hw card 0 device 0 } } }
+                pcm.chain-dmix { type plug slave.pcm { type dmix ipc_key 4711 slave.pcm { type hw card 0 device 0 } } }
+                pcm.front-door-hw { type keepalived card 0 device 0 slave "chain-hw" }
+                pcm.front-door-dmix { type keepalived card 0 device 0 slave "chain-dmix" }
+                """
+            let setup = try PluginSetup("front-door-carry", hardware: chains)
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            // No card 0 here: both end where the chain's hw PCM is opened, after their requests.
+            let carriable = try await setup.open("front-door-hw", socket: listener.path)
+            let carryRequests = listener.carryRequests
+            let dmix = try await setup.open("front-door-dmix", socket: listener.path)
+            listener.stop()
+            #expect(carriable.result < 0 && dmix.result < 0, "\(carriable) \(dmix)")
+            #expect(carryRequests == [Self.line(card: 0, device: 0).replacingOccurrences(of: #""request":"release""#, with: #""request":"carry""#)],
+                    "\(carryRequests)")
+            #expect(listener.carryRequests.count == 1, "dmix needs the hw PCM itself: no carry request for it")
+            #expect(listener.received == [Self.line(card: 0, device: 0), Self.line(card: 0, device: 0)], "each released once")
+            #expect(carriable.leakedDescriptors == 0 && dmix.leakedDescriptors == 0)
         }
 
         @Test("the shipped keepalived-default opens the card's sysdefault, and 60-keepalived-default.conf makes it the default")

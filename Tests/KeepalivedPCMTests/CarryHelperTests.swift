@@ -129,6 +129,17 @@ struct CarryHelperTests {
         #expect(Self.grant(#"{"ok":true,"busy":true}"#).result == 0)
     }
 
+    @Test("keepalived's answer to its own open of a slave's chain while it carries players: 3")
+    func ownOpen() {
+        #expect(Self.grant(#"{"ok":false,"error":"keepalived's own open: the card's own PCM","own":true}"#).result == 3)
+        #expect(Self.grant(#"{"own":true,"ok":false}"#).result == 3)
+        #expect(Self.grant(#"{"ok":false,"own":false,"error":"no"}"#).result == 0)
+        // Busy wins (a refusal that is both cannot come from keepalived); own counts only on a refusal.
+        #expect(Self.grant(#"{"ok":false,"own":true,"busy":true}"#).result == 2)
+        #expect(Self.grant(#"{"ok":true,"own":true}"#).result == 0)
+        #expect(Self.grant(#"{"ok":false,"own":"yes"}"#).result == -1)
+    }
+
     @Test("a grant without one of its fields, or with a number out of range, is no grant: -1")
     func malformedGrants() {
         let fields = [#""formats":[2]"#, #""rates":[48000]"#, #""channels":[2,2]"#, #""maxBufferBytes":65536"#]

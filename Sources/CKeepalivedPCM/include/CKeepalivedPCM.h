@@ -23,12 +23,15 @@
 // `{"busy":true}` (keepalived carries another player there) fails it with -EBUSY, as a second open
 // of the hw device would.
 //
-// With a `slave` (a PCM's name) the player gets that PCM after the release instead of the
-// device's hw: pcm.keepalived-default names the card's own default chain, so that a box's
-// `default` can go through keepalived (60-keepalived-default.conf) without changing how the
-// player's audio is played. A slave that leads back to a keepalived PCM being opened (a
-// `default` whose slave is `default`) fails the open with -ELOOP, the loop named, and asks for
-// the release once at most.
+// With a `slave` (a PCM's name) the player is carried through the slave's own chain where that
+// chain ends on the device's hw PCM through layers that each hand their frames to one slave in
+// the player's process (ckeepalived_pcm_carried_chain_text): its audio goes exactly as before,
+// and a program that only probes the PCM takes nothing from keepalived. Otherwise the player
+// gets that PCM after the release instead of the device's hw: pcm.keepalived-default names the
+// card's own default chain, so that a box's `default` can go through keepalived
+// (60-keepalived-default.conf) without changing how the player's audio is played. A slave that
+// leads back to a keepalived PCM being opened (a `default` whose slave is `default`) fails the
+// open with -ELOOP, the loop named, and asks for the release once at most.
 //
 // What this header declares are the plug-in's pure pieces (no I/O), so that the tests call the
 // very code the plug-in runs. The plug-in's entry point, _snd_pcm_keepalived_open, is alsa-lib's
@@ -173,7 +176,9 @@ struct ckeepalived_pcm_grant {
 /// Reads keepalived's answer to a carry request (`length` bytes, a trailing newline allowed).
 /// Returns 1 for a grant, `{"ok":true,"carry":true,"formats":[…],"rates":[…],"channels":[min,max],
 /// "maxBufferBytes":N}`, with `grant` filled in; 2 for `{"ok":false,"busy":true,…}` (keepalived
-/// carries another player on the device already); 0 for any other answer with a boolean "ok"
+/// carries another player on the device already); 3 for `{"ok":false,"own":true,…}` (the
+/// request was keepalived's own, and keepalived carries players: its output on a slave's chain is
+/// to open the card's hw PCM); 0 for any other answer with a boolean "ok"
 /// (a refusal, an old keepalived's "unknown request", an ok without "carry":true); -1 when the
 /// line is not a JSON object with a boolean "ok", or a grant lacks one of its four fields, or
 /// any of them is out of range: a format outside 0..63, an empty list or more than
@@ -182,6 +187,24 @@ struct ckeepalived_pcm_grant {
 /// maxBufferBytes outside CKEEPALIVED_PCM_GRANT_BUFFER_MIN..CKEEPALIVED_PCM_GRANT_BUFFER_MAX.
 /// Fields it does not know are skipped. `grant` is zeroed first unless NULL.
 int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepalived_pcm_grant *grant);
+
+/// Under a `slave`, the player is carried where the slave's chain can be: the slave's definition
+/// (alsa-lib's own lookup, aliases, `pcm_slave` names and asym's playback followed) passes its
+/// frames through layers that each hand them to one slave in the player's own process (plug,
+/// softvol, iec958, hooks, route, linear, lfloat, rate, copy, empty, mmap_emul) down to the hw
+/// PCM of the card's device, which asks for nothing else (no format, rate or channels of its
+/// own). That hw PCM is replaced by `{ type keepalived card "N" device D carried_below true }`,
+/// the carried stream without the plug-in's own framing (the chain frames); a hooks layer on the
+/// way loses its hooks (they act on the card at the player's hw_params, which the card's stream,
+/// keepalived's, never sees, and find no card under the carried PCM). dmix and the like,
+/// multi, file and external plug-ins are not carried: the release follows, as before.
+///
+/// Loads `config` (alsa-lib's configuration syntax) as the whole configuration, and writes the
+/// chain `slave` names, rewritten so, into `out` as alsa-lib saves a configuration. Returns 1
+/// when it was rewritten, 0 when that chain cannot be carried (`out` untouched), a negative
+/// errno on an error (-ENOSPC: `out` too small; alsa-lib's own for a configuration it cannot
+/// read or a `slave` it does not define). Card ids in `config` are looked up on this machine.
+int ckeepalived_pcm_carried_chain_text(const char *config, const char *slave, int card, int device, char *out, size_t out_size);
 
 /// Room for any line ckeepalived_pcm_format_line writes, its NUL included.
 #define CKEEPALIVED_PCM_FORMAT_LINE_MAX 160

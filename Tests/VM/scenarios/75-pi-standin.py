@@ -45,9 +45,15 @@ Then keepalived (the release binary), each output alone:
   ELD controls as a hotplug is) it plays within 35 s.
 - a Pi 5 Lite's first hour, with the package's front door linked in (60-keepalived-default.conf)
   and vc4hdmi0 the default card: keepalived on `default` (the package's conf as shipped) holds
-  the port in IEC958 subframes; Debian's MPD with its stock output (ALSA's `default`), started
-  after it, plays a 44.1 kHz and a 48 kHz track (the card at each track's rate, opened by MPD,
-  no "busy" in its log), keepalived released the port for it and has it back after the queue;
+  the port's hw PCM in IEC958 subframes (carrying, its own open of the front door is given the
+  card's hw); a program that only probes `default` as PortAudio's device list does (open,
+  hw_params_any and its ranges, a second open, close: no write) takes nothing (keepalived's
+  stream stays the port's owner, no release: issue 58 item 11); Debian's MPD with its stock
+  output (ALSA's `default`), started after it, plays a 44.1 kHz and a 48 kHz track carried
+  through the card's own default chain (softvol, alsa-lib's IEC958 layer) on keepalived's stream:
+  the port at each track's rate, its owner keepalived all along, no release, no "busy" in MPD's
+  log, keepalived on it after the queue; with --no-carry, keepalived on the card's default chain
+  hands the port over to aplay through `default` and has it back;
 - Debian 13's alsa-lib (1.2.14): the same aplay decode, hw:/hdmi: runs (hdmi: at the three
   rates) and dumps chrooted into
   debootstrap's trixie root (chroot=trixie) over this guest's 6.1 kernel: the stand-in's kernel
@@ -74,6 +80,26 @@ HERE = os.environ["VM_GUEST"]
 WINDOW = float(os.environ.get("KEEPALIVED_VM_SECONDS", "30"))
 CAPTURE = min(WINDOW, 8.0)
 hda = int(os.environ.get("VM_CARD_HDA", "0"))
+
+# What PortAudio's device list does with each PCM (its GropeDevice): open, the configuration
+# space and its ranges, close, with no hw_params set and nothing written. "opened" once open.
+PROBE = r"""
+import ctypes, sys, time
+a = ctypes.CDLL("libasound.so.2")
+pcm = ctypes.c_void_p()
+err = a.snd_pcm_open(ctypes.byref(pcm), sys.argv[1].encode(), 0, 0)
+if err < 0:
+    print("open failed", err, flush=True)
+    sys.exit(1)
+params = ctypes.create_string_buffer(a.snd_pcm_hw_params_sizeof())
+err = a.snd_pcm_hw_params_any(pcm, params)
+rate, channels, direction = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_int()
+a.snd_pcm_hw_params_get_rate_max(params, ctypes.byref(rate), ctypes.byref(direction))
+a.snd_pcm_hw_params_get_channels_max(params, ctypes.byref(channels))
+print("opened: hw_params_any", err, "rate max", rate.value, "channels max", channels.value, flush=True)
+time.sleep(1.0)
+print("closed", a.snd_pcm_close(pcm), flush=True)
+"""
 
 
 def ringwrite(device, fmt, channels, frames, seconds, root=None):
@@ -374,8 +400,26 @@ if vt.check("front-door-package", r is not None and r.returncode == 0 and os.pat
     d = Daemon("default", "front-door")
     w = d.wait_playing(20)
     o = d.output()
-    kept = vt.check("front-door-keepalived-plays", w and process_of(owner(V0)) == d.proc.pid and vt.hw_params(V0).get("format") == "IEC958_SUBFRAME_LE",
+    # Carrying (the default), keepalived's own open of the front door gets the card's hw PCM, where
+    # players can be carried: its own IEC958 framing, not the card's softvol chain.
+    kept = vt.check("front-door-keepalived-plays", w and process_of(owner(V0)) == d.proc.pid and vt.hw_params(V0).get("format") == "IEC958_SUBFRAME_LE"
+                    and o.get("mode") == "ring-loop",
                     f"after {w.seconds:.1f} s: {o.get('state')} in {o.get('mode')}; vc4hdmi0 {params_line(V0)} owner {owner(V0)} | {d.log(3)}")
+
+    def releases():
+        return len(re.findall(r"released a card device for a player", vt.read(d.log_path) or ""))
+
+    # A program that only probes `default` (PortAudio's device list: open, hw_params_any and its
+    # ranges, close, no hw_params set, no write), held open a second: it takes nothing from
+    # keepalived (issue 58 item 11), where the release would have closed keepalived's stream.
+    probe = subprocess.Popen(["python3", "-c", PROBE, "default"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    opened = probe.stdout.readline().strip()
+    during = process_of(owner(V0))
+    probe_out = opened + " " + probe.communicate(timeout=30)[0].strip()
+    vt.check("front-door-probe-takes-nothing", probe.returncode == 0 and opened.startswith("opened") and during == d.proc.pid
+             and process_of(owner(V0)) == d.proc.pid and releases() == 0 and d.output().get("state") == "playing",
+             f"probe: {vt.one_line(probe_out, 300)} (rc {probe.returncode}); vc4hdmi0 opened by process {during} while it was open "
+             f"(keepalived {d.proc.pid}), {releases()} releases | {d.log(3)}")
     music = "/tmp/music"
     os.makedirs(music, exist_ok=True)
     for i, rate in enumerate((44100, 48000)):
@@ -391,20 +435,28 @@ if vt.check("front-door-package", r is not None and r.returncode == 0 and os.pat
     sh("mpc", "-w", "update", timeout=60)
     sh("mpc", "-q", "add", "/")
     sh("mpc", "-q", "play")
-    # MPD on the card: the substream's owner is MPD (not keepalived) and runs at the first track's rate.
-    got = vt.wait_until(lambda: process_of(owner(V0)) == mpd.pid and vt.hw_params(V0).get("rate", "").startswith("44100"), 15, 0.2)
+    # MPD carried through the card's own default chain (softvol, alsa-lib's IEC958 framing) on
+    # keepalived's stream: the substream stays keepalived's, switched to each track's rate.
+    owners = set()
+
+    def at_rate(rate):
+        owners.add(process_of(owner(V0)))
+        return vt.hw_params(V0).get("rate", "").startswith(rate)
+
+    got = vt.wait_until(lambda: at_rate("44100"), 15, 0.2)
     playing_line = params_line(V0)
-    second = vt.wait_until(lambda: vt.hw_params(V0).get("rate", "").startswith("48000"), 15, 0.2)
-    # After the queue: keepalived has the card again (the plug-in's close, keepalived's take-back).
-    back = vt.wait_until(lambda: process_of(owner(V0)) == d.proc.pid, 25, 0.5)
+    second = vt.wait_until(lambda: at_rate("48000"), 15, 0.2)
+    finished = vt.wait_until(lambda: "[playing]" not in sh("mpc", "status", timeout=10).stdout, 25, 0.5)
+    carried = len(re.findall(r"carrying a player.*program=mpd", vt.read(d.log_path) or ""))
     mpd_log = vt.read("/tmp/mpd.log", "")
     vt.check("front-door-mpd-plays", up and got and second and 'Failed to open "My ALSA Device"' not in mpd_log and "busy" not in mpd_log.lower(),
-             f"mpd up {up}; on the card {got.seconds if got else None} s after play ({playing_line}), the 48 kHz track {bool(second)}; "
+             f"mpd up {up}; the card at 44.1 kHz {got.seconds if got else None} s after play ({playing_line}), the 48 kHz track {bool(second)}; "
              f"mpd's log: {vt.one_line(mpd_log[-400:], 400)}")
-    vt.check("front-door-kept-between", kept and back and d.proc.poll() is None,
+    vt.check("front-door-mpd-carried", carried >= 2 and owners == {d.proc.pid} and releases() == 0 and finished,
+             f"{carried} carried opens of mpd's in keepalived's log, vc4hdmi0 opened by {sorted(o for o in owners if o)} "
+             f"(keepalived {d.proc.pid}) while mpd played, {releases()} releases, queue finished {bool(finished)}")
+    vt.check("front-door-kept-between", kept and process_of(owner(V0)) == d.proc.pid and d.proc.poll() is None and d.output().get("state") == "playing",
              f"after the queue: vc4hdmi0 opened by process {process_of(owner(V0))} (keepalived {d.proc.pid}), {params_line(V0)} | {d.log(3)}")
-    released = len(re.findall(r"released a card device for a player", vt.read(d.log_path) or ""))
-    vt.check("front-door-released-for-mpd", released >= 1, f"{released} releases in keepalived's log")
     mpd.terminate()
     try:
         mpd.wait(timeout=15)
@@ -412,6 +464,18 @@ if vt.check("front-door-package", r is not None and r.returncode == 0 and os.pat
         mpd.kill()
     d.stop()
     shutil.copy("/tmp/mpd.log", os.path.join(vt.IO, "mpd.log"))
+    # --no-carry: keepalived keeps the card's own default chain awake (softvol, alsa-lib's IEC958
+    # layer) and hands the port over: aplay through `default` gets it released, then it is back.
+    d = Daemon("default", "front-door-no-carry", args=("--no-carry",))
+    w = d.wait_playing(20)
+    aplay = subprocess.Popen(["aplay", "-q", "-D", "default", f"{music}/track1.wav"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lent = vt.wait_until(lambda: process_of(owner(V0)) == aplay.pid, 10, 0.1)
+    aplay_out = aplay.communicate(timeout=30)[0]
+    back = vt.wait_until(lambda: process_of(owner(V0)) == d.proc.pid, 10, 0.2)
+    vt.check("front-door-no-carry-hands-over", w and lent and back and aplay.returncode == 0 and releases() >= 1,
+             f"playing {bool(w)}; aplay on vc4hdmi0 {bool(lent)}, rc {aplay.returncode} {vt.one_line(aplay_out, 200)}; "
+             f"{releases()} releases; keepalived's again {bool(back)} | {d.log(3)}")
+    d.stop()
     del os.environ["KEEPALIVED_SOCKET"]
     for conf in ("50-keepalived.conf", "60-keepalived-default.conf"):
         os.unlink("/etc/alsa/conf.d/" + conf)
