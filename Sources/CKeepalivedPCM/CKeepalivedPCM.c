@@ -459,7 +459,7 @@ static bool read_whole_list(cursor *c, long min, long max, unsigned int *values,
 int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepalived_pcm_grant *grant) {
     struct ckeepalived_pcm_grant read = {0};
     cursor c = {(const unsigned char *)line, (const unsigned char *)line + length};
-    int ok = -1, carry = 0, busy = 0, own = 0;
+    int ok = -1, carry = 0, busy = 0;
     bool formats = false, rates = false, channels = false, buffer = false;
     if (grant) memset(grant, 0, sizeof *grant);
     if (!take(&c, '{')) return -1;
@@ -472,7 +472,7 @@ int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepali
             bool known = !key.overflow;
             skip_space(&c);
             int *flag = !known ? NULL : strcmp(name, "ok") == 0 ? &ok : strcmp(name, "carry") == 0 ? &carry
-                                      : strcmp(name, "busy") == 0 ? &busy : strcmp(name, "own") == 0 ? &own : NULL;
+                                      : strcmp(name, "busy") == 0 ? &busy : NULL;
             if (flag) {
                 if (take_word(&c, "true")) *flag = 1;
                 else if (take_word(&c, "false")) *flag = 0;
@@ -513,7 +513,7 @@ int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepali
     }
     skip_space(&c);
     if (c.at != c.end || ok < 0) return -1;
-    if (ok == 0) return busy == 1 ? 2 : own == 1 ? 3 : 0;
+    if (ok == 0) return busy == 1 ? 2 : 0;
     if (carry != 1) return 0;
     // A grant that does not say what it can carry cannot be set up: it is no grant.
     if (!formats || !rates || !channels || !buffer) return -1;
@@ -552,6 +552,16 @@ int ckeepalived_pcm_release_timeout_ms(const char *text) {
         if (value > CKEEPALIVED_PCM_RELEASE_TIMEOUT_MAX_MS) return -1;
     }
     return (int)value;
+}
+
+int ckeepalived_pcm_is_daemon(const char *text, long pid) {
+    if (text == NULL || *text == '\0' || pid <= 0) return 0;
+    long value = 0;
+    for (const char *c = text; *c; c++) {
+        if (*c < '0' || *c > '9' || value > (LONG_MAX - 9) / 10) return 0;
+        value = value * 10 + (*c - '0');
+    }
+    return value == pid;
 }
 
 /// The system service's socket; the user's daemon's is $XDG_RUNTIME_DIR/keepalived/control.sock.
@@ -1801,7 +1811,7 @@ int _snd_pcm_empty_open(snd_pcm_t **pcmp, const char *name, snd_config_t *root, 
 /// The carrying of a slave's chain on this thread: armed by carry_slave for its chain's last
 /// step (`{ type keepalived … carried_below true }`), which asks keepalived, opens first (alsa-lib
 /// opens a chain from its end up) and says here how its ask went.
-enum below_outcome { BELOW_NOT_REACHED, BELOW_CARRIED, BELOW_REFUSED, BELOW_BUSY, BELOW_OWN };
+enum below_outcome { BELOW_NOT_REACHED, BELOW_CARRIED, BELOW_REFUSED, BELOW_BUSY };
 typedef struct carrying_below {
     bool armed;
     int card, device;
@@ -1840,9 +1850,8 @@ static int open_chain(snd_pcm_t **pcmp, const char *name, snd_config_t *root, sn
 /// IEC958 framing) opened in the player as it would be, over keepalived's stream instead of the
 /// card's hw PCM (carried_chain), so that its audio is what it would be without keepalived and a
 /// program that only probes the PCM takes nothing from keepalived (issue 58). 1 opened, in
-/// *pcmp; 2 when keepalived itself asks (its own output on this front door) and carries players:
-/// it is to play on the card's hw PCM, where players can be carried; 0 when the player is not
-/// carried (the release follows); negative: the open fails (-EBUSY: keepalived carries another).
+/// *pcmp; 0 when the player is not carried (the release follows); negative: the open fails
+/// (-EBUSY: keepalived carries another).
 static int carry_slave(snd_pcm_t **pcmp, const char *name, snd_config_t *root, const char *slave, int card, int device,
                        snd_pcm_stream_t stream, int mode, int64_t deadline) {
     snd_config_t *chain = NULL;
@@ -1861,7 +1870,6 @@ static int carry_slave(snd_pcm_t **pcmp, const char *name, snd_config_t *root, c
     }
     switch (outcome) {
     case BELOW_BUSY: return -EBUSY;
-    case BELOW_OWN: return 2;
     // Carried, and a layer above failed: the release would open the same layer over the card.
     case BELOW_CARRIED: return err;
     case BELOW_REFUSED: return 0;
@@ -1976,11 +1984,16 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         struct ckeepalived_pcm_grant grant;
         char path[SOCKET_PATH_MAX] = "";
         int granted = ask_carry((int)card, (int)device, below.deadline, &socket, &grant, path);
-        below.outcome = granted == 1 ? BELOW_CARRIED : granted == 2 ? BELOW_BUSY : granted == 3 ? BELOW_OWN : BELOW_REFUSED;
+        below.outcome = granted == 1 ? BELOW_CARRIED : granted == 2 ? BELOW_BUSY : BELOW_REFUSED;
         if (granted != 1) return granted == 2 ? -EBUSY : -ENODEV;
         return carrier_open(pcmp, name, stream, mode, socket, &grant, path, (int)card, (int)device, false);
     }
-    bool carry = stream == SND_PCM_STREAM_PLAYBACK && named && !slave && !asked_above(card, device);
+    // keepalived's own open (its output on this PCM, a box's `default` through the front door)
+    // asks nothing of itself: a round trip to its own socket, bounded as a player's, came back
+    // late on a loaded machine (or found no socket yet at the daemon's first open), and its
+    // output then fell back to the slave's chain, where no player can be carried.
+    bool daemon = stream == SND_PCM_STREAM_PLAYBACK && ckeepalived_pcm_is_daemon(secure_getenv("KEEPALIVED_DAEMON_PID"), (long)getpid());
+    bool carry = stream == SND_PCM_STREAM_PLAYBACK && named && !slave && !daemon && !asked_above(card, device);
     if (lookup && !carry) {
         int err = snd_config_get_card(lookup);
         if (err < 0) return err;
@@ -2014,17 +2027,25 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
         deadline = started + (int64_t)timeout_ms * 1000000;
     }
 
-    // A slave's chain carried on keepalived's stream if it can; keepalived's own open of it gets
-    // the card's hw PCM when keepalived carries players (it frames its signal itself there).
-    if (slave && stream == SND_PCM_STREAM_PLAYBACK && !asked_above(card, device)) {
-        int carried = carry_slave(pcmp, name, root, slave, (int)card, (int)device, stream, mode, deadline);
-        if (carried == 1) return 0;
-        if (carried < 0) return carried;
-        if (carried == 2) {
+    // keepalived's own output on a slave whose chain a player would be carried through plays on
+    // the card's hw PCM under it, where players can be carried (it frames its signal itself on
+    // an IEC958-only card); on any other slave (dmix, a sound server) it plays as a player would.
+    if (slave && daemon && !asked_above(card, device)) {
+        snd_config_t *chain = NULL;
+        int carriable = carried_chain(root, slave, card, device, &chain);
+        if (chain) snd_config_delete(chain);
+        if (carriable > 0) {
             char hw[CKEEPALIVED_PCM_HW_NAME_MAX];
             if (ckeepalived_pcm_hw_name(hw, sizeof hw, (int)card, (int)device, (int)subdevice) < 0) return -EINVAL;
             return snd_pcm_open_lconf(pcmp, hw, stream, mode, root);
         }
+    }
+
+    // A player's open of a slave's chain carried on keepalived's stream if it can.
+    if (slave && stream == SND_PCM_STREAM_PLAYBACK && !daemon && !asked_above(card, device)) {
+        int carried = carry_slave(pcmp, name, root, slave, (int)card, (int)device, stream, mode, deadline);
+        if (carried == 1) return 0;
+        if (carried < 0) return carried;
         started = monotonic_ns();
         deadline = started + (int64_t)timeout_ms * 1000000;
     }
@@ -2032,7 +2053,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(keepalived) {
     // A slave is asked for by whoever configured it (the box's `default`), so its card is
     // asked for even when it came from defaults.pcm.card. Once per open: a keepalived PCM
     // inside another that asked for the same device asks nothing more.
-    if (stream == SND_PCM_STREAM_PLAYBACK && (named || slave) && !asked_above(card, device))
+    if (stream == SND_PCM_STREAM_PLAYBACK && (named || slave) && !daemon && !asked_above(card, device))
         ask_release((int)card, (int)device, started, deadline);
 
     if (slave) {

@@ -74,14 +74,10 @@ public struct ControlReply: Codable, Sendable {
     /// An interim line of a `release` (`--power-on-wait`): the device is released, and the
     /// player's open is held at most this many milliseconds more, until the final reply.
     public var wait: Int?
-    /// The answer to keepalived's own `carry` (its output opening a `keepalived:` PCM whose
-    /// `slave` chain a player could be carried through): keepalived carries players, so the
-    /// plug-in gives it the card's hw PCM, where they can be.
-    public var own: Bool?
 
     /// A reply; only the fields that apply are set.
     public init(ok: Bool, error: String? = nil, pid: Int32? = nil, status: DaemonStatus? = nil, changed: Bool? = nil,
-                released: [String]? = nil, wait: Int? = nil, own: Bool? = nil) {
+                released: [String]? = nil, wait: Int? = nil) {
         self.ok = ok
         self.error = error
         self.pid = pid
@@ -89,7 +85,6 @@ public struct ControlReply: Codable, Sendable {
         self.changed = changed
         self.released = released
         self.wait = wait
-        self.own = own
     }
 
     /// A refusal carrying `message`.

@@ -402,6 +402,40 @@ extension Integration {
             #expect(carriable.leakedDescriptors == 0 && dmix.leakedDescriptors == 0)
         }
 
+        @Test("keepalived's own open (its process marked by KEEPALIVED_DAEMON_PID) asks nothing: through a chain a player would be carried on, the card's hw PCM at once; through dmix, its slave; a child's inherited mark (another pid) is a player's",
+              .enabled(if: !FileManager.default.fileExists(atPath: "/dev/snd/controlC0"), "card 0 exists here: the chain would open it"))
+        func daemonsOwnOpen() async throws {
+            let state = try TestPaths.makeTemporaryDirectory("daemon-own-state")
+            defer { try? FileManager.default.removeItem(at: state) }
+            // The test's hardware answers `hw:…` names (pcm.hw), which the plug-in opens for the
+            // daemon; the chains' own `type hw` finds no card 0 here, so a player's open fails.
+            let chains = try PluginSetup.faultyHardware(state: state, format: nil) + """
+
+                pcm.chain-hw { type plug slave.pcm { type softvol control.name "Test Volume" slave.pcm { type hw card 0 device 0 } } }
+                pcm.chain-dmix { type plug slave.pcm { type dmix ipc_key 4712 slave.pcm { type hw card 0 device 0 } } }
+                pcm.front-door-hw { type keepalived card 0 device 0 slave "chain-hw" }
+                pcm.front-door-dmix { type keepalived card 0 device 0 slave "chain-dmix" }
+                """
+            let setup = try PluginSetup("daemon-own", hardware: chains)
+            let listener = try ReleaseListener(path: setup.socket, answer: .reply(Self.released))
+            defer { listener.stop() }
+            let daemon = ["ALSA_OPEN_AS_DAEMON": "1"]
+            let samples = Self.pattern(frames: 480, bits: 16)
+            let played = try await setup.play("front-door-hw", format: "S16_LE", rate: 48000, data: Self.bytes(samples, width: 2),
+                                              socket: listener.path, extra: daemon)
+            let dmix = try await setup.open("front-door-dmix", socket: listener.path, extra: daemon)
+            let asked = (listener.received, listener.carryRequests)
+            // A hook's player, which inherits the daemon's variable: asks as any player does.
+            let child = try await setup.open("front-door-hw", socket: listener.path, extra: ["KEEPALIVED_DAEMON_PID": "1"])
+            listener.stop()
+            #expect(played.status == 0 && played.fields["result"] == "0" && played.fields["frames"] == "480", "\(played)")
+            #expect(played.fields["type"] == "IOPLUG", "the card's hw PCM (the test's hardware), not the chain's plug: \(played)")
+            #expect(dmix.result < 0, "dmix over a card that is not here: \(dmix)")
+            #expect(asked.0.isEmpty && asked.1.isEmpty, "keepalived asks nothing of itself: \(asked)")
+            #expect(child.result < 0 && listener.carryRequests.count == 1 && listener.received == [Self.line(card: 0, device: 0)],
+                    "\(child) carry \(listener.carryRequests) release \(listener.received)")
+        }
+
         @Test("the shipped keepalived-default opens the card's sysdefault, and 60-keepalived-default.conf makes it the default")
         func shippedDefault() async throws {
             let shipped = try FileContents.text(TestPaths.repositoryRoot.appendingPathComponent("packaging/alsa/60-keepalived-default.conf"))
@@ -536,10 +570,10 @@ final class PluginSetup {
 
     /// Plays `data` (interleaved stereo in `format`: S16_LE or S24_LE) through `name` as a player
     /// does: blocking open, snd_pcm_set_params, every frame written, drained, closed.
-    func play(_ name: String, format: String, rate: Int, data: [UInt8], socket: String?) async throws -> Played {
+    func play(_ name: String, format: String, rate: Int, data: [UInt8], socket: String?, extra: [String: String] = [:]) async throws -> Played {
         let file = directory.appendingPathComponent("play-\(format)-\(rate).raw")
         try Data(data).write(to: file)
-        var environment = environment
+        var environment = environment.merging(extra) { $1 }
         environment["KEEPALIVED_SOCKET"] = socket ?? directory.appendingPathComponent("nothing-here.sock").path
         let run = try await runCommand(ALSAPluginBuild.get().opener.path, ["--play", name, format, "\(rate)", file.path],
                                        environment: environment, timeout: .seconds(20))
@@ -656,6 +690,7 @@ enum ALSAPluginBuild {
         #include <stdlib.h>
         #include <string.h>
         #include <time.h>
+        #include <unistd.h>
 
         static int play(const char *name, const char *format_name, unsigned rate, const char *path) {
             snd_pcm_format_t format = snd_pcm_format_value(format_name);
@@ -690,6 +725,12 @@ enum ALSAPluginBuild {
         }
 
         int main(int argc, char **argv) {
+            // As `keepalived run` marks its own process for the plug-in.
+            if (getenv("ALSA_OPEN_AS_DAEMON")) {
+                char pid[32];
+                snprintf(pid, sizeof pid, "%ld", (long)getpid());
+                setenv("KEEPALIVED_DAEMON_PID", pid, 1);
+            }
             if (argc == 2 && strcmp(argv[1], "--hints") == 0) {
                 void **hints;
                 if (snd_device_name_hint(-1, "pcm", &hints) < 0) return 1;

@@ -171,17 +171,17 @@ extension Integration {
             #expect(daemon.isRunning)
         }
 
-        @Test("a player's open racing keepalived's own front-door open: the control socket answers meanwhile (others, and keepalived's own request), and the player gets the device once keepalived's open is closed")
+        @Test("a player's open racing keepalived's own front-door open: the control socket answers meanwhile, and the player gets the device once keepalived's open is closed")
         func releaseDuringOwnOpen() async throws {
             // keepalived's output hw:0,0 is a multi PCM whose first slave (the fault-injecting
             // test PCM) holds the open until the test lets it go, and whose second is a front
-            // door (type keepalived, card 0 device 0) over a stand-in for the card: after the
-            // hold, keepalived's own open asks its own control socket for a release, as on a box
-            // whose `default` is the front door. Its playback thread is inside that open when the
-            // player's release comes; the control socket's thread used to join it there, so it
-            // answered nobody, keepalived's own request included, until keepalived's open gave
-            // up waiting (10 s here: the player's 8 s ran out first; on a card, its open then
-            // finds keepalived there, busy).
+            // door (type keepalived, card 0 device 0) over a stand-in for the card, as on a box
+            // whose `default` is the front door. keepalived's playback thread is inside that
+            // open when the player's release comes; the control socket's thread used to join it
+            // there, so it answered nobody (keepalived's own open, which asked it for a release
+            // then, waited 10 s here: the player's 8 s ran out first; on a card, its open then
+            // found keepalived there, busy). keepalived's own open asks nothing now (its process
+            // is marked for the plug-in), and the socket's thread still must not wait on it.
             let states = try TestPaths.makeTemporaryDirectory("own-open")
             defer { try? FileManager.default.removeItem(at: states) }
             let gate = states.appendingPathComponent("gate"), standin = states.appendingPathComponent("standin")

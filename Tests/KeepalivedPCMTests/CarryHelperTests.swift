@@ -129,15 +129,16 @@ struct CarryHelperTests {
         #expect(Self.grant(#"{"ok":true,"busy":true}"#).result == 0)
     }
 
-    @Test("keepalived's answer to its own open of a slave's chain while it carries players: 3")
-    func ownOpen() {
-        #expect(Self.grant(#"{"ok":false,"error":"keepalived's own open: the card's own PCM","own":true}"#).result == 3)
-        #expect(Self.grant(#"{"own":true,"ok":false}"#).result == 3)
-        #expect(Self.grant(#"{"ok":false,"own":false,"error":"no"}"#).result == 0)
-        // Busy wins (a refusal that is both cannot come from keepalived); own counts only on a refusal.
-        #expect(Self.grant(#"{"ok":false,"own":true,"busy":true}"#).result == 2)
-        #expect(Self.grant(#"{"ok":true,"own":true}"#).result == 0)
-        #expect(Self.grant(#"{"ok":false,"own":"yes"}"#).result == -1)
+    @Test("KEEPALIVED_DAEMON_PID names the daemon's own process: only its pid in plain decimal digits")
+    func daemonMark() {
+        #expect(ckeepalived_pcm_is_daemon("4242", 4242) == 1)
+        #expect(ckeepalived_pcm_is_daemon("4242", 4243) == 0, "a child inherits the mark with a pid of its own")
+        for text in ["", " 4242", "4242 ", "+4242", "-4242", "0x1092", "4242a", "04242x", "99999999999999999999999"] {
+            #expect(ckeepalived_pcm_is_daemon(text, 4242) == 0, "\(text.debugDescription)")
+        }
+        #expect(ckeepalived_pcm_is_daemon("04242", 4242) == 1, "leading zeros are still the number")
+        #expect(ckeepalived_pcm_is_daemon(nil, 4242) == 0)
+        #expect(ckeepalived_pcm_is_daemon("0", 0) == 0, "no process is pid 0")
     }
 
     @Test("a grant without one of its fields, or with a number out of range, is no grant: -1")

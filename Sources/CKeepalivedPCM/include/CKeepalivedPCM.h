@@ -33,6 +33,13 @@
 // leads back to a keepalived PCM being opened (a `default` whose slave is `default`) fails the
 // open with -ELOOP, the loop named, and asks for the release once at most.
 //
+// keepalived's own open of such a PCM (its output on a box's `default` through the front door)
+// asks nothing: its process says it is the daemon (KEEPALIVED_DAEMON_PID, its own pid, set by
+// `keepalived run`), and it gets the device's hw PCM where a player's chain would be carried,
+// the slave otherwise. A round trip to its own control socket, bounded as a player's is, fell
+// back to the slave's chain when the answer came late or before the socket listened (a loaded
+// machine, the daemon's first open), and keepalived then played where it can carry no player.
+//
 // What this header declares are the plug-in's pure pieces (no I/O), so that the tests call the
 // very code the plug-in runs. The plug-in's entry point, _snd_pcm_keepalived_open, is alsa-lib's
 // (SND_PCM_PLUGIN_DEFINE_FUNC) and not declared here.
@@ -176,9 +183,7 @@ struct ckeepalived_pcm_grant {
 /// Reads keepalived's answer to a carry request (`length` bytes, a trailing newline allowed).
 /// Returns 1 for a grant, `{"ok":true,"carry":true,"formats":[…],"rates":[…],"channels":[min,max],
 /// "maxBufferBytes":N}`, with `grant` filled in; 2 for `{"ok":false,"busy":true,…}` (keepalived
-/// carries another player on the device already); 3 for `{"ok":false,"own":true,…}` (the
-/// request was keepalived's own, and keepalived carries players: its output on a slave's chain is
-/// to open the card's hw PCM); 0 for any other answer with a boolean "ok"
+/// carries another player on the device already); 0 for any other answer with a boolean "ok"
 /// (a refusal, an old keepalived's "unknown request", an ok without "carry":true); -1 when the
 /// line is not a JSON object with a boolean "ok", or a grant lacks one of its four fields, or
 /// any of them is out of range: a format outside 0..63, an empty list or more than
@@ -205,6 +210,11 @@ int ckeepalived_pcm_parse_grant(const char *line, size_t length, struct ckeepali
 /// errno on an error (-ENOSPC: `out` too small; alsa-lib's own for a configuration it cannot
 /// read or a `slave` it does not define). Card ids in `config` are looked up on this machine.
 int ckeepalived_pcm_carried_chain_text(const char *config, const char *slave, int card, int device, char *out, size_t out_size);
+
+/// Whether `text` (KEEPALIVED_DAEMON_PID's value, or NULL) names the process `pid`: keepalived's
+/// daemon marks its own process so, and its children (hooks, a chime's player), which inherit
+/// the variable, are players with pids of their own. Only decimal digits, no sign or space.
+int ckeepalived_pcm_is_daemon(const char *text, long pid);
 
 /// Room for any line ckeepalived_pcm_format_line writes, its NUL included.
 #define CKEEPALIVED_PCM_FORMAT_LINE_MAX 160

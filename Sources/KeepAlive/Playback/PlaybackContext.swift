@@ -89,7 +89,10 @@ extension PlaybackContext {
         defer { source = carrying.source }
         switch carrying.carry(player, answering: request, ringLoop: ringLoop, in: self) {
         case .playerGone: return .goOn
-        case .switchFormat(let wanted): return reopen(for: wanted, carrying: player) ? .outcome(.reconfigure) : .goOn
+        // The player that asked: after a `next`, not the one this carrying began with (MPD's open
+        // for a track in another format, read before its last PCM's close: the gone one was
+        // held for the reopen, and the asking one's connection dropped unanswered).
+        case .switchFormat(let wanted, let asking): return reopen(for: wanted, carrying: asking) ? .outcome(.reconfigure) : .goOn
         case .failed(let code, let operation, let kept):
             if let (player, request) = kept { keep(player, waitingFor: request) }
             return .failed(code, operation)

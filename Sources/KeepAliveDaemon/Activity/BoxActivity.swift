@@ -151,9 +151,6 @@ final class BoxActivity: Sendable {
         update { $0.loans = loans }
     }
 
-    /// Whether players are carried on keepalived's own stream (`--carry`; any thread).
-    var carriesPlayers: Bool { state.withLock { $0.settings.carriesPlayers } }
-
     /// Why a player at `outputs` is handed the card rather than carried (`--carry`); nil when it
     /// may be carried. Not while its open is to be held for the power (`--power-on-wait` on idle
     /// outputs), which the hand-over's release does.

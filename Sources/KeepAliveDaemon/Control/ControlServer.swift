@@ -49,8 +49,6 @@ final class ControlServer: @unchecked Sendable {
         /// A player's `carry`: true when its connection was handed to an output's playback
         /// thread (the server forgets it without closing it), false to refuse it.
         var carry: @Sendable (ReleaseRequest, _ pid: Int32, _ connection: Int32) -> Bool = { _, _, _ in false }
-        /// Whether keepalived carries players (`--carry`), for its own open of a slave's chain.
-        var carriesPlayers: @Sendable () -> Bool = { false }
     }
 
     /// A group whose members may ask for a `release`: its name and id.
@@ -440,11 +438,7 @@ final class ControlServer: @unchecked Sendable {
         }
         switch command {
         case .carry(let request):
-            // keepalived's own open of a keepalived: PCM is never carried by itself; through a
-            // slave's chain it plays on the card's hw PCM instead, where players can be carried.
-            if client.pid == getpid(), handlers.carriesPlayers() {
-                return ControlReply(ok: false, error: "keepalived's own open: the card's own PCM", own: true)
-            }
+            // keepalived's own open of a keepalived: PCM is never carried by itself.
             guard client.pid != getpid(), handlers.carry(request, client.pid, client.fd) else {
                 return ControlReply(ok: false, error: "keepalived does not carry a player on card \(request.card) device \(request.device) now")
             }

@@ -83,8 +83,7 @@ struct DaemonAssembly {
                         loans.notCarried(HardwareDevice(card: request.card, device: request.device), pid: pid, because: why)
                         return false
                     }
-                },
-                carriesPlayers: { activity.carriesPlayers }))
+                }))
         } catch {
             printError("keepalived: error: \(error)")
             if case .alreadyRunning = error { throw SysExit.tempFail }

@@ -5,7 +5,7 @@ import CALSA
 import CKeepAliveLinux
 
 /// The process-wide settings `keepalived run` makes before anything starts: how glibc's malloc
-/// keeps memory, and alsa-lib's error printing.
+/// keeps memory, alsa-lib's error printing, and the mark its ALSA plug-in reads.
 enum DaemonProcess {
     static func configure() {
         // One malloc arena for the whole daemon: glibc gives each thread that allocates an arena
@@ -21,5 +21,10 @@ enum DaemonProcess {
         // alsa-lib prints every internal failure (an underrun, a lost server) to stderr; the
         // daemon recovers from those on purpose and reports each once through its logger.
         calsa_silence_library_errors()
+        // The `keepalived` ALSA plug-in (the front door) opens the card's own PCM for keepalived's
+        // outputs without asking the control socket: this process is the daemon, not a player.
+        // Set before any thread starts (setenv is not safe beside another thread's getenv);
+        // children inherit it with pids of their own, which the plug-in tells apart.
+        setenv("KEEPALIVED_DAEMON_PID", "\(getpid())", 1)
     }
 }

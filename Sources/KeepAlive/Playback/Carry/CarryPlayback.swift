@@ -29,8 +29,9 @@ struct CarryPlayback {
     enum Ending {
         /// The player closed its PCM: the output's own mode goes on (a ring loop's ring is whole again).
         case playerGone
-        /// A format the open stream is not in: opened again in it, the player kept waiting.
-        case switchFormat(CarriedFormat)
+        /// A format the open stream is not in: opened again in it, `player` (the one that asked,
+        /// which may be a `next` one, not the one carrying began with) kept waiting.
+        case switchFormat(CarriedFormat, player: CarriedPlayer)
         /// The player is gone and `next` came for the device meanwhile: carried next, on the same
         /// stream (the caller only starts it again).
         case next(CarriedPlayer)
@@ -177,7 +178,7 @@ struct CarryPlayback {
         session.memory = nil
         session.player.memory = nil
         session.fds[2].fd = -1
-        guard Self.runs(self.format, as: format) else { return .switchFormat(format) }
+        guard Self.runs(self.format, as: format) else { return .switchFormat(format, player: session.player) }
         do {
             let made = try CarryMemory(format: format, frameBytes: self.format.bytesPerFrame)
             guard session.player.reply(#"{"ok":true}"#, descriptors: [made.memory, made.kick]) else {
