@@ -158,10 +158,14 @@ def trixie_root(trixie, *more):
     directory, keepalived and its Swift runtime and `more` bound in at their own paths, a tmpfs
     /tmp. The root's path, or None (checked as `trixie-root`)."""
     root = "/run/trixie"
-    binds = ("/proc", "/sys", "/dev", os.path.dirname(SOCKET), os.path.dirname(K), "/opt/swift", *more)
-    # The root seen through the host's (read-only, overlaid) root.
+    binds = ("/proc", "/sys", "/dev", os.path.dirname(SOCKET), "/opt/swift", *more)
+    # The root seen through the host's (read-only, overlaid) root. keepalived is bound in as a
+    # file: its directory may be /tmp (`Tests/VM/run --keepalived /tmp/...`), which would hide the
+    # root's own tmpfs /tmp behind the guest's.
+    k = os.path.abspath(K)
     r = sh("/bin/sh", "-c", f"mkdir -p {root} {os.path.dirname(SOCKET)} && mount --bind {trixie} {root} && mount -t tmpfs tmpfs {root}/tmp"
-           + "".join(f" && mkdir -p {root}{p} && mount --bind {p} {root}{p}" for p in binds))
+           + "".join(f" && mkdir -p {root}{p} && mount --bind {p} {root}{p}" for p in binds)
+           + f" && mkdir -p {root}{os.path.dirname(k)} && touch {root}{k} && mount --bind {k} {root}{k}")
     version = sh("/bin/sh", "-c", "dpkg-query -W -f '${Version}' libasound2t64", root=root).stdout.strip()
     ok = vt.check("trixie-root", r.returncode == 0 and version.startswith("1.2.14"), f"libasound2t64 {version} {vt.one_line(r.stdout)}")
     return root if ok else None
