@@ -18,8 +18,10 @@ time, no metadata, no sync groups, no discovery (squeezelite is given `-s 127.0.
     server.wait_player(30)                   # squeezelite's HELO
     server.play("/tmp/a.raw", 44100)         # strm s, then the player fetches it over HTTP
     server.wait_event("STMs", 30)            # the track started at the output
+    server.pause(); server.unpause()         # strm p, strm u: its output stops and goes on
     server.stop()                            # strm q: the output stops and flushes
     server.off()                             # aude 0 0: squeezelite closes its output
+    server.on()                              # aude 1 1: on again for the next track
 """
 
 import http.server
@@ -137,6 +139,22 @@ class SlimServer:
         """aude 0 0: the player's output off (squeezelite closes its device at once)."""
         with self.lock:
             self._send(b"aude", struct.pack("BB", 0, 0))
+
+    def on(self):
+        """aude 1 1: the player's output on again (its device opened at the next track)."""
+        with self.lock:
+            self._send(b"aude", struct.pack("BB", 1, 1))
+
+    def pause(self):
+        """strm p with no interval: squeezelite stops its output where it is (writing its own
+        silence until its idle time, -C, closes the device) and says STMp."""
+        with self.lock:
+            self._strm(b"p")
+
+    def unpause(self):
+        """strm u with no start time: squeezelite's output runs on from where it paused."""
+        with self.lock:
+            self._strm(b"u")
 
     def heartbeat(self):
         """strm t: the player answers with a STMt carrying its elapsed milliseconds."""

@@ -4,7 +4,9 @@ keepalived's signal, zero and anything else (Tests/VM/linkcapture.py), each case
 
 - `exact`: the play's frames on the link once, whole, in one run (each of a case's tags);
 - `split`: every frame once, in order, in runs with nothing but keepalived's signal between them
-  (a pause, a stopped player), at least `signal_between` seconds of it where asked;
+  (a pause, a stopped player), at least `signal_between` seconds of it where asked, and the
+  player's own digital silence too where the case says `player_silence` (squeezelite pauses and
+  ends a track by writing zeros until it closes its output, on `hw:` as well);
 - `no-repeat`: no frame twice and none out of order (keepalived stopped or restarted under the
   play: frames may be missing, zeros are acceptable, a loop of the music is not).
 
@@ -60,7 +62,8 @@ def judge(case, pieces, between):
     gaps = [between(a, b) for a, b in zip(pieces, pieces[1:])]
     if expect == "split":
         contiguous = pieces[0].n0 == 0 and all(b.n0 == a.n0 + a.length for a, b in zip(pieces, pieces[1:])) and present == frames
-        only_signal = all(r.kind == "signal" for g in gaps for r in g)
+        # A player that pauses by writing its own digital silence (squeezelite), as on `hw:`.
+        only_signal = all(r.kind == "signal" or (case.get("player_silence") and r.kind == "zero") for g in gaps for r in g)
         signal = max((sum(r.length for r in g) for g in gaps), default=0)
         want = case.get("signal_between", 0) * lc.RATE
         ok = contiguous and only_signal and signal >= want
@@ -124,7 +127,7 @@ def check(result, report):
             # A play's own padding of its last period (the cases marked `padding`) comes right
             # after its last frame, as on the hardware.
             clean = all(r.kind == "signal" or excused(r) or (case.get("padding") and j == 0 and r.kind == "zero" and r.length <= PADDING)
-                        for g in gaps for j, r in enumerate(g))
+                        or (case.get("player_silence") and r.kind == "zero") for g in gaps for j, r in enumerate(g))
             report("ok" if clean and len(gaps) == len(case["tags"]) - 1 else "FAIL", f"{case['name']}-signal-between",
                    f"between {len(gaps)} pairs of consecutive plays only keepalived's signal (or zero after the guest stood still, or a "
                    f"play's own padding): {clean}, "

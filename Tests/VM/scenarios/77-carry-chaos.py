@@ -45,58 +45,15 @@ import sys
 import time
 
 import vmtest as vt
+from carrylink import GAP, PLAYER_ENV, RATE, Link, aplay, carried, carried_opens, on_link, ramp_file, start, watch
 
 sys.path.insert(0, os.path.join(os.environ["VM_REPO"], "Tests", "VM"))
 import linkcapture as lc  # noqa: E402
 
-from looplink import CAPTURE, CONF, HW, MUSIC, PLUGIN, UNIT, holder, loop, show, start_mpd  # noqa: E402
-RATE = lc.RATE
-CAPTURED = os.path.join(vt.IO, "link.raw")
+from looplink import HW, MUSIC, PLUGIN, UNIT, holder, loop, show, start_mpd  # noqa: E402
 CLIENT = os.path.join(os.environ["VM_GUEST"], "carryclient.py")
-PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
-GAP = 1.0  # keepalived's signal between two cases
-cases = []
-
-
-def ramp_file(tag, seconds):
-    """The ramp tagged `tag`, as /tmp/ramp-TAG.wav and .raw; its frame count."""
-    data = lc.ramp(tag, int(RATE * seconds))
-    with open(f"/tmp/ramp-{tag}.raw", "wb") as f:
-        f.write(data)
-    with open(f"/tmp/ramp-{tag}.wav", "wb") as f:
-        f.write(lc.wav(data))
-    return len(data) // lc.FRAME
-
-
-def case(name, tags, frames, expect, **more):
-    """Records what the host holds the case's plays to (written out as the guest goes)."""
-    cases.append(dict(name=name, tags=tags, frames=frames, expect=expect, **more))
-    with open(os.path.join(vt.IO, "chaos.json"), "w") as f:
-        json.dump({"rate": RATE, "cases": cases, "stalls": [(a - captured_at, b - captured_at) for a, b in stalls.between(0, time.time())]}, f)
-
-
-def start(cmd):
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=PLAYER_ENV)
-
-
-def watch(player, deadline, every=0.02, during=None):
-    """Waits for `player` to end (killed past `deadline` seconds); who held device 0 meanwhile,
-    its output, its seconds. `during(elapsed)` is called at each look."""
-    t = time.monotonic()
-    holders = set()
-    while player.poll() is None and time.monotonic() - t < deadline:
-        holders.add(holder())
-        if during:
-            during(time.monotonic() - t)
-        time.sleep(every)
-    if player.poll() is None:
-        player.kill()
-    out, _ = player.communicate(timeout=10)
-    return holders, out, time.monotonic() - t
-
-
-def aplay(tag, *args):
-    return start(["aplay", "-q", *args, "-D", PLUGIN, f"/tmp/ramp-{tag}.wav"])
+link = Link()
+case = link.case
 
 
 def client(tag, *args):
@@ -114,34 +71,7 @@ def result_of(out):
     return {}
 
 
-def on_link(kpid, why):
-    """keepalived (`kpid`) holds device 0, running, within 30 s."""
-    w = vt.wait_until(lambda: holder() == kpid and vt.pcm_state(loop, 0, 0) == "RUNNING", 30, 0.05)
-    return vt.check(why, w, f"device 0 held by {holder()} (keepalived {kpid}), {vt.pcm_state(loop, 0, 0)}, after {w.seconds:.2f} s")
-
-
-def carried(name, holders, kpid, what):
-    vt.check(f"{name}-carried", holders == {kpid}, f"device 0 held by {sorted(map(str, holders))} while {what} played (keepalived {kpid})")
-
-
-vt.install_package(timeout=180)
-stalls = vt.StallWatch()
-rec = subprocess.Popen(["arecord", "-q", "-D", CAPTURE, "-f", "S16_LE", "-r", str(RATE), "-c", "2", "-t", "raw", CAPTURED],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-w = vt.wait_until(lambda: vt.pcm_state(loop, 1, 0, "c") == "RUNNING", 15, 0.05)
-captured_at = time.time()  # the capture's first frame, about
-stalls.watching.set()
-if not vt.check("capture-running", w, f"arecord -D {CAPTURE}: {vt.pcm_state(loop, 1, 0, 'c')} after {w.seconds:.2f} s"):
-    vt.finish()
-with open(CONF, "w") as f:
-    f.write(f'KEEPALIVED_OPTIONS="-d {HW} --carry"\n')
-r = vt.run(["systemctl", "enable", "--now", UNIT], timeout=90)
-kpid = int(show("MainPID") or 0)
-if not on_link(kpid, "keepalived-on-the-link") or r.returncode != 0:
-    vt.note(vt.one_line(vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout[-600:], 600))
-    rec.terminate()
-    vt.finish()
-time.sleep(GAP)
+kpid = link.start(f"-d {HW} --carry")
 
 # 1. mmap: aplay -M writes into the PCM's mapped buffer and commits; ioplug hands each commit to
 # the plug-in's transfer.
@@ -174,10 +104,20 @@ player = start(["mpv", "--no-config", "--no-video", f"--input-ipc-server={sock_p
                 "--volume=100", "--volume-max=100", "--af=", "--replaygain=no", "--audio-format=s16", f"--audio-samplerate={RATE}",
                 "--msg-level=all=warn", "/tmp/ramp-11.wav"])
 asked, holders, pts = {}, set(), None
-if vt.wait_until(lambda: os.path.exists(sock_path) or player.poll() is not None, 30, 0.1) and player.poll() is None:
-    ipc = socket.socket(socket.AF_UNIX)
-    ipc.settimeout(10)
-    ipc.connect(sock_path)
+ipc = socket.socket(socket.AF_UNIX)
+ipc.settimeout(10)
+
+
+def ipc_connected():
+    # mpv's socket file exists from its bind, a moment before it listens (ECONNREFUSED meanwhile).
+    try:
+        ipc.connect(sock_path)
+        return True
+    except (FileNotFoundError, ConnectionRefusedError):
+        return False
+
+
+if vt.wait_until(lambda: player.poll() is not None or ipc_connected(), 30, 0.1) and player.poll() is None:
     replies = ipc.makefile("r")
 
     def mpv(*command):
@@ -390,14 +330,7 @@ for i in range(MPDS):
 code, up = start_mpd('    buffer_time "150000"\n    period_time "30000"\n')
 vt.run(["mpc", "-q", "single", "on"], timeout=30)
 
-
-def mpd_carried():
-    """How many of MPD's opens keepalived has carried so far (each its own: a hand-off)."""
-    journal = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout
-    return sum(1 for line in journal.splitlines() if line.startswith("carrying a player") and line.endswith("program=mpd"))
-
-
-opens_before = mpd_carried()
+opens_before = carried_opens("mpd")
 holders, failed, t = set(), [], time.monotonic()
 for i in range(MPDS):
     vt.run(["mpc", "-q", "play", str(i + 1)], timeout=30)
@@ -417,18 +350,10 @@ vt.check("mpd-handoffs-played", code == 0 and up and not failed and not errors,
          f"systemctl start mpd: exit {code}; {MPDS} tracks played one by one in {took:.1f} s; "
          f"not ended: {failed[:3] or 'none'}; MPD's errors: {vt.one_line(' | '.join(errors[-3:]), 300) or 'none'}")
 carried("mpd-handoffs", holders, kpid, "MPD's hundred tracks")
-opens = mpd_carried() - opens_before
+opens = carried_opens("mpd") - opens_before
 vt.check("mpd-handoffs-opens", opens >= MPDS, f"keepalived carried {opens} opens of MPD's for its {MPDS} tracks (one each: MPD closes its output when it stops)")
 vt.run(["systemctl", "stop", "mpd.service"], timeout=60)
 case("mpd-handoffs", list(range(220, 220 + MPDS)), mpd_frames, "exact", signal_between=True, padding=True, late_start_ok=1)
 time.sleep(GAP)
 
-rec.terminate()
-rec.communicate(timeout=10)
-case("end", [], 0, "none")  # the guest's stalls up to now
-journal = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat"]).stdout
-print("\n".join(line for line in journal.splitlines() if "carrying a player" not in line and "carries no player" not in line)[-8000:])
-vt.note(f"the guest stood still {len(stalls.stalls)} times: {vt.StallWatch.describe(stalls.stalls)[:600]}")
-size = os.path.getsize(CAPTURED) if os.path.exists(CAPTURED) else 0
-vt.check("captured", size > 4 * RATE * 40, f"{size // 4} frames captured ({size // 4 / RATE:.1f} s)")
-vt.finish()
+link.finish(40)
