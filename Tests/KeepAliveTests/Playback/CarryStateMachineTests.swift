@@ -137,6 +137,25 @@ struct CarryStateMachineTests {
         #expect(machine.looked(player: counters(2000), fill: 1920) == .step(.init(rewind: 1680, musicFrom: 1000, music: 1000)))
     }
 
+    @Test("a pause reaching back across the signal between two runs (a late write of the player's) copies none of its frames twice")
+    func pauseAcrossALateWrite() {
+        var machine = carrying(lead: 240)
+        // Run A: the player's 0..<960 at the card's 240..<1200.
+        _ = machine.looked(player: counters(960), fill: 240)
+        machine.performed(rewound: 0, music: 960, signal: 0)
+        // The player is late: 500 of the signal follow, then 360 of them go back for its next
+        // write, so run B (its 960..<1920) starts at the card's 1340, 140 of the signal before it.
+        machine.performed(rewound: 0, music: 0, signal: 500)
+        #expect(machine.looked(player: counters(1920), fill: 600) == .step(.init(rewind: 360, musicFrom: 960, music: 960)))
+        machine.performed(rewound: 360, music: 960, signal: 0)
+        // Paused with 1500 queued (the card at 800, in run A): 1260 go back, 960 of run B, the 140
+        // of the signal and 160 of run A; 800 of the player's stay played or queued.
+        #expect(machine.looked(player: counters(1920, CKEEPALIVED_CARRY_PAUSED), fill: 1500) == .step(.init(rewind: 1260, signal: 1680)))
+        machine.performed(rewound: 1260, music: 0, signal: 1680)
+        // The resume copies from the player's 800, not from 660 (140 of its frames twice).
+        #expect(machine.looked(player: counters(1920), fill: 1800) == .step(.init(rewind: 1560, musicFrom: 800, music: 1120)))
+    }
+
     @Test("a drop or prepare: a new generation starts from frame 0, the old one's queued frames go back")
     func drop() {
         var machine = carrying(lead: 240)

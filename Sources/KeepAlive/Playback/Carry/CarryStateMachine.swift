@@ -85,6 +85,12 @@ struct CarryStateMachine {
         var playerStart: UInt64
         var cardStart: Int64
         var length: UInt64
+
+        /// How many of this run's frames lie at or past `cardEnd` on the card.
+        func frames(pastCard cardEnd: Int64) -> UInt64 {
+            let end = cardStart + Int64(length)
+            return UInt64(max(0, min(Int64(length), end - cardEnd)))
+        }
     }
 
     /// What the loop does now, in this order.
@@ -263,25 +269,24 @@ struct CarryStateMachine {
     /// frames (``padding(before:rewound:)``), the player's frames copied, signal appended.
     mutating func performed(rewound: Int, padding: Int = 0, music: Int, signal: Int) {
         if rewound > 0 {
-            let before = cardWritten
             cardWritten -= Int64(rewound)
-            // The player's frames among those taken back are no longer copied.
-            let musicBack = max(0, min(musicEnd, before) - cardWritten)
-            if musicBack > 0, case .carrying(var stream) = state {
-                var taken = UInt64(musicBack)
-                if var run = stream.run {
-                    let fromRun = min(taken, run.length)
-                    run.length -= fromRun
-                    taken -= fromRun
-                    stream.copied -= fromRun
-                    stream.run = run.length > 0 ? run : stream.previous
-                    if run.length == 0 { stream.previous = nil }
-                }
-                if taken > 0, var previous = stream.run {
-                    let fromPrevious = min(taken, previous.length)
-                    previous.length -= fromPrevious
-                    stream.copied -= fromPrevious
-                    stream.run = previous
+            // The player's frames among those taken back are no longer copied: each run's part past
+            // the new end. Not everything between the new end and the music's end: the signal
+            // between two runs (a late write of the player's) was not the player's, and counting
+            // it would copy that many of its frames twice.
+            if case .carrying(var stream) = state, var run = stream.run {
+                let back = run.frames(pastCard: cardWritten)
+                run.length -= back
+                stream.copied -= back
+                stream.run = run.length > 0 ? run : stream.previous
+                if run.length == 0 {
+                    stream.previous = nil
+                    if var previous = stream.run {
+                        let earlier = previous.frames(pastCard: cardWritten)
+                        previous.length -= earlier
+                        stream.copied -= earlier
+                        stream.run = previous
+                    }
                 }
                 state = .carrying(stream)
             }
