@@ -31,8 +31,8 @@ lists each one's tags and what the host holds it to):
    each with its own tag so that a segment played twice, out of place or cut is seen.
 8. the same with a real player: a hundred aplay processes one after another, 0.15 s each (five
    30 ms periods: no padding), each its own tag.
-9. and with Debian's MPD: a hundred tracks of 0.15 s, each played on its own (`single` on, `mpc
-   play N`: MPD closes its output when it stops), each its own tag.
+9. and with Debian's MPD: a hundred tracks of 0.15 s, each played on its own (the only song in
+   its queue: MPD closes its output when it stops), each its own tag.
 """
 
 import json
@@ -319,21 +319,35 @@ carried("aplays", holders, kpid, "the hundred aplay processes")
 case("aplays", list(range(120, 120 + APLAYS)), aplay_frames, "exact", signal_between=True, padding=True, late_start_ok=1)
 time.sleep(GAP)
 
-# 9. A hundred hand-offs of Debian's MPD: a hundred tracks of 0.15 s (tags 220..319), `single`
-# on, each played on its own (`mpc play N`; MPD closes its output when it stops), its output
-# keepalived:, no conversion, 30 ms periods (each track five of them: MPD pads nothing).
+# 9. A hundred hand-offs of Debian's MPD: a hundred tracks of 0.15 s (tags 220..319), each played
+# on its own as the only song in its queue (MPD closes its output when it stops), its output
+# keepalived:, no conversion, 30 ms periods (each track five of them: MPD pads nothing). Not
+# `single` on and `mpc play N` over a queue of all: MPD then went on into the next track now and
+# then (30 ms after the last, as in a play list), and the next `mpc play` played that one again.
 MPDS = 100
 os.makedirs(MUSIC, exist_ok=True)
 for i in range(MPDS):
     mpd_frames = ramp_file(220 + i, 0.15)
     shutil.copy(f"/tmp/ramp-{220 + i}.wav", f"{MUSIC}/seg{i:03d}.wav")
 code, up = start_mpd('    buffer_time "150000"\n    period_time "30000"\n')
-vt.run(["mpc", "-q", "single", "on"], timeout=30)
+
+
+def mpd_play_only(name):
+    """One command list over MPD's protocol: the queue emptied, `name` its only song, played."""
+    with socket.create_connection(("localhost", 6600), timeout=10) as conn:
+        mpd = conn.makefile("rwb")
+        mpd.readline()  # OK MPD <version>
+        mpd.write(f'command_list_begin\nclear\nadd "{name}"\nplay\ncommand_list_end\n'.encode())
+        mpd.flush()
+        return mpd.readline().decode(errors="replace").strip()
+
 
 opens_before = carried_opens("mpd")
 holders, failed, t = set(), [], time.monotonic()
 for i in range(MPDS):
-    vt.run(["mpc", "-q", "play", str(i + 1)], timeout=30)
+    reply = mpd_play_only(f"seg{i:03d}.wav")
+    if reply != "OK":
+        failed.append(f"{i}: MPD said {reply!r}")
     began = time.monotonic()
     while time.monotonic() - began < 20:
         holders.add(holder())
