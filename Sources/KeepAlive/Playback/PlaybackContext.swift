@@ -35,6 +35,9 @@ protocol PlaybackContext: AnyObject {
     func report(_ report: PlaybackReport)
     /// A stop, or a configuration handed over and rendered for `format`; nil when neither.
     func pendingRequest(_ pcm: PCMDevice, _ format: OutputFormat) -> PlaybackRequest?
+    /// A player handed over to be carried since the last look (taken), and nothing else looked
+    /// at: for a carrying's end, which must answer it before its plug-in's deadline.
+    func takeWaitingPlayer() -> CarriedPlayer?
     /// Audio flows (the first write after an open or a repair).
     func flowing()
     /// A stream error: repaired in place (nil, with `restarted` true when the buffer is empty

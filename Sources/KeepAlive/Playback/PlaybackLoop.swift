@@ -356,10 +356,7 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
             pcm.drop()
             return .stop
         }
-        if carryGeneration.load(ordering: .acquiring) != seenCarryGeneration {
-            seenCarryGeneration = carryGeneration.load(ordering: .acquiring)
-            if let player = carryHandOver.withLock({ $0.take() }) { return .carry(player, nil) }
-        }
+        if let player = takeWaitingPlayer() { return .carry(player, nil) }
         if let player = heldCarry.take() { return .carry(player, heldRequest.take()) }
         let previous = configuration
         guard hasPendingConfiguration, takePendingConfiguration() else { return nil }
@@ -379,6 +376,15 @@ final class PlaybackLoop: PlaybackContext, @unchecked Sendable {
         }
         guard let next = source else { return .writesNothing }
         return .reloaded(next)
+    }
+
+    /// A player handed over by ``carry(_:)`` since the last look, taken; nil when none waits.
+    func takeWaitingPlayer() -> CarriedPlayer? {
+        owner.assertOwned("PlaybackLoop.takeWaitingPlayer")
+        let generation = carryGeneration.load(ordering: .acquiring)
+        guard generation != seenCarryGeneration else { return nil }
+        seenCarryGeneration = generation
+        return carryHandOver.withLock { $0.take() }
     }
 
     /// Whether a configuration handed over by ``apply(_:)`` waits to be taken.

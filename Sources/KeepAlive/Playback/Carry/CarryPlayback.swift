@@ -359,13 +359,18 @@ struct CarryPlayback {
         // The signal goes on in the card's blocks, here or in the stream's own writes.
         if let frame = machine.blockFrame(at: machine.cardWritten - Int64(rewound)) { source.continueBlock(at: frame) }
         guard ringLoop else { return .playerGone }
+        // A player that asked meanwhile (MPD's next track, its open read with the last one's
+        // close) is carried at once, on this stream as it is: its plug-in waits 200 ms for the
+        // answer, and the refill below took 242 ms on a loaded box (the plug-in then fell back to
+        // a release, and the card was handed over).
+        if let next = context.takeWaitingPlayer() { return .next(next) }
         // What has played was zeroed while carrying: the fill below writes over all of it, and
         // nothing it writes may be zeroed after.
         do { try pcm.stopSilencing() } catch { return .outcome(context.lose(.unknown, error.description)) }
         // Twice: the first fill leaves the lead (which may be the player's) ahead of the play
         // position; once that has played, the second writes over it.
         for pass in 0..<2 {
-            if pass == 1, context.doorbell.wait(.milliseconds(Int64(1000 * machine.levels.settle / format.sampleRate + 5))) { return .outcome(.stopped) }
+            if pass == 1, let ending = settle(machine.levels.settle, in: context) { return ending }
             var room = max(0, pcm.available())
             while room > 0 {
                 let (frames, chunk) = source.peek(maximum: room)
@@ -378,6 +383,20 @@ struct CarryPlayback {
         }
         do { try pcm.configureRingLoop(bufferFrames: buffer) } catch { return .outcome(context.lose(.unknown, error.description)) }
         return .playerGone
+    }
+
+    /// Waits until `frames` have played (and 5 ms more) between a ring's two fills; a stop, or a
+    /// player that asks meanwhile (carried on the stream at once, the ring's own set-up left to
+    /// its next end), ends the wait.
+    private func settle(_ frames: Int, in context: some PlaybackContext) -> Ending? {
+        let deadline = context.clock.now + .milliseconds(Int64(1000 * frames / format.sampleRate + 5))
+        while true {
+            switch context.doorbell.wait(until: deadline, orReadable: -1) {
+            case .stopped: return .outcome(.stopped)
+            case .timedOut, .readable: return context.takeWaitingPlayer().map { .next($0) }
+            case .rung: if let next = context.takeWaitingPlayer() { return .next(next) }
+            }
+        }
     }
 
     static func monotonicNanoseconds() -> Int64 {
