@@ -118,6 +118,10 @@ class Link:
         time.sleep(GAP)
         return kpid
 
+    def now(self):
+        """Seconds into the capture, about (a case's `began`)."""
+        return time.time() - self.captured_at
+
     def case(self, name, tags, frames, expect, **more):
         """Records what the host holds the case's plays to (written out as the guest goes)."""
         self.cases.append(dict(name=name, tags=tags, frames=frames, expect=expect, **more))

@@ -7,6 +7,11 @@ keepalived's signal, zero and anything else (Tests/VM/linkcapture.py), each case
   (a pause, a stopped player), at least `signal_between` seconds of it where asked, and the
   player's own digital silence too where the case says `player_silence` (squeezelite pauses and
   ends a track by writing zeros until it closes its output, on `hw:` as well);
+- `prefix`: the play's frames once, in one run from a frame within `start_within` of its first
+  (shairport-sync never plays an AirPlay stream's first packets: 3168 frames at a session's first
+  start, 1056-1760 at later ones, on `hw:` as well), at least `min_frames` of them (a source that
+  drops its tail at its end: AirPlay's sender FLUSHes, and shairport-sync drops the two seconds
+  it holds, on `hw:` as well);
 - `no-repeat`: no frame twice and none out of order (keepalived stopped or restarted under the
   play: frames may be missing, zeros are acceptable, a loop of the music is not).
 
@@ -15,9 +20,14 @@ dropped link) but a play's own padding right after its last frame (aplay pads it
 at most 125 ms; the cases marked `padding`, aplay's), in the cases marked `zeros_ok` and within
 a second after the whole guest stood still 0.2 s or more (vmtest.StallWatch: keepalived keeps
 250 ms of its signal queued, and no stream outlives a machine that stops; each printed), and no
-frame that is neither a play's, the signal's nor zero."""
+frame that is neither a play's, the signal's nor zero but a player's own dithered silence (no
+sample beyond 1 LSB) in the cases marked `player_dither` (shairport-sync's before its first
+frame). A case covers the link from its first play's first frame, or from `began` (seconds into
+the capture) where it says so: a player's own zeros before its first play (snapclient's source
+plays zeros) are its case's."""
 
 import json
+import struct
 import sys
 from pathlib import Path
 
@@ -59,6 +69,12 @@ def judge(case, pieces, between):
                 return True, (f"LATE WRITE: frames 0..{frames - 1} of {frames} in two runs, {ms(sum(r.length for r in gap))} of "
                               f"keepalived's signal after frame {pieces[1].n0 - 1}")
         return ok, f"{present} of {frames} frames, {len(pieces)} run(s)" + ("" if ok else f": {pieces[:6]}")
+    if expect == "prefix":
+        want, within = case["min_frames"], case.get("start_within", 0)
+        first = pieces[0]
+        ok = len(pieces) == 1 and first.n0 <= within and want <= first.length and first.n0 + first.length <= frames
+        return ok, (f"frames {first.n0}..{first.n0 + first.length - 1} of {frames} in {len(pieces)} run(s), want one run from frame "
+                    f"{within} or before, of {want} or more" + ("" if ok else f": {pieces[:6]}"))
     gaps = [between(a, b) for a, b in zip(pieces, pieces[1:])]
     if expect == "split":
         contiguous = pieces[0].n0 == 0 and all(b.n0 == a.n0 + a.length for a, b in zip(pieces, pieces[1:])) and present == frames
@@ -106,7 +122,8 @@ def check(result, report):
     starts = []
     for case in cases:
         pieces = [p for t in case["tags"] for p in by_tag.get(t, [])]
-        starts.append(min((p.start for p in pieces), default=None))
+        began = [int(case["began"] * lc.RATE)] if "began" in case else []
+        starts.append(min([p.start for p in pieces] + began, default=None))
         results = [judge(case, by_tag.get(t, []), between) for t in case["tags"]]
         bad = [(t, d) for t, (ok, d) in zip(case["tags"], results) if not ok]
         late = [(t, d) for t, (ok, d) in zip(case["tags"], results) if ok and d.startswith("LATE")]
@@ -174,10 +191,19 @@ def check(result, report):
            + f"; padding after {len(padding)} plays ({ms(min(padding, default=0))} to {ms(max(padding, default=0))});"
            + f" where allowed: {', '.join(allowed) or 'none'}")
     known = {t for case in cases for t in case["tags"]}
-    strange = [r for r in runs if r.start >= first and (r.kind == "other" or (r.kind == "ramp" and r.tag not in known))]
+
+    def dither(r):
+        """A run of a player's own dithered silence, in a case that allows it."""
+        case = case_at(r.start)
+        if r.kind != "other" or not case or not case.get("player_dither"):
+            return False
+        samples = struct.unpack(f"<{2 * r.length}h", cap[r.start * lc.FRAME:(r.start + r.length) * lc.FRAME])
+        return all(-1 <= v <= 1 for v in samples)
+    strange = [r for r in runs if r.start >= first and (r.kind == "other" or (r.kind == "ramp" and r.tag not in known)) and not dither(r)]
+    dithered = sum(r.length for r in runs if r.start >= first and dither(r))
     report("ok" if not strange else "FAIL", "chaos-link-nothing-else",
            f"frames on the link that are no play's, not the signal and not zero: {sum(r.length for r in strange)}"
-           + (f": {strange[:8]}" if strange else ""))
+           + (f": {strange[:8]}" if strange else "") + (f"; a player's own dithered silence (within 1 LSB): {dithered} frames" if dithered else ""))
     longest = max((r.length for r in runs if r.kind == "zero" and r.start >= first), default=0)
     print(f"# chaos link: {len(cap) // lc.FRAME} frames, {len(runs)} runs, keepalived's first frame at {first / lc.RATE:.2f} s, "
           f"the longest zero run after it {ms(longest)}; the guest stood still {len(stalls)} times (0.1 s or more), the longest "
