@@ -9,9 +9,15 @@ side (`CAPTURE`) records what a receiver on that link gets; the package's servic
     if holder() == kpid: ...
 
 Debian's MPD on the link (`start_mpd`): its system service, its one output the players' `PLUGIN`.
+`Holders` samples who holds device 0 while a case runs; `snapserver_rpc` asks the guest's
+snapserver (carry-players, carry-sync, carry-handoffs-net).
 """
 
+import json
 import os
+import socket
+import threading
+import time
 
 import vmtest as vt
 
@@ -26,6 +32,42 @@ CAPTURE = "hw:CARD=Loopback,DEV=1"
 def holder():
     """The process that holds device 0's playback substream (None: closed)."""
     return vt.pcm_holder(loop, 0)
+
+
+class Holders:
+    """Who holds device 0, sampled every 20 ms on a thread of its own until `stop`."""
+
+    def __init__(self):
+        self.seen, self.running = set(), True
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        while self.running:
+            self.seen.add(holder())
+            time.sleep(0.02)
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        return self.seen
+
+
+def snapserver_rpc(method, params=None):
+    """One JSON-RPC call to the guest's snapserver (its TCP control port, 1705): the result, or
+    None when it does not answer."""
+    try:
+        with socket.create_connection(("127.0.0.1", 1705), timeout=5) as s:
+            s.sendall(json.dumps({"id": 1, "jsonrpc": "2.0", "method": method, "params": params or {}}).encode() + b"\r\n")
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+            return json.loads(buf).get("result")
+    except (OSError, ValueError):
+        return None
 
 
 def show(prop):

@@ -58,7 +58,7 @@ import vmtest as vt
 sys.path.insert(0, os.path.join(os.environ.get("VM_REPO", "."), "Tests", "VM"))
 import linkcapture as lc  # noqa: E402
 
-from looplink import CAPTURE, HW, PLUGIN, UNIT, holder, loop, start_service  # noqa: E402
+from looplink import CAPTURE, HW, PLUGIN, UNIT, Holders, holder, loop, snapserver_rpc, start_service  # noqa: E402
 SECONDS = 1.5
 SKIP_AT = 0.6  # seconds of the first track on the link before the skip
 LEAD_IN = 2
@@ -81,25 +81,6 @@ def device_rate():
 
 def tag(player, carried, track):
     return 1 + 4 * PLAYERS.index(player) + 2 * carried + track
-
-
-class Holders:
-    """Who holds device 0, sampled every 20 ms while a player runs."""
-
-    def __init__(self):
-        self.seen, self.running = set(), True
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-
-    def _sample(self):
-        while self.running:
-            self.seen.add(holder())
-            time.sleep(0.02)
-
-    def stop(self):
-        self.running = False
-        self.thread.join()
-        return self.seen
 
 
 class Capture:
@@ -252,18 +233,7 @@ class Snapclient:
         self.writer = None
 
     def rpc(self, method, params=None):
-        try:
-            with socket.create_connection(("127.0.0.1", 1705), timeout=5) as s:
-                s.sendall(json.dumps({"id": 1, "jsonrpc": "2.0", "method": method, "params": params or {}}).encode() + b"\r\n")
-                buf = b""
-                while not buf.endswith(b"\n"):
-                    chunk = s.recv(65536)
-                    if not chunk:
-                        break
-                    buf += chunk
-                return json.loads(buf).get("result")
-        except (OSError, ValueError):
-            return None
+        return snapserver_rpc(method, params)
 
     def group(self):
         status = self.rpc("Server.GetStatus")

@@ -54,7 +54,6 @@ import datetime
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -65,7 +64,7 @@ import vmtest as vt
 sys.path.insert(0, os.path.join(os.environ.get("VM_REPO", "."), "Tests", "VM"))
 import linkcapture as lc  # noqa: E402
 
-from looplink import CAPTURE, HW, PLUGIN, UNIT, holder, loop, start_service  # noqa: E402
+from looplink import CAPTURE, HW, PLUGIN, UNIT, holder, loop, snapserver_rpc, start_service  # noqa: E402
 RATE = lc.RATE
 PROBE = os.path.join(os.environ["VM_GUEST"], "syncprobe.py")
 PLAYER_ENV = dict(vt.ROOT_ENV, KEEPALIVED_RELEASE_TIMEOUT="1000")
@@ -194,18 +193,7 @@ SNAP_SECONDS = 8
 
 
 def rpc(method):
-    try:
-        with socket.create_connection(("127.0.0.1", 1705), timeout=5) as s:
-            s.sendall(json.dumps({"id": 1, "jsonrpc": "2.0", "method": method, "params": {}}).encode() + b"\r\n")
-            buf = b""
-            while not buf.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-            return json.loads(buf).get("result")
-    except (OSError, ValueError):
-        return None
+    return snapserver_rpc(method)
 
 
 def snapclient(name, device):

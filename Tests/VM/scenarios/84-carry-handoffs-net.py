@@ -32,10 +32,8 @@ device throughout and by its count of carried opens.
    docs/players.md).
 """
 
-import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -44,33 +42,13 @@ import vmtest as vt
 from carrylink import GAP, PLAYER_ENV, RATE, Link, carried, carried_opens, ramp_file
 
 import linkcapture as lc  # noqa: E402  (its path put first by carrylink)
-from looplink import HW, PLUGIN, holder  # noqa: E402
+from looplink import HW, PLUGIN, Holders, snapserver_rpc  # noqa: E402
 
 SNAP_HANDOFFS = 100
 AIRPLAY_HANDOFFS = 100
 
 link = Link()
 kpid = link.start(f"-d {HW} --carry")
-
-
-class Holders:
-    """Who holds device 0, sampled every 20 ms on a thread of its own while a case runs."""
-
-    def __init__(self):
-        self.seen = set()
-        self.running = True
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-
-    def _sample(self):
-        while self.running:
-            self.seen.add(holder())
-            time.sleep(0.02)
-
-    def stop(self):
-        self.running = False
-        self.thread.join()
-        return self.seen
 
 
 # snapserver: two pipe sources at the link's rate, each fed by a thread of the test that writes
@@ -87,19 +65,7 @@ os.makedirs("/tmp/snapdata")
 snapserver = subprocess.Popen(["snapserver", "-c", SNAPCONF], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
 
 
-def rpc(method, params=None):
-    try:
-        with socket.create_connection(("127.0.0.1", 1705), timeout=5) as s:
-            s.sendall(json.dumps({"id": 1, "jsonrpc": "2.0", "method": method, "params": params or {}}).encode() + b"\r\n")
-            buf = b""
-            while not buf.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-            return json.loads(buf).get("result")
-    except (OSError, ValueError):
-        return None
+rpc = snapserver_rpc
 
 
 class Feeder:
