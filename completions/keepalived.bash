@@ -186,9 +186,9 @@ _keepalived() {
 
 _keepalived_run() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --no-carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --no-carry --cec-wake-tv --cec-standby --cec-take-over --mqtt-commands --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config --player-group)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --mqtt --mqtt-password-file --mqtt-ca --mqtt-cert --mqtt-key --mqtt-client-id --mqtt-prefix --mqtt-discovery-prefix --retry-max --buffer --linger --socket --config --player-group)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -259,6 +259,34 @@ _keepalived_run() {
         ;;
     '--cec')
         __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt')
+        return
+        ;;
+    '--mqtt-password-file')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-ca')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-cert')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-key')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-client-id')
+        return
+        ;;
+    '--mqtt-prefix')
+        return
+        ;;
+    '--mqtt-discovery-prefix')
         return
         ;;
     '--retry-max')
@@ -284,9 +312,9 @@ _keepalived_run() {
 
 _keepalived_start() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --no-carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --no-carry --cec-wake-tv --cec-standby --cec-take-over --mqtt-commands --no-ring-loop --verbose -v --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --mqtt --mqtt-password-file --mqtt-ca --mqtt-cert --mqtt-key --mqtt-client-id --mqtt-prefix --mqtt-discovery-prefix --retry-max --buffer --linger --socket)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -357,6 +385,34 @@ _keepalived_start() {
         ;;
     '--cec')
         __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt')
+        return
+        ;;
+    '--mqtt-password-file')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-ca')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-cert')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-key')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-client-id')
+        return
+        ;;
+    '--mqtt-prefix')
+        return
+        ;;
+    '--mqtt-discovery-prefix')
         return
         ;;
     '--retry-max')
@@ -439,9 +495,9 @@ _keepalived_devices() {
 
 _keepalived_test() {
     repeating_flags=()
-    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --no-carry --cec-wake-tv --cec-standby --cec-take-over --no-ring-loop --verbose -v -y --yes --version -h --help)
+    non_repeating_flags=(--all --digital --analog --bluetooth --exclusive --carry --no-carry --cec-wake-tv --cec-standby --cec-take-over --mqtt-commands --no-ring-loop --verbose -v -y --yes --version -h --help)
     repeating_options=(-d --device --exclude --output --pause-when)
-    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --retry-max --buffer --linger --socket --config)
+    non_repeating_options=(--signal --frequency --play-for --pause-for --fade --volume --max-level --clip --clip-base64 --lead-in --idle-after --on-active --on-idle --on-idle-after --hook-timeout --power-on-wait --power-on-settle --cec --mqtt --mqtt-password-file --mqtt-ca --mqtt-cert --mqtt-key --mqtt-client-id --mqtt-prefix --mqtt-discovery-prefix --retry-max --buffer --linger --socket --config)
     __keepalived_offer_flags_options 0
 
     # Offer option value completions
@@ -512,6 +568,34 @@ _keepalived_test() {
         ;;
     '--cec')
         __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt')
+        return
+        ;;
+    '--mqtt-password-file')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-ca')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-cert')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-key')
+        __keepalived_add_completions -f
+        return
+        ;;
+    '--mqtt-client-id')
+        return
+        ;;
+    '--mqtt-prefix')
+        return
+        ;;
+    '--mqtt-discovery-prefix')
         return
         ;;
     '--retry-max')

@@ -130,6 +130,9 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
     /// HDMI-CEC with `--cec`: the adapter, keepalived's addresses on the bus, the last message
     /// it sent (absent without `--cec`).
     public var cec: CECReport?
+    /// `--mqtt`: the broker, whether it accepted the connection, where the state goes (absent
+    /// without `--mqtt`).
+    public var mqtt: MQTTReport?
 
     /// A status as the daemon reports it.
     public init(state: String, reason: String? = nil, pid: Int32, uptimeSeconds: Double, socket: String,
@@ -142,6 +145,29 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         self.logFile = logFile
         self.outputs = outputs
         self.exclude = exclude
+    }
+}
+
+/// `--mqtt` in ``DaemonStatus``: the broker (never a secret) and the connection now.
+///
+/// ```swift
+/// if let mqtt = status.mqtt, !mqtt.connected { print("not connected to \(mqtt.broker): \(mqtt.lastError ?? "connecting")") }
+/// ```
+public struct MQTTReport: Codable, Equatable, Sendable {
+    /// `mqtts://user@broker.lan:8883`.
+    public var broker: String
+    /// Whether the broker accepted the connection and has the state.
+    public var connected: Bool
+    /// The topic of the box's state (`keepalived/HOST/state`).
+    public var stateTopic: String
+    /// Why the last connection failed or ended, while not connected.
+    public var lastError: String?
+
+    public init(broker: String, connected: Bool, stateTopic: String, lastError: String? = nil) {
+        self.broker = broker
+        self.connected = connected
+        self.stateTopic = stateTopic
+        self.lastError = lastError
     }
 }
 

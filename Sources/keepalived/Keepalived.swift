@@ -12,7 +12,7 @@ struct Keepalived: ParsableCommand {
             keeps it going through underruns, suspends, sound-server restarts and unplugging. \
             Not related to the VRRP daemon of the same name: system-wide files use 'keepalived-audio'.
             """,
-        version: Keepalived.version,
+        version: KeepalivedRelease.version,
         subcommands: [RunCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, EventsCommand.self, DevicesCommand.self, TestCommand.self],
         defaultSubcommand: nil
     )

@@ -10,13 +10,13 @@ extension Integration {
     struct GeneratedDocsTests {
         static let root = TestPaths.repositoryRoot
 
-        @Test("--version prints the one version Version.swift defines, and the changelog has its entry")
+        @Test("--version prints the one version KeepalivedRelease.swift defines, and the changelog has its entry")
         func version() async throws {
             let result = try await runCommand(TestPaths.keepalivedBinary.path, ["--version"])
             #expect(result.status == 0, "\(result.stderr)")
             let printed = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
-            let source = try String(contentsOf: Self.root.appendingPathComponent("Sources/keepalived/Version.swift"), encoding: .utf8)
+            let source = try String(contentsOf: Self.root.appendingPathComponent("Sources/KeepAliveDaemon/Support/KeepalivedRelease.swift"), encoding: .utf8)
             let defined = try #require(source.firstMatch(of: /static let version = "([^"]+)"/)?.1)
             #expect(printed == String(defined))
 

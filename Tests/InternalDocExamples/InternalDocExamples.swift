@@ -63,6 +63,12 @@ enum InternalDocExamples {
     static let control: ControlServer = yours()
     static let reloader: Reloader = yours()
     static let reloads: MainLoopQueue = yours()
+    static let mainLoop: ThreadOwner = yours()
+    static let mqttSettings: MQTTSettings = yours()
+    static let status: DaemonStatus = yours()
+    static let lastEvents: [String: ActivityEvent] = [:]
+    static func daemonStatus() -> DaemonStatus { yours() }
+    static func publish(_ topic: String, _ payload: String) {}
     static let queue: MainLoopQueue = yours()
     static let loans: PlayerLoans = yours()
     nonisolated(unsafe) static let notifier: SystemdNotifier? = nil
@@ -701,8 +707,80 @@ extension InternalDocExamples {
         machine.prepareForSleep(false)  // .wake: take the sleep lock, then resume
     }
 
-    // Sources/KeepAliveDaemon/MainLoop/MainLoopQueue.swift
+    // Sources/KeepAliveDaemon/MQTT/HomeAssistantDiscovery.swift
     static func example90() async throws {
+        let discovery = HomeAssistantDiscovery(settings: mqttSettings, version: "0.2.0", host: "livingroom", deviceID: "3f2a…")
+        for entity in discovery.entities { publish(entity.topic, entity.payload) }
+        for topic in discovery.withdrawn { publish(topic, "") }
+    }
+
+    // Sources/KeepAliveDaemon/MQTT/MQTTBoxState.swift
+    static func example91() async throws {
+        let state = MQTTBoxState(status: status, version: "0.2.0", events: lastEvents, switchedOff: false)
+        state.activity.state        // "active" while real audio plays on any output
+        state.activity.programs     // ["mpd"]
+    }
+
+    // Sources/KeepAliveDaemon/MQTT/MQTTCommandFilter.swift
+    static func example92() async throws {
+        var filter = MQTTCommandFilter(prefix: "keepalived/box")
+        filter.received(topic: "keepalived/box/command/keepalive", payload: Array("OFF".utf8), retained: false, at: now)
+        // .apply(.keepAlive(on: false))
+    }
+
+    // Sources/KeepAliveDaemon/MQTT/MQTTConnectionStateMachine.swift
+    static func example93() async throws {
+        var machine = MQTTConnectionStateMachine()
+        machine.start(at: now)                          // .connect(deadline: now + 10 s, log: nil)
+        machine.refused("not authorised", at: now)     // .retry(at: now + 1 s, log: "… not authorised …")
+        machine.retryDue(at: now + .seconds(1))         // .connect(…, log: nil)
+        machine.accepted(at: now + .seconds(2))         // .publishEverything(log: "connected …")
+    }
+
+    // Sources/KeepAliveDaemon/MQTT/MQTTController.swift
+    static func example94() async throws {
+        let mqtt = MQTTController(initial: try MQTTController.configuration(options.playback.mqtt),
+                                  read: { MQTTBoxState.Sources(status: daemonStatus(), switchedOff: manager.pauses.contains(.switchedOff)) },
+                                  submit: { queue.submit(MainLoopRequest($0, trigger: "MQTT")) }, logger: logger)
+        manager.observe { _ in mqtt.changed() }
+        mqtt.start(on: mainLoop)                          // the start's settings
+        mqtt.apply(try MQTTController.configuration(options.playback.mqtt), on: mainLoop)   // each reload
+        mqtt.stop()                                       // at the daemon's stop: offline, entities kept
+    }
+
+    // Sources/KeepAliveDaemon/MQTT/MQTTPublisher.swift
+    static func example95() async throws {
+        let publisher = try MQTTPublisher(settings: mqttSettings, password: try mqttSettings.readPassword(), version: "0.2.0",
+                                          read: { MQTTBoxState.Sources(status: daemonStatus()) }, logger: logger)
+        manager.observe { _ in publisher.changed() }
+        try publisher.start()
+        // … at the daemon's stop:
+        publisher.stop()   // publishes offline, disconnects
+    }
+
+    // Sources/KeepAliveDaemon/MQTT/MQTTSettings.swift
+    static func example96() async throws {
+        let settings = try MQTTSettings(url: "mqtts://box@broker.lan", host: "livingroom")
+        settings.port          // 8883
+        settings.prefix        // "keepalived/livingroom"
+        settings.stateTopic    // "keepalived/livingroom/state"
+    }
+
+    // Sources/KeepAliveDaemon/MQTT/MosquittoClient.swift
+    static func example97() async throws {
+        let owner = ThreadOwner.claimed("the MQTT publisher")
+        let client = try MosquittoClient(id: "keepalived-box", owner: owner) { event in print(event) }
+        try client.connect(host: "broker", port: 1883, keepAlive: 60)
+    }
+
+    // Sources/KeepAliveDaemon/MQTT/RemoteCommand.swift
+    static func example98() async throws {
+        queue.submit(MainLoopRequest(.keepAlive(on: false), trigger: "MQTT"))
+        // the main loop: every output paused, status says switched-off
+    }
+
+    // Sources/KeepAliveDaemon/MainLoop/MainLoopQueue.swift
+    static func example99() async throws {
         // The control socket's thread:
         let reply = queue.reload(trigger: "control socket")
         // The main loop, once `queue.descriptor` polled readable:
@@ -710,47 +788,53 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/MainLoop/MainLoopRequest.swift
-    static func example91() async throws {
+    static func example100() async throws {
         let request = try MainLoopRequest.awaited(trigger: "control socket")
         queue.submit(request)
         let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
     }
 
     // Sources/KeepAliveDaemon/Options/CECOptions.swift
-    static func example92() async throws {
+    static func example101() async throws {
         let options = try CECOptions.parse(["--cec", "/dev/cec0", "--cec-standby"])
         try options.settings   // device /dev/cec0, standby on, the TV left alone
     }
 
     // Sources/KeepAliveDaemon/Options/CommandLineWithOptionsFile.swift
-    static func example93() async throws {
+    static func example102() async throws {
         let merged = try CommandLineWithOptionsFile.parse(RunCommand.self, commandLine: words, file: "/etc/k.conf")
     }
 
     // Sources/KeepAliveDaemon/Options/DurationArgument.swift
-    static func example94() async throws {
+    static func example103() async throws {
         try DurationArgument.parse("10min")   // .seconds(600)
     }
 
     // Sources/KeepAliveDaemon/Options/DurationArgument.swift
-    static func example95() async throws {
+    static func example104() async throws {
         try DurationArgument.parse("90s", option: "--on-idle-after", atLeast: .seconds(1), written: "1s")   // .seconds(90)
     }
 
+    // Sources/KeepAliveDaemon/Options/MQTTOptions.swift
+    static func example105() async throws {
+        let options = try MQTTOptions.parse(["--mqtt", "mqtts://box@broker.lan", "--mqtt-password-file", "/etc/keepalived/mqtt"])
+        try options.settings(host: "livingroom")?.prefix   // "keepalived/livingroom"
+    }
+
     // Sources/KeepAliveDaemon/Options/OutputOptions.swift
-    static func example96() async throws {
+    static func example106() async throws {
         let options = try OutputOptions.parse(["--volume", "-50dB", "--on-active", "gpioset gpiochip0 17=1"])
         let hooks = try options.activity(hookTimeout: .seconds(30))   // onActive: gpioset …
     }
 
     // Sources/KeepAliveDaemon/Options/SoundOptions.swift
-    static func example97() async throws {
+    static func example107() async throws {
         let dac = try SoundOptions.parse(["--signal", "sine", "--frequency", "30", "--volume", "-50dB"])
         let settings = try dac.settings(over: configuration.defaults)   // signal sine:30, volume -50 dB
     }
 
     // Sources/KeepAliveDaemon/Runtime/DaemonAssembly.swift
-    static func example98() async throws {
+    static func example108() async throws {
         let playback = try options.currentOptions()   // `options`: the parsed `keepalived run`
         let daemon = try DaemonAssembly(options: playback, base: try playback.makeConfiguration(), playerGroup: nil,
                                         paths: RuntimePaths(socketOverride: nil), logFile: nil,
@@ -759,7 +843,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/DaemonRuntime.swift
-    static func example99() async throws {
+    static func example109() async throws {
         let runtime = try DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
                                         notifier: notifier, scanner: scanner, logind: logind, linger: linger, activity: activity,
                                         signals: signals, logger: logger)
@@ -767,85 +851,85 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/HintWatcher.swift
-    static func example100() async throws {
+    static func example110() async throws {
         let watcher = HintWatcher()
         // poll(watcher.descriptor) readable → watcher.drain() → rescan
     }
 
     // Sources/KeepAliveDaemon/Runtime/PollSet.swift
-    static func example101() async throws {
+    static func example111() async throws {
         var set = PollSet()
         set.watch(.signals, signals.descriptor)
         if try set.wait(timeout: -1), set.isReady(.signals) { /* read the signals */ }
     }
 
     // Sources/KeepAliveDaemon/Runtime/SignalDescriptor.swift
-    static func example102() async throws {
+    static func example112() async throws {
         let signals = try SignalDescriptor(signals: [SIGTERM, SIGINT, SIGHUP])
         if let received = signals.next() { print("got signal \(received)") }
     }
 
     // Sources/KeepAliveDaemon/Runtime/SystemdNotifier.swift
-    static func example103() async throws {
+    static func example113() async throws {
         if let notifier = SystemdNotifier(manager: manager, awaited: { "output" }, logger: logger) { notifier.update() }
     }
 
     // Sources/KeepAliveDaemon/Selection/BluetoothDefaults.swift
-    static func example104() async throws {
+    static func example114() async throws {
         let settings = BluetoothDefaults.settings(under: configuration.outputSettings["bluealsa"], ceiling: configuration.defaults.ceiling)
         settings.signal   // .sine(frequency: 30), unless the user chose one
     }
 
     // Sources/KeepAliveDaemon/Selection/CardHolders.swift
-    static func example105() async throws {
+    static func example115() async throws {
         let holders = CardHolders.scan()    // [0: [pulseaudio (pid 812, uid 1000)]]
     }
 
     // Sources/KeepAliveDaemon/Selection/MixingProbes.swift
-    static func example106() async throws {
+    static func example116() async throws {
         let mixing = probes.mixing(for: hints) { pcm in OutputPlanner.cardRefusal(pcm, in: offer) == nil }
         // ["vc4hdmi0,0": .iec958Only, "Headphones,0": .mixable]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputChoice.swift
-    static func example107() async throws {
+    static func example117() async throws {
         let choice = OutputChoice(selection: .all, bluetooth: true, exclusions: [try OutputExclusion("*Headset*")])
         choice.flags   // ["--all", "--bluetooth"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example108() async throws {
+    static func example118() async throws {
         let offer = OutputOffer(hints: ALSADevice.playbackDevices(), server: watcher.reachability)
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example109() async throws {
+    static func example119() async throws {
         let picks = OutputPlanner.pick(OutputChoice(selection: .digital), in: offer)
         picks.map(\.pcm)   // ["pulse:DEVICE=alsa_output.pci-0000_00_1f.3.hdmi-stereo"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example110() async throws {
+    static func example120() async throws {
         var configuration = KeepAliveConfiguration(devices: ["default", "pulse:DEVICE=tv"])
         let kept = OutputPlanner.playThroughSinks(&configuration, view: view, inForce: [:], sinkBuffer: .seconds(8))  // ["tv"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputScanner.swift
-    static func example111() async throws {
+    static func example121() async throws {
         let scanner = OutputScanner(logger: logger)
         scanner.use(base, choice: OutputChoice(selection: .digital))
         let configuration = scanner.planned()     // the named outputs and the digital ones found now
     }
 
     // Sources/KeepAliveDaemon/Selection/SinkDefaults.swift
-    static func example112() async throws {
+    static func example122() async throws {
         let settings = SinkDefaults.settings(for: .hdmi, rate: 44100, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
         settings.bufferDuration        // 8 s
         settings.generatedSignalRate   // 44100
     }
 
     // Sources/KeepAliveDaemon/SoundServer/DeviceReservations.swift
-    static func example113() async throws {
+    static func example123() async throws {
         if let reservations = DeviceReservations.open(logger: logger) {
             reservations.onReleaseRequest = { card in closeOutputs(on: card) }
             reservations.hold([0: "dmix:CARD=Intel,DEV=0"], on: runtime.mainLoop)
@@ -854,17 +938,17 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/PipeWireWithoutPulse.swift
-    static func example114() async throws {
+    static func example124() async throws {
         let why = PipeWireWithoutPulse.explain("Connection refused", socket: PipeWireWithoutPulse.socket())
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerDefaultOutput.swift
-    static func example115() async throws {
+    static func example125() async throws {
         ServerDefaultOutput.followsDefaultSink("default")   // true on a desktop, false on a box (dmix)
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerWatchers.swift
-    static func example116() async throws {
+    static func example126() async throws {
         final class Printer: SoundServerListener {
             func connectionReady() {}
             func serverListed(_ view: SoundServerView) { print(view.sinks.map(\.name)) }
@@ -878,7 +962,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SinkWatcher.swift
-    static func example117() async throws {
+    static func example127() async throws {
         let watcher = try SinkWatcher(logger: logger)
         watcher.start()
         let first = watcher.waitForAnswer(timeout: .seconds(2))
@@ -887,7 +971,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SoundServerReachability.swift
-    static func example118() async throws {
+    static func example128() async throws {
         switch watcher.reachability {
         case .unknown: break                        // not answered yet: pick no card meanwhile
         case .unreachable(let why): print(why)      // none for this user: the cards are keepalived's
@@ -896,7 +980,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/StreamHomes.swift
-    static func example119() async throws {
+    static func example129() async throws {
         var homes = StreamHomes()
         let now = ContinuousClock.now
         _ = homes.observe(streams: [7: "tv"], kept: ["tv"], sinks: ["tv"], at: now)                 // 7's home: tv
@@ -905,18 +989,18 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Support/Bus.swift
-    static func example120() async throws {
+    static func example130() async throws {
         guard let bus = Bus.system.open(toFollow: "logind", logger: logger) else { return }   // not followed
     }
 
     // Sources/KeepAliveDaemon/Support/IntervalTimer.swift
-    static func example121() async throws {
+    static func example131() async throws {
         let watchdog = try IntervalTimer()
         watchdog.arm(after: .seconds(30), every: .seconds(30))
     }
 
     // Sources/KeepAliveDaemon/Support/ReconnectBackoff.swift
-    static func example122() async throws {
+    static func example132() async throws {
         let now = monotonicNow()
         var backoff = ReconnectBackoff(connectedAt: now)
         backoff.lost(at: now)                      // the bus went away
@@ -927,7 +1011,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Support/SerialCalls.swift
-    static func example123() async throws {
+    static func example133() async throws {
         let calls = SerialCalls(threadName: "keepalive-lngr")
         calls.enqueue { manager.pause(.linger, output: "pulse") }
         calls.waitUntilDone()   // every queued call ran

@@ -1,5 +1,6 @@
 import CKeepalivedPCM
 import Foundation
+import TestSupport
 import Testing
 
 /// The plug-in's pure pieces for carrying a player on keepalived's stream (issue 60): the carry

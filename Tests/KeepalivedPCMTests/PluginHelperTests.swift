@@ -1,5 +1,6 @@
 import CKeepalivedPCM
 import Foundation
+import TestSupport
 import Testing
 
 /// The `keepalived` ALSA plug-in's pure pieces, called as the plug-in calls them.
@@ -243,20 +244,6 @@ struct PluginHelperTests {
             #expect([-1, 0, 1, 2].contains(result))
         }
     }
-}
-
-/// A small seeded generator, so that every run checks the same inputs.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
 }
 
 @Suite("The ALSA plug-in's wait for keepalived")

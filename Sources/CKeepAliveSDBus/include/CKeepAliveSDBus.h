@@ -4,13 +4,16 @@
 // signature. Every function returns 0 or a negative errno, as sd-bus does.
 //
 // The same libsystemd speaks the service manager's notify protocol: <systemd/sd-daemon.h>'s
-// sd_notify and sd_watchdog_enabled are plain C, which Swift calls directly through this module.
+// sd_notify and sd_watchdog_enabled are plain C, which Swift calls directly through this module,
+// as is <systemd/sd-id128.h>'s sd_id128_get_machine_app_specific (the MQTT device's stable id,
+// which never publishes the machine id itself).
 #ifndef CKEEPALIVE_SDBUS_H
 #define CKEEPALIVE_SDBUS_H
 
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
+#include <systemd/sd-id128.h>
 
 /// logind's Manager.Inhibit(what, who, why, mode); `*fd` receives an owned duplicate of the lock.
 int ka_bus_inhibit(sd_bus *bus, const char *what, const char *who, const char *why, const char *mode, int *fd);

@@ -78,6 +78,14 @@ struct ActivityStateMachine: Sendable {
         return .becameIdle(program: program)
     }
 
+    /// The silence is cut short (a user's "standby now"): a quieting output is idle at once; one
+    /// with audio playing stays active, as real audio always wins.
+    mutating func silenceEnded(at now: ContinuousClock.Instant) -> Action {
+        guard case .quieting(_, let program, _) = state else { return .none }
+        state = .idle(since: now)
+        return .becameIdle(program: program)
+    }
+
     /// What status shows: active or idle, since when, and who plays (or played last).
     var report: (active: Bool, since: ContinuousClock.Instant?, program: String?) {
         switch state {

@@ -164,6 +164,25 @@ public final class OutputActivityTracker: Service, Sendable {
         }
     }
 
+    /// Outputs whose audio stopped go idle now, without waiting out their idle time (a user's
+    /// "standby now"); outputs where real audio plays stay active. Returns the changes, also
+    /// published.
+    ///
+    /// ```swift
+    /// let idled = activity.endSilences()   // the amplifier may go off now
+    /// ```
+    @discardableResult
+    public func endSilences(at now: ContinuousClock.Instant = .now) -> [Change] {
+        state.withLock { state in
+            let deadline = state.nextDeadline
+            var changes: [Change] = []
+            for output in state.machines.keys.sorted() {
+                changes += Self.changes(state.machines[output]!.silenceEnded(at: now), output: output, at: now)
+            }
+            return finish(&state, changes, deadlineBefore: deadline)
+        }
+    }
+
     /// New idle times (a reload). Active and idle outputs stay as they are; a silence under way
     /// is timed anew from `now` with its output's new time.
     ///

@@ -92,6 +92,8 @@ final class BoxActivity: Sendable {
         /// The hold each of those outputs is under: a second player at the same door waits for
         /// the same one.
         var holds: [String: PowerOnGate] = [:]
+        /// Outputs woken by a "power on now" (``wake(_:program:)``), for the moment of the wake.
+        var woken: [String: Player] = [:]
     }
 
     private let state: Locked<State>
@@ -104,6 +106,10 @@ final class BoxActivity: Sendable {
     /// hooks queues nothing more), and a run whose event is the last one run on its output is
     /// skipped (the amplifier is already as it asks).
     private let pendingHooks = Locked(PendingHooks())
+    /// The power path as `--mqtt` publishes it: the last hook's run, set by the hook thread.
+    private let lastHook = Locked<PowerReport.HookRun?>(nil)
+    /// Told when a hook starts or ends (`--mqtt`'s publisher): they must not wait.
+    private let powerObservers = Locked<[@Sendable () -> Void]>([])
 
     private struct PendingHook: Sendable {
         var event: String
@@ -232,6 +238,34 @@ final class BoxActivity: Sendable {
         }
     }
 
+    /// "Power on now" (home automation's button): `outputs` become active as if `program` had
+    /// played there a moment, so the `on-active` hooks and `--cec`'s wake run as at the box's
+    /// own active, and they go idle after their `--on-idle-after` unless real audio plays
+    /// meanwhile. An output where real audio plays is left as it is.
+    func wake(_ outputs: [String], program: String) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            update(&state, now: now, gate: nil) { state in
+                for output in outputs { state.woken[output] = Player(program: program) }
+            }
+            update(&state, now: now, gate: nil) { $0.woken = [:] }
+        }
+    }
+
+    /// "Standby now" (home automation's button): outputs whose audio stopped go idle at once,
+    /// their `on-idle` hooks and `--cec`'s standby running as at the end of their silence;
+    /// outputs where real audio plays stay active. Returns those, with who plays there.
+    @discardableResult
+    func endSilences() -> [String: String] {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            let activeBefore = tracker.activeOutputs
+            carryOut(tracker.endSilences(at: now), activeBefore: activeBefore, &state, cutShort: true)
+            armTimer()
+            return Self.players(state).mapValues(\.program)
+        }
+    }
+
     /// The idle timer fired: on the main loop, whose `poll` watches the timer.
     func timerFired(on mainLoop: ThreadOwner) {
         mainLoop.preconditionOwned("BoxActivity.timerFired")
@@ -241,6 +275,39 @@ final class BoxActivity: Sendable {
             carryOut(tracker.advance(), activeBefore: activeBefore, &state)
             armTimer()
         }
+    }
+
+    /// The power path: the hooks' last run, and the outputs whose players wait for the power.
+    struct PowerReport: Codable, Equatable, Sendable {
+        struct HookRun: Codable, Equatable, Sendable {
+            /// `active` or `idle`: which hook.
+            var event: String
+            var output: String
+            /// `running`, `done`, or why it failed (`exit 3`, `signal 9`, `timed out`, …).
+            var state: String
+        }
+        var hook: HookRun?
+        /// Outputs whose players are held while the power comes on (`--power-on-wait`).
+        var held: [String]?
+    }
+
+    /// The power path now; nil while no hook has run and nothing is held.
+    var powerReport: PowerReport? {
+        let now = ContinuousClock.now
+        let held = state.withLock { state in state.holds.filter { !$0.value.isOpen(at: now) }.keys.sorted() }
+        let hook = lastHook.withLock { $0 }
+        guard hook != nil || !held.isEmpty else { return nil }
+        return PowerReport(hook: hook, held: held.isEmpty ? nil : held)
+    }
+
+    /// Calls `observer` when a hook starts or ends, on the hook thread.
+    func observePower(_ observer: @escaping @Sendable () -> Void) {
+        powerObservers.withLock { $0.append(observer) }
+    }
+
+    private func hookRan(_ run: PowerReport.HookRun) {
+        lastHook.withLock { $0 = run }
+        for observer in powerObservers.withLock({ $0 }) { observer() }
     }
 
     /// What `status` shows of `output`: idle, with no time, until real audio was first seen there.
@@ -286,28 +353,35 @@ final class BoxActivity: Sendable {
     /// A loan's player first: it has the card itself; then one keepalived carries; one at the
     /// door is about to; a stream on the sink is the server's.
     private static func players(_ state: State) -> [String: Player] {
-        state.streams.merging(state.arriving) { _, arriving in arriving }.merging(state.carried) { _, carried in carried }
+        state.woken.merging(state.streams) { _, stream in stream }.merging(state.arriving) { _, arriving in arriving }.merging(state.carried) { _, carried in carried }
             .merging(state.loans) { _, loan in loan }
     }
 
     /// The tracker's changes, in order: the log, `keepalived events`, the hooks; and the box as
     /// a whole (`--cec`) once its first output became active or its last one idle.
     /// `gate`: the held open that waits for the `on-active` hooks, if any; `cecGate`: the one
-    /// that waits for `--cec`'s wake, handed on with the box becoming active (true then).
+    /// that waits for `--cec`'s wake, handed on with the box becoming active (true then);
+    /// `cutShort`: the idle changes are a "standby now", not a silence's end.
     /// `activeBefore`: the tracker's active outputs before the call that made `changes` (read
     /// under the same lock, so nothing changed them in between).
     @discardableResult
     private func carryOut(_ changes: [OutputActivityTracker.Change], activeBefore: Set<String>, _ state: inout State, gate: PowerOnGate? = nil,
-                          cecGate: PowerOnGate? = nil) -> Bool {
+                          cecGate: PowerOnGate? = nil, cutShort: Bool = false) -> Bool {
         guard !changes.isEmpty else { return false }
         let activeNow = tracker.activeOutputs
         for change in changes {
             let output = change.output
             let player = state.last[output] ?? Player(program: change.program)
             switch change.kind {
+            case .active where change.program == RemoteCommand.wakeProgram:
+                logger.notice("woken by home automation: active", metadata: ["device": "\(output)"])
+                announce("active", output: output, player: player, hook: state.settings.onActive(for: output), gate: gate)
             case .active:
                 logger.notice("real audio plays: active", metadata: ["device": "\(output)", "program": "\(change.program)"])
                 announce("active", output: output, player: player, hook: state.settings.onActive(for: output), gate: gate)
+            case .idle where cutShort:
+                logger.notice("standby asked by home automation: idle", metadata: ["device": "\(output)"])
+                announce("idle", output: output, player: player, hook: state.settings.onIdle(for: output))
             case .idle:
                 logger.notice("no real audio for \(state.settings.idleAfter(for: output).spoken): idle", metadata: ["device": "\(output)"])
                 announce("idle", output: output, player: player, hook: state.settings.onIdle(for: output))
@@ -357,12 +431,26 @@ final class BoxActivity: Sendable {
         if repeated {
             logger.info("hook not run again: its output is already \(run.event)", metadata: ["device": "\(output)", "event": "\(run.event)"])
         } else {
+            hookRan(PowerReport.HookRun(event: run.event, output: output, state: "running"))
             let outcome = run.hook.run(environment: run.environment, logger: logger)
+            hookRan(PowerReport.HookRun(event: run.event, output: output, state: Self.words(outcome)))
             // Only a hook that did its work counts as the output's state: a failed one runs again
             // at the next change to the same event.
             pendingHooks.withLock { $0.lastRun[output] = outcome == .exited(0) ? run.event : nil }
         }
         run.gate?.runEnded(at: .now)
+    }
+
+    /// A hook's outcome as the power path says it.
+    static func words(_ outcome: Hook.Outcome) -> String {
+        switch outcome {
+        case .exited(0): "done"
+        case .exited(let code): "exit \(code)"
+        case .signaled(let signal): "signal \(signal)"
+        case .timedOut: "timed out"
+        case .notStarted(let error): "not started: \(error)"
+        case .abandoned: "abandoned past its timeout"
+        }
     }
 
     private func armTimer() {

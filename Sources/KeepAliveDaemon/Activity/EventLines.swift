@@ -19,6 +19,8 @@ final class EventLines: Sendable {
     let descriptor: Int32
     private let writer: Int32
     private let lines = Locked<[String]>([])
+    /// Told each event as it is published (`--mqtt`'s publisher): they must not wait.
+    private let observers = Locked<[@Sendable (ActivityEvent) -> Void]>([])
 
     /// - Throws: `Errno` when no pipe can be made.
     init() throws(Errno) {
@@ -33,7 +35,13 @@ final class EventLines: Sendable {
         close(writer)
     }
 
+    /// Calls `observer` with every event from now on, on the thread that publishes it.
+    func observe(_ observer: @escaping @Sendable (ActivityEvent) -> Void) {
+        observers.withLock { $0.append(observer) }
+    }
+
     func publish(_ event: ActivityEvent) {
+        for observer in observers.withLock({ $0 }) { observer(event) }
         let line = ControlJSON.encode(event) + "\n"
         let first = lines.withLock { lines in
             if lines.count >= Self.capacity { lines.removeFirst() }

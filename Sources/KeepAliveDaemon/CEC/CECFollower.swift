@@ -60,6 +60,7 @@ final class CECFollower: Sendable {
     private let inbox: Locked<Inbox>
     private let published = Locked<CECReport?>(nil)
     private let thread = Locked<JoinableThread?>(nil)
+    private let observers = Locked<[@Sendable () -> Void]>([])
 
     init(settings: Settings, logger: Logger) {
         self.logger = logger
@@ -152,6 +153,17 @@ final class CECFollower: Sendable {
 
     /// The adapter's thread's latest state, for ``report``.
     func publish(_ report: CECReport?) {
-        published.withLock { $0 = report }
+        let changed = published.withLock { published in
+            defer { published = report }
+            return published != report
+        }
+        guard changed else { return }
+        for observer in observers.withLock({ $0 }) { observer() }
+    }
+
+    /// Calls `observer` after each change of ``report``, on the adapter's thread (`--mqtt`'s
+    /// publisher): it must not wait.
+    func observe(_ observer: @escaping @Sendable () -> Void) {
+        observers.withLock { $0.append(observer) }
     }
 }

@@ -72,6 +72,10 @@ package struct StatusCommand: ParsableCommand {
             if let why = loan.notCarriedBecause { lines.append("  handed over, not carried: \(why)") }
         }
         if let cec = status.cec { lines.append("cec: \(Self.describe(cec))") }
+        if let mqtt = status.mqtt {
+            let state = mqtt.connected ? "connected, state on \(mqtt.stateTopic)" : "not connected (\(mqtt.lastError ?? "connecting"))"
+            lines.append("mqtt: \(mqtt.broker): \(state)")
+        }
         for output in status.outputs {
             lines.append("output \(output.device): \(output.state)\(output.reason.map { " (\($0))" } ?? "")")
             if let format = output.format, let rate = output.rate, let channels = output.channels {

@@ -3,10 +3,11 @@ import CKeepAliveLinux
 import KeepAlive
 import Glibc
 
-/// A reload asked of the main loop (the one change it is asked for), and the hand-over of its outcome to whoever
-/// asked: the main loop applies it and calls ``fulfil(_:)``; the asker polls ``readyDescriptor``
-/// (the control socket's thread, which goes on serving other clients meanwhile) or blocks in
-/// ``wait(timeout:)``. A SIGHUP's request has nobody waiting for it.
+/// A change asked of the main loop (a reload, or home automation's command), and the hand-over
+/// of its outcome to whoever asked: the main loop applies it and calls ``fulfil(_:)``; the asker
+/// polls ``readyDescriptor`` (the control socket's thread, which goes on serving other clients
+/// meanwhile) or blocks in ``wait(timeout:)``. A SIGHUP's request and a command have nobody
+/// waiting for them.
 ///
 /// ```swift
 /// let request = try MainLoopRequest.awaited(trigger: "control socket")
@@ -14,8 +15,15 @@ import Glibc
 /// let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
 /// ```
 final class MainLoopRequest: Sendable {
-    /// What asked for it, for the log: `SIGHUP`, `control socket`.
+    /// What asked for it, for the log: `SIGHUP`, `control socket`, `MQTT`.
     let trigger: String
+    /// What is asked.
+    let change: Change
+
+    enum Change: Equatable, Sendable {
+        case reload
+        case remote(RemoteCommand)
+    }
     /// Taken in turn by the main loop and the asker.
     private let outcome = Locked<ControlReply?>(nil)
     /// An eventfd, readable once the outcome is in, so the asker can wait with a bound; -1 when
@@ -24,7 +32,12 @@ final class MainLoopRequest: Sendable {
 
     /// A reload nobody waits for (SIGHUP's).
     convenience init(trigger: String) {
-        self.init(trigger: trigger, ready: -1)
+        self.init(trigger: trigger, change: .reload, ready: -1)
+    }
+
+    /// Home automation's command, which nobody waits for: its outcome is the journal's.
+    convenience init(_ command: RemoteCommand, trigger: String) {
+        self.init(trigger: trigger, change: .remote(command), ready: -1)
     }
 
     /// A request whose asker waits for it in ``wait(timeout:)``.
@@ -33,11 +46,12 @@ final class MainLoopRequest: Sendable {
     static func awaited(trigger: String) throws(Errno) -> MainLoopRequest {
         let ready = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         guard ready >= 0 else { throw Errno(errno) }
-        return MainLoopRequest(trigger: trigger, ready: ready)
+        return MainLoopRequest(trigger: trigger, change: .reload, ready: ready)
     }
 
-    private init(trigger: String, ready: Int32) {
+    private init(trigger: String, change: Change, ready: Int32) {
         self.trigger = trigger
+        self.change = change
         self.ready = ready
     }
 

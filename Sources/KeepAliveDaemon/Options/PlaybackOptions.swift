@@ -41,6 +41,8 @@ struct PlaybackOptions: ParsableArguments {
 
     @OptionGroup var cec: CECOptions
 
+    @OptionGroup var mqtt: MQTTOptions
+
     @Option(help: .hidden)
     var seed: UInt64?
 

@@ -59,20 +59,34 @@ struct DaemonAssembly {
         let activity = try Self.systemResource("create a timer") {
             try BoxActivity(settings: activitySettings, logger: logger, boxChanged: { cec.boxChanged(active: $0, gate: $1) })
         }
-        let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: load,
-                                applying: (logind: logind, linger: linger, activity: activity, cec: cec))
 
         // Every reload is applied on the main loop; the control socket's thread queues its own
         // and waits for the outcome.
         let reloads = try Self.systemResource("queue reloads") { try MainLoopQueue() }
         let loans = try Self.systemResource("create a timer") { try PlayerLoans(manager: manager, scanner: scanner, activity: activity, logger: logger) }
+        // The MQTT controller reports itself in the status it publishes: set once it is made.
+        let mqttReport = Locked<MQTTController?>(nil)
+        let status: @Sendable () -> DaemonStatus = {
+            var status = DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot,
+                                      loans: loans, activity: activity, cec: cec)
+            status.mqtt = mqttReport.withLock { $0 }?.report
+            return status
+        }
+        // --mqtt: its commands are applied on the main loop, through the reloads' queue.
+        let mqtt = MQTTController(initial: try Self.mqttConfiguration(options.mqtt),
+                                  read: { MQTTBoxState.Sources(status: status(), switchedOff: manager.pauses.contains(.switchedOff), power: activity.powerReport) },
+                                  submit: { reloads.submit(MainLoopRequest($0, trigger: "MQTT")) }, logger: logger)
+        manager.observe { _ in mqtt.changed() }
+        activity.events.observe { mqtt.record($0) }
+        activity.observePower { mqtt.changed() }
+        cec.observe { mqtt.changed() }
+        mqttReport.withLock { $0 = mqtt }
+        let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: load,
+                                applying: (logind: logind, linger: linger, activity: activity, cec: cec, mqtt: mqtt))
         let control: ControlServer
         do {
             control = try ControlServer(paths: paths, logger: logger, playerGroup: playerGroup, events: activity.events, handlers: .init(
-                status: {
-                    DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot,
-                                 loans: loans, activity: activity, cec: cec)
-                },
+                status: status,
                 stop: { stopRequest.trigger() },
                 reload: { reloads.queueReload(trigger: "control socket") },
                 release: { request, pid, arrived, hungUp in loans.answer(request, pid: pid, arrived: arrived, hungUp: hungUp) },
@@ -93,7 +107,7 @@ struct DaemonAssembly {
         runtime = try Self.systemResource("set up the main loop") {
             try DaemonRuntime(
                 manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans, notifier: notifier,
-                scanner: scanner, logind: logind, linger: linger, activity: activity, signals: signals, logger: logger)
+                scanner: scanner, logind: logind, linger: linger, activity: activity, mqtt: mqtt, signals: signals, logger: logger)
         }
         self.cec = cec
         self.stopRequest = stopRequest
@@ -110,6 +124,17 @@ struct DaemonAssembly {
         do { try runtime.run() } catch {
             printError("keepalived: error: \(error)")
             throw error is ControlSocketError ? SysExit.cannotCreate : SysExit.osError
+        }
+    }
+
+    /// `--mqtt`'s settings, the password read now (and again at each reload; never logged): nil
+    /// without `--mqtt`. A password file that cannot be read ends the command with EX_NOINPUT,
+    /// naming the file.
+    static func mqttConfiguration(_ options: MQTTOptions) throws -> MQTTController.Configuration? {
+        guard let settings = try checkedOption({ try options.settings() }) else { return nil }
+        do { return (settings, try settings.readPassword()) } catch {
+            printError("keepalived: error: \(error)")
+            throw SysExit.noInput
         }
     }
 

@@ -43,6 +43,9 @@ final class DaemonRuntime: @unchecked Sendable {
     /// watcher that tells it what plays on the sound server's sinks.
     let activity: BoxActivity
     let activityWatcher: ActivityWatcher
+    /// `--mqtt`'s publisher (swapped on reload): started after the outputs, stopped last, so
+    /// that `offline` is the last word.
+    let mqtt: MQTTController?
     let logger: Logger
     private let signals: SignalDescriptor
     /// Rung by playback threads on every event, raised by a `stop` request. Thread-safe.
@@ -61,7 +64,8 @@ final class DaemonRuntime: @unchecked Sendable {
     }
 
     init(manager: KeepAliveManager, control: ControlServer, reloader: Reloader, reloads: MainLoopQueue, loans: PlayerLoans, notifier: SystemdNotifier?,
-         scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, activity: BoxActivity, signals: SignalDescriptor, logger: Logger) throws(DoorbellError) {
+         scanner: OutputScanner, logind: LogindFollower, linger: LingerController? = nil, activity: BoxActivity, mqtt: MQTTController? = nil,
+         signals: SignalDescriptor, logger: Logger) throws(DoorbellError) {
         doorbell = try Doorbell()
         self.manager = manager
         self.control = control
@@ -74,6 +78,7 @@ final class DaemonRuntime: @unchecked Sendable {
         self.linger = linger
         self.activity = activity
         activityWatcher = ActivityWatcher(activity: activity, logger: logger)
+        self.mqtt = mqtt
         self.signals = signals
         self.logger = logger
     }
@@ -129,6 +134,7 @@ final class DaemonRuntime: @unchecked Sendable {
         if let interval = notifier?.watchdogInterval { watchdog.arm(after: interval, every: interval) }
         manager.start()
         linger?.start(on: mainLoop)
+        mqtt?.start(on: mainLoop)
         // Outputs a selection found before the first change: the scanner looked once at start.
         notifier?.update()
         // A server that asks for a card keepalived holds gets it closed before the answer.
@@ -206,7 +212,12 @@ final class DaemonRuntime: @unchecked Sendable {
             doorbell.drain()
             notifier?.update()
         case .reloads:
-            for request in reloads.take() { request.fulfil(reloader.reload(trigger: request.trigger, on: mainLoop)) }
+            for request in reloads.take() {
+                switch request.change {
+                case .reload: request.fulfil(reloader.reload(trigger: request.trigger, on: mainLoop))
+                case .remote(let command): request.fulfil(command.apply(manager: manager, activity: activity, logger: logger, on: mainLoop))
+                }
+            }
         case .loanNodes, .loanTimer:
             loans.process(on: mainLoop)
         case .activityTimer:
@@ -282,6 +293,7 @@ final class DaemonRuntime: @unchecked Sendable {
             logger.warning("hooks still run at the stop: left to end on their own", metadata: ["waited": "\(Self.hooksAtStop)"])
         }
         scanner.stop()
+        mqtt?.stop()
     }
 
     /// How long a stop waits for the hooks still running or queued.

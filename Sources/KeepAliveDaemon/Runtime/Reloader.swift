@@ -55,20 +55,23 @@ struct Reloader: Sendable {
 
 extension Reloader {
     /// The daemon's reloader: besides the outputs, a reload applies the session policy
-    /// (`--pause-when`), `--linger`, the hooks and power settings, and `--cec`, each checked
+    /// (`--pause-when`), `--linger`, the hooks and power settings, `--cec` and `--mqtt`, each checked
     /// before anything changes.
     init(manager: KeepAliveManager, scanner: OutputScanner, logger: Logger, load: @escaping @Sendable () throws -> PlaybackOptions,
-         applying parts: (logind: LogindFollower, linger: LingerController, activity: BoxActivity, cec: CECFollower)) {
+         applying parts: (logind: LogindFollower, linger: LingerController, activity: BoxActivity, cec: CECFollower, mqtt: MQTTController)) {
         self.init(manager: manager, scanner: scanner, logger: logger, load: load, prepare: { next, configuration in
             let policy = (try? next.session.policy) ?? PauseStateMachine.Policy()
             let plan = try next.lingerPlan(for: configuration)
             let power = try next.activitySettings
             let cecSettings = try next.cec.settings
+            // The password is read again: a reload after it changed logs in with the new one.
+            let mqtt = try MQTTController.configuration(next.mqtt)
             return { mainLoop in
                 parts.logind.policyChanged(policy)
                 parts.linger.apply(plan, on: mainLoop)
                 parts.activity.apply(power)
                 parts.cec.apply(cecSettings)
+                parts.mqtt.apply(mqtt, on: mainLoop)
             }
         })
     }

@@ -36,7 +36,7 @@ struct ActivityStateMachineTableTests: TransitionTable {
     }
 
     enum Event: String, CaseIterable, Codable, Sendable {
-        case started, startedByAnother, stopped, timerEarly, timerLate
+        case started, startedByAnother, stopped, timerEarly, timerLate, silenceEnded
 
         func apply(to machine: inout Machine) -> Machine.Action {
             switch self {
@@ -45,6 +45,7 @@ struct ActivityStateMachineTableTests: TransitionTable {
             case .stopped: machine.audioStopped(at: at(5))
             case .timerEarly: machine.timerFired(at: at(5))
             case .timerLate: machine.timerFired(at: at(1000))
+            case .silenceEnded: machine.silenceEnded(at: at(5))
             }
         }
     }
@@ -63,6 +64,7 @@ struct ActivityStateMachineTableTests: TransitionTable {
             (.stopped, .to(.none, nil)),
             (.timerEarly, .to(.none, nil)),
             (.timerLate, .to(.none, nil)),
+            (.silenceEnded, .to(.none, nil)),
         ]),
         (.active, [
             (.started, .to(.none, nil)),
@@ -71,6 +73,8 @@ struct ActivityStateMachineTableTests: TransitionTable {
             (.stopped, .to(.armTimer(at(305)), .quieting(since: at(0), program: "mpd", idleAt: at(305)))),
             (.timerEarly, .to(.none, nil)),
             (.timerLate, .to(.none, nil)),
+            // Real audio plays: "standby now" leaves it alone.
+            (.silenceEnded, .to(.none, nil)),
         ]),
         (.quieting, [
             // The next track: no hook, the period goes on.
@@ -79,6 +83,8 @@ struct ActivityStateMachineTableTests: TransitionTable {
             (.stopped, .to(.none, nil)),
             (.timerEarly, .to(.armTimer(at(301)), nil)),
             (.timerLate, .to(.becameIdle(program: "mpd"), .idle(since: at(1000)))),
+            // "Standby now": idle at once, the hook and --cec as at the silence's end.
+            (.silenceEnded, .to(.becameIdle(program: "mpd"), .idle(since: at(5)))),
         ]),
     ])
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# vm: release=yes devices=hda power_save=1 mode=systemd timeout=480
+# vm: release=yes devices=hda power_save=1 mode=systemd timeout=540
 """The Debian package's system unit under a real systemd (PID 1), on the kernel's HDA driver with
 the codec allowed to sleep. The .deb (dist/, from scripts/package) is installed in the guest; the
 options file names the HDA card. Then:
@@ -20,6 +20,10 @@ options file names the HDA card. Then:
 - `--cec` on an adapter of vivid's emulated HDMI: the shipped unit's device filter refuses the
   node (logged, the service plays on); with docs/systemd.md's CEC drop-in (read from the
   document) the service claims its address on the bus;
+- `--mqtt` to Debian's mosquitto on the guest's loopback: the shipped unit has no network (logged,
+  the service plays on); with docs/systemd.md's MQTT drop-in (read from the document) it connects
+  with its password file, publishes the box's state, keeps the password out of the journal, and
+  leaves `offline` at its stop;
 - `systemctl stop` is quick and leaves no process, no runtime directory, no open PCM;
 - with the nodes `root:root 0600` (a box without udev's rules), status says `permission-denied`
   naming the node; `keepalived stop` over the socket ends the service cleanly (exit codes checked).
@@ -334,6 +338,70 @@ vt.check("cec-drop-in", bool(ini) and r.returncode == 0 and w and not any("unava
          f"restart: exit {r.returncode}; CEC lines after {w.seconds:.1f} s: {vt.one_line(' | '.join(cec_lines(since)), 300)}")
 os.remove(DROP_IN)
 vt.run(["systemctl", "daemon-reload"], timeout=60)
+write_options(f"--device {device} --volume 0.02")
+vt.run(["systemctl", "restart", UNIT], timeout=60)
+vt.wait_until(lambda: show("StatusText")["StatusText"] == f"playing on {device}", 20)
+pid = int(show("MainPID")["MainPID"])
+
+# -- --mqtt inside the sandbox: docs/systemd.md's MQTT drop-in ----------------------------------------
+# Debian's mosquitto on the guest's loopback, with a password file: without the drop-in the
+# service has no network (it logs why once and plays on); with the drop-in read from the page it
+# connects with the password from its --mqtt-password-file (the service user's own, 0600) and
+# publishes the box's state; the password is in no journal line; its stop leaves `offline`.
+MQTT_PORT = 18830
+MQTT_PASSWORD = "vm-credential-8c1e"
+MQTT_DIR = "/run/vm-mosquitto"
+os.makedirs(MQTT_DIR, exist_ok=True)
+vt.run(["mosquitto_passwd", "-c", "-b", f"{MQTT_DIR}/passwd", "keepalived", MQTT_PASSWORD], timeout=30)
+with open(f"{MQTT_DIR}/mosquitto.conf", "w") as f:
+    f.write(f"listener {MQTT_PORT} 127.0.0.1\nallow_anonymous false\npassword_file {MQTT_DIR}/passwd\npersistence false\nuser root\n"
+            f"log_dest file {MQTT_DIR}/broker.log\nconnection_messages true\n")
+broker = subprocess.Popen(["mosquitto", "-c", f"{MQTT_DIR}/mosquitto.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+with open("/etc/keepalived-audio/mqtt-password", "w") as f:
+    f.write(MQTT_PASSWORD + "\n")
+os.chmod("/etc/keepalived-audio/mqtt-password", 0o600)
+vt.run(["chown", "keepalived-audio", "/etc/keepalived-audio/mqtt-password"])
+
+
+def mqtt_lines(since):
+    r = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat", f"--since=@{since:.0f}"], timeout=30)
+    return [l for l in r.stdout.splitlines() if "MQTT" in l]
+
+
+def retained(topic):
+    r = vt.run(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(MQTT_PORT), "-u", "keepalived", "-P", MQTT_PASSWORD,
+                "-t", topic, "-C", "1", "-W", "2", "--retained-only"], timeout=10)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+write_options(f"--device {device} --volume 0.01 --mqtt mqtt://keepalived@127.0.0.1:{MQTT_PORT} --mqtt-prefix keepalived/vm "
+              "--mqtt-password-file /etc/keepalived-audio/mqtt-password")
+since = time.time() - 1
+r = vt.run(["systemctl", "restart", UNIT], timeout=60)
+w = vt.wait_until(lambda: any("cannot reach the broker" in l for l in mqtt_lines(since)), 15, 0.3)
+vt.check("mqtt-sandboxed-without-drop-in", r.returncode == 0 and w and show("StatusText")["StatusText"] == f"playing on {device}"
+         and retained("keepalived/vm/availability") is None,
+         f"restart: exit {r.returncode}; StatusText {show('StatusText')['StatusText']!r}; MQTT lines: {vt.one_line(' | '.join(mqtt_lines(since)), 300)}")
+DROP_IN, ini = install_drop_in("MQTT and the sandbox", "mqtt.conf")
+since = time.time() - 1
+r = vt.run(["systemctl", "restart", UNIT], timeout=60)
+w = vt.wait_until(lambda: retained("keepalived/vm/availability") == "online" and retained("keepalived/vm/state") is not None, 20, 0.3)
+state = json.loads(retained("keepalived/vm/state") or "{}")
+journal = vt.run(["journalctl", "-u", UNIT, "--no-pager", "-o", "cat", f"--since=@{since:.0f}"], timeout=30).stdout
+mqtt_status = next((l for l in (keepalived("status").stdout or "").splitlines() if l.startswith("mqtt:")), "")
+broker_log = vt.one_line((vt.read(f"{MQTT_DIR}/broker.log", "") or "")[-600:], 600)
+vt.check("mqtt-drop-in", bool(ini) and r.returncode == 0 and w and state.get("state") == "playing"
+         and [o.get("device") for o in state.get("outputs", [])] == [device] and MQTT_PASSWORD not in journal
+         and "connected" in mqtt_status,
+         f"docs/systemd.md's drop-in {'found' if ini else 'NOT found'} ({vt.one_line(ini or '', 200)}); restart: exit {r.returncode}; "
+         f"state {vt.one_line(json.dumps(state), 200)}; status: {mqtt_status!r}; the password in the journal: {MQTT_PASSWORD in journal}; "
+         f"MQTT lines: {vt.one_line(' | '.join(mqtt_lines(since)), 200)}; the broker's log: {broker_log}")
+r = vt.run(["systemctl", "stop", UNIT], timeout=30)
+vt.check("mqtt-offline-at-stop", r.returncode == 0 and retained("keepalived/vm/availability") == "offline",
+         f"systemctl stop: exit {r.returncode}; availability {retained('keepalived/vm/availability')!r}")
+os.remove(DROP_IN)
+vt.run(["systemctl", "daemon-reload"], timeout=60)
+broker.terminate()
 write_options(f"--device {device} --volume 0.02")
 vt.run(["systemctl", "restart", UNIT], timeout=60)
 vt.wait_until(lambda: show("StatusText")["StatusText"] == f"playing on {device}", 20)

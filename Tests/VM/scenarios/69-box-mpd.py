@@ -44,6 +44,10 @@ WAV and a 48 kHz FLAC, 16-bit stereo sweeps made by sox. One boot:
   handle's, in `status --json`), and MPD through `keepalived:` gets the card in the file's own
   format each time, and keepalived has it back after `mpc stop`;
 - the codec never powered down while keepalived was running (power_off_acct unchanged);
+- `--mqtt` to Debian's mosquitto on the guest's loopback (password file; docs/systemd.md's MQTT
+  drop-in read from the page, the password a systemd credential): MPD through `keepalived:`
+  makes the retained state active with mpd on the card, `mpc stop` idle after `--on-idle-after`
+  (mpdbox/mqtt.py);
 - `systemctl restart` in the middle of a 5 s power-on hold (an on-active hook of 4 s): MPD gets
   the card and plays (no "busy" in its log), the new keepalived has it back after `mpc stop`;
   the timings are printed as `restart_in_hold_ms=`;
@@ -88,7 +92,7 @@ import time
 import vmtest as vt
 from mpdbox import (CONF, MPD_LOG, MUSIC, TRACKS, UNIT, Box, card, holder, journal, mpc, name, names, params,
                     sh, show, start_mpd, usb)
-from mpdbox import carried, devices, handovers, plain, power, restart
+from mpdbox import carried, devices, handovers, mqtt, plain, power, restart
 
 box = Box()
 vt.note(f"cards: {vt.one_line(vt.read('/proc/asound/cards', ''))}")
@@ -205,6 +209,7 @@ vt.note("keepalived's hand-overs: " + vt.one_line(" | ".join(
 said = [l for l in journal("mpd") if "keepalived" in l]
 vt.note("what the plugin told MPD's stderr: " + (vt.one_line(" | ".join(said)[-800:], 800) if said else "nothing"))
 
+mqtt.state_through_mqtt(box)
 restart.restart_in_power_hold(box)
 plain.without_keepalived(box)
 plain.mpd_log(box)

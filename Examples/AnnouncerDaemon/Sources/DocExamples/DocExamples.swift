@@ -97,39 +97,44 @@ func example10() async throws {
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example11() async throws {
-    activity.setIdleAfter(.seconds(60))
+    let idled = activity.endSilences()   // the amplifier may go off now
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example12() async throws {
-    let wait = activity.nextDeadline.map { ContinuousClock.now.duration(to: $0) }
+    activity.setIdleAfter(.seconds(60))
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example13() async throws {
-    let amplifierOn = !activity.activeOutputs.isEmpty
+    let wait = activity.nextDeadline.map { ContinuousClock.now.duration(to: $0) }
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example14() async throws {
-    if case .active(let since, let program, _) = activity.activity(of: "hw:0,0") { print("\(program) since \(since)") }
+    let amplifierOn = !activity.activeOutputs.isEmpty
 }
 
 // Sources/KeepAlive/Activity/OutputActivityTracker.swift
 func example15() async throws {
+    if case .active(let since, let program, _) = activity.activity(of: "hw:0,0") { print("\(program) since \(since)") }
+}
+
+// Sources/KeepAlive/Activity/OutputActivityTracker.swift
+func example16() async throws {
     let group = ServiceGroup(services: [activity, KeepAliveService(manager: manager)], logger: logger)
     try await group.run()
 }
 
 // Sources/KeepAlive/Clip/Clip.swift
-func example16() async throws {
+func example17() async throws {
     let clip = try Clip(base64: Clip.embeddedBase64)   // the seed's one-sample clip
     let fromDisk = try Clip(contentsOfFile: "/usr/share/sounds/blip.wav")
     print(clip.sampleRate, clip.channels, clip.frameCount)  // 44100 1 1
 }
 
 // Sources/KeepAlive/Clip/ClipError.swift
-func example17() async throws {
+func example18() async throws {
     do {
         _ = try Clip(base64: "not base64!")
     } catch {
@@ -138,7 +143,7 @@ func example17() async throws {
 }
 
 // Sources/KeepAlive/Clip/ClipError.swift
-func example18() async throws {
+func example19() async throws {
     do {
         _ = try Clip(contentsOfFile: "/etc/keepalived/clip.wav")
     } catch where error.code == .unreadableFile || error.code == .fileTooLarge {
@@ -149,7 +154,7 @@ func example18() async throws {
 }
 
 // Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
-func example19() async throws {
+func example20() async throws {
     var configuration = KeepAliveConfiguration()
     configuration.devices = ["hdmi:CARD=PCH,DEV=0"]
     configuration.defaults.volume = try Level(parsing: "-40dB")
@@ -157,29 +162,29 @@ func example19() async throws {
 }
 
 // Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
-func example20() async throws {
+func example21() async throws {
     configuration.defaults.signal = .fluctuate(perSecond: 50)
 }
 
 // Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
-func example21() async throws {
+func example22() async throws {
     configuration.outputSettings["hdmi:CARD=PCH,DEV=0"] = OutputSettings(signal: .fluctuate(perSecond: 50))
 }
 
 // Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
-func example22() async throws {
+func example23() async throws {
     let dac = configuration.configuration(for: "plughw:CARD=DAC")
     print(dac.signal, dac.volume)
 }
 
 // Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
-func example23() async throws {
+func example24() async throws {
     let configuration = KeepAliveConfiguration(devices: ["default", "hdmi:CARD=PCH,DEV=0"],
                                                defaults: OutputConfiguration(volume: try Level(parsing: "-40dB")))
 }
 
 // Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
-func example24() async throws {
+func example25() async throws {
     do {
         try configuration.validate()
     } catch where error.code == .volumeAboveCeiling {
@@ -190,7 +195,7 @@ func example24() async throws {
 }
 
 // Sources/KeepAlive/Configuration/KeepAliveConfiguration.swift
-func example25() async throws {
+func example26() async throws {
     do {
         try OutputConfiguration(signal: .sine(frequency: -1)).validate()
     } catch where error.signalError?.code == .frequencyOutOfRange {
@@ -201,60 +206,60 @@ func example25() async throws {
 }
 
 // Sources/KeepAlive/Configuration/OutputConfiguration.swift
-func example26() async throws {
+func example27() async throws {
     var output = OutputConfiguration(signal: .sine(frequency: 30), volume: try Level(parsing: "-50dB"))
     output.bufferDuration = .seconds(4)
     try output.validate()
 }
 
 // Sources/KeepAlive/Configuration/OutputConfiguration.swift
-func example27() async throws {
+func example28() async throws {
     output.allowsRingLoop = false   // keepalived --no-ring-loop
 }
 
 // Sources/KeepAlive/Configuration/OutputConfiguration.swift
-func example28() async throws {
+func example29() async throws {
     let quiet = OutputConfiguration(volume: try Level(parsing: "-60dB"))
 }
 
 // Sources/KeepAlive/Configuration/OutputConfiguration.swift
-func example29() async throws {
+func example30() async throws {
     try OutputConfiguration(bufferDuration: .seconds(4)).validate()
 }
 
 // Sources/KeepAlive/Configuration/OutputConfiguration.swift
-func example30() async throws {
+func example31() async throws {
     let dac = defaults.applying(OutputSettings(volume: try Level(parsing: "-50dB")))
 }
 
 // Sources/KeepAlive/Configuration/OutputSettings.swift
-func example31() async throws {
+func example32() async throws {
     var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0", "plughw:CARD=DAC"])
     configuration.outputSettings["plughw:CARD=DAC"] = OutputSettings(signal: .sine(frequency: 30), volume: try Level(parsing: "-50dB"))
     try configuration.validate()
 }
 
 // Sources/KeepAlive/Configuration/OutputSettings.swift
-func example32() async throws {
+func example33() async throws {
     let sink = "alsa_output.pci-0000_00_1f.3.hdmi-stereo"
     var configuration = KeepAliveConfiguration(devices: ["pulse:DEVICE=\(sink)"])
     configuration.outputSettings["pulse:DEVICE=\(sink)"] = OutputSettings(bufferDuration: .seconds(6), serverSink: sink)
 }
 
 // Sources/KeepAlive/Configuration/OutputSettings.swift
-func example33() async throws {
+func example34() async throws {
     let quiet = OutputSettings(volume: try Level(parsing: "-60dB"))
     let tv = OutputSettings(bufferDuration: .seconds(6), serverSink: "alsa_output.pci-0000_00_1f.3.hdmi-stereo")
 }
 
 // Sources/KeepAlive/Configuration/RetryPolicy.swift
-func example34() async throws {
+func example35() async throws {
     var configuration = KeepAliveConfiguration()
     configuration.defaults.retry = RetryPolicy(maximumDelay: .seconds(5))
 }
 
 // Sources/KeepAlive/Events/InterruptionReason.swift
-func example35() async throws {
+func example36() async throws {
     for await event in manager.events {
         if let device = event.device, let reason = event.reason, let downtime = event.downtime {
             print("\(device) back after \(reason) in \(downtime)")
@@ -263,7 +268,7 @@ func example35() async throws {
 }
 
 // Sources/KeepAlive/Events/KeepAliveEvent.swift
-func example36() async throws {
+func example37() async throws {
     for await event in manager.events {
         switch event.kind {
         case .opened:
@@ -278,30 +283,30 @@ func example36() async throws {
 }
 
 // Sources/KeepAlive/Events/KeepAliveEvent.swift
-func example37() async throws {
+func example38() async throws {
     let errors = manager.events.filter { $0.kind == .error }
 }
 
 // Sources/KeepAlive/Events/KeepAliveEvent.swift
-func example38() async throws {
+func example39() async throws {
     let hdmiEvents = manager.events.filter { $0.device == "hdmi:CARD=PCH,DEV=0" }
 }
 
 // Sources/KeepAlive/Events/KeepAliveEvent.swift
-func example39() async throws {
+func example40() async throws {
     for await event in manager.events where event.kind == .recovered {
         if let reason = event.reason { print("back after \(reason)") }
     }
 }
 
 // Sources/KeepAlive/Events/KeepAliveEvent.swift
-func example40() async throws {
+func example41() async throws {
     print(KeepAliveEvent.recovered(device: "pulse", reason: .serverGone, downtime: .milliseconds(1500)))
     // recovered device=pulse reason=server-gone downtime=1.5 seconds
 }
 
 // Sources/KeepAlive/Events/KeepAliveState.swift
-func example41() async throws {
+func example42() async throws {
     let state = manager.state
     switch state.kind {
     case .playing: print("awake")
@@ -311,27 +316,27 @@ func example41() async throws {
 }
 
 // Sources/KeepAlive/Events/KeepAliveState.swift
-func example42() async throws {
+func example43() async throws {
     let state = manager.state
     if state.kind == .recovering, let reason = state.reason { print("recovering from \(reason)") }
 }
 
 // Sources/KeepAlive/Events/PauseReason.swift
-func example43() async throws {
+func example44() async throws {
     manager.pause(.locked)            // the session locked: let the speakers sleep
     manager.state                     // .paused(.locked)
     manager.resume(.locked)           // unlocked: every output opens again at once
 }
 
 // Sources/KeepAlive/Events/PauseReason.swift
-func example44() async throws {
+func example45() async throws {
 
     manager.pause(.call, output: "pulse")
     manager.resume(.call, output: "pulse")
 }
 
 // Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
-func example45() async throws {
+func example46() async throws {
 
     let logger = Logger(label: "my-daemon")
     let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
@@ -340,7 +345,7 @@ func example45() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
-func example46() async throws {
+func example47() async throws {
     do {
         var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"])
         configuration.defaults.volume = try Level(parsing: "-40dB")
@@ -352,7 +357,7 @@ func example46() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
-func example47() async throws {
+func example48() async throws {
     struct Announcer: Service {
         let keepAlive: KeepAliveManager
         let logger: Logger
@@ -368,7 +373,7 @@ func example47() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/GettingStarted.md
-func example48() async throws {
+func example49() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"]), logger: logger)
     let events = manager.events      // subscribe first: a stream gets the events from then on
     manager.start()                  // returns at once; playback runs on its own thread
@@ -379,7 +384,7 @@ func example48() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/Interruptions.md
-func example49() async throws {
+func example50() async throws {
     for await event in manager.events {
         guard let device = event.device else { continue }
         switch event.kind {
@@ -394,35 +399,35 @@ func example49() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/KeepAlive.md
-func example50() async throws {
+func example51() async throws {
     let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
     let group = ServiceGroup(services: [keepAlive, myService], gracefulShutdownSignals: [.sigterm], logger: logger)
     try await group.run()
 }
 
 // Sources/KeepAlive/KeepAlive.docc/LevelRules.md
-func example51() async throws {
+func example52() async throws {
     let volume = try Level(parsing: "0.01")     // 0.01, -40 dBFS
     let same = try Level(parsing: "-40dB")      // 0.01
     let ceiling = try Level(decibels: -26)      // about 0.05
 }
 
 // Sources/KeepAlive/KeepAlive.docc/LevelRules.md
-func example52() async throws {
+func example53() async throws {
     var configuration = KeepAliveConfiguration()
     configuration.defaults.volume = try Level(linear: 0.5)
     try configuration.validate()   // throws .volumeAboveCeiling(volume: 0.5, ceiling: 0.05)
 }
 
 // Sources/KeepAlive/KeepAlive.docc/LevelRules.md
-func example53() async throws {
+func example54() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["file:'/tmp/x.raw',raw"]), logger: logger)
     manager.start()
     // … /tmp/x.raw fills with 16-bit samples of value -1, paced to real time.
 }
 
 // Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md
-func example54() async throws {
+func example55() async throws {
     let forLogs = manager.events
     let forMetrics = manager.events
 
@@ -439,14 +444,14 @@ func example54() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md
-func example55() async throws {
+func example56() async throws {
     for await event in manager.events.cancelOnGracefulShutdown() {
         logger.info("\(event)")
     }
 }
 
 // Sources/KeepAlive/KeepAlive.docc/ObservingEvents.md
-func example56() async throws {
+func example57() async throws {
     let activity = OutputActivityTracker(idleAfter: .seconds(600))
     let group = ServiceGroup(services: [activity, KeepAliveService(manager: manager)], logger: logger)
 
@@ -463,7 +468,7 @@ func example56() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/SoundServerSinks.md
-func example57() async throws {
+func example58() async throws {
     let sink = "alsa_output.pci-0000_00_1f.3.hdmi-stereo"
     let device = "pulse:DEVICE=\(sink)"
     var configuration = KeepAliveConfiguration(devices: [device])
@@ -472,25 +477,25 @@ func example57() async throws {
 }
 
 // Sources/KeepAlive/KeepAlive.docc/SoundServerSinks.md
-func example58() async throws {
+func example59() async throws {
     configuration.outputSettings["pulse"] = OutputSettings(bufferDuration: .seconds(8), serverSink: "@DEFAULT_SINK@")
 }
 
 // Sources/KeepAlive/Level/Level.swift
-func example59() async throws {
+func example60() async throws {
     let quiet = try Level(parsing: "0.01")    // 0.01
     let same = try Level(parsing: "-40dB")    // 0.01
     let ceiling = Level.defaultCeiling        // 0.05
 }
 
 // Sources/KeepAlive/Level/SampleFormat.swift
-func example60() async throws {
+func example61() async throws {
     let format = SampleFormat.s16
     print(format, format.bytesPerSample)  // S16_LE 2
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example61() async throws {
+func example62() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
     let events = manager.events   // subscribe first: a stream has the events from then on
     manager.start()               // returns at once; each output plays on a thread of its own
@@ -501,59 +506,59 @@ func example61() async throws {
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example62() async throws {
+func example63() async throws {
     let snapshot = manager.snapshot
     print(snapshot.state, snapshot.outputs.map(\.device), snapshot.configuration.defaults.volume)
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example63() async throws {
+func example64() async throws {
     if manager.isResponsive(within: .seconds(3)) { notifyWatchdog() }
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example64() async throws {
+func example65() async throws {
     for await event in manager.events.cancelOnGracefulShutdown() {
         if event.kind == .recovered, let device = event.device, let reason = event.reason { logger.notice("\(device) back after \(reason)") }
     }
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example65() async throws {
+func example66() async throws {
     var louder = manager.configuration
     louder.defaults.volume = try Level(parsing: "-34dB")
     let outcome = try manager.reconfigure(louder)  // updated in place default
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example66() async throws {
+func example67() async throws {
     manager.pause(.sleep)     // before the system sleeps; returns once every output is closed
     manager.resume(.sleep)    // after resume: outputs open again, unless another reason holds
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example67() async throws {
+func example68() async throws {
     manager.resume(.locked)
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example68() async throws {
+func example69() async throws {
     manager.pause(.call, output: "hdmi:CARD=PCH,DEV=0")   // a call on the headset: the TV sleeps
     manager.resume(.call, output: "hdmi:CARD=PCH,DEV=0")  // it ended: keep the TV awake again
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example69() async throws {
+func example70() async throws {
     manager.resume(.call, output: "hdmi:CARD=PCH,DEV=0")   // `.call`: see ``PauseReason``
 }
 
 // Sources/KeepAlive/Manager/KeepAliveManager.swift
-func example70() async throws {
+func example71() async throws {
     if manager.pauses.contains(.sleep) { print("sleeping") }
 }
 
 // Sources/KeepAlive/Manager/KeepAliveService.swift
-func example71() async throws {
+func example72() async throws {
     let logger = Logger(label: "announcer")
     let keepAlive = try KeepAliveService(configuration: KeepAliveConfiguration(devices: ["default"]), logger: logger)
     let group = ServiceGroup(services: [keepAlive, announcer], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
@@ -561,20 +566,20 @@ func example71() async throws {
 }
 
 // Sources/KeepAlive/Manager/KeepAliveService.swift
-func example72() async throws {
+func example73() async throws {
     var configuration = KeepAliveConfiguration(devices: ["hdmi:CARD=PCH,DEV=0"])
     configuration.defaults.volume = try Level(parsing: "-40dB")
     let keepAlive = try KeepAliveService(configuration: configuration, logger: logger)
 }
 
 // Sources/KeepAlive/Manager/KeepAliveService.swift
-func example73() async throws {
+func example74() async throws {
     let manager = try KeepAliveManager(configuration: KeepAliveConfiguration(), logger: logger)
     let keepAlive = KeepAliveService(manager: manager)
 }
 
 // Sources/KeepAlive/Manager/KeepAliveSnapshot.swift
-func example74() async throws {
+func example75() async throws {
     let snapshot = manager.snapshot
     if snapshot.outputs.isEmpty {
         print("\(snapshot.state): no output yet")
@@ -582,254 +587,254 @@ func example74() async throws {
 }
 
 // Sources/KeepAlive/Manager/OutputStatus.swift
-func example75() async throws {
+func example76() async throws {
     for output in manager.outputs {
         print(output.device, output.state, output.framesPlayed, output.totalRecoveries)
     }
 }
 
 // Sources/KeepAlive/Manager/Reconfiguration.swift
-func example76() async throws {
+func example77() async throws {
     let outcome = try manager.reconfigure(newConfiguration)
     if outcome.isUnchanged { print("nothing to do") }
     print(outcome.added, outcome.removed, outcome.updatedInPlace)
 }
 
 // Sources/KeepAlive/Output/OutputFormat.swift
-func example77() async throws {
+func example78() async throws {
     if let format = manager.outputs.first?.format {
         print(format)  // S16_LE 44100 Hz 1 ch, buffer 88200 frames, period 44100 frames
     }
 }
 
 // Sources/KeepAlive/Output/OutputFraming.swift
-func example78() async throws {
+func example79() async throws {
     if manager.outputs.first?.format?.framing == .iec958 {
         print("the device takes IEC958 subframes; keepalived frames its signal itself")
     }
 }
 
 // Sources/KeepAlive/Playback/PlaybackMode.swift
-func example79() async throws {
+func example80() async throws {
     for output in manager.outputs where output.mode == .ringLoop {
         print("\(output.device): the hardware loops the signal; the process sleeps")
     }
 }
 
 // Sources/KeepAlive/Selection/ALSADevices.swift
-func example80() async throws {
+func example81() async throws {
     for device in ALSADevice.playbackDevices() where device.isDigital {
         print(device.name, device.description)  // hdmi:CARD=PCH,DEV=0  HDA Intel PCH, HDMI 0
     }
 }
 
 // Sources/KeepAlive/Selection/OutputExclusion.swift
-func example81() async throws {
+func example82() async throws {
     let exclusions = try ["*bluez*", "USB*"].map { try OutputExclusion($0) }
     let outputs = OutputSelection.all.pick(from: ALSADevice.playbackDevices(), excluding: exclusions)
 }
 
 // Sources/KeepAlive/Selection/OutputExclusion.swift
-func example82() async throws {
+func example83() async throws {
     let bluetooth = try OutputExclusion("*bluez*")
 }
 
 // Sources/KeepAlive/Selection/OutputExclusion.swift
-func example83() async throws {
+func example84() async throws {
     try OutputExclusion("USB*").matches(ALSADevice(name: "mybt", description: "USB Audio"))  // true
 }
 
 // Sources/KeepAlive/Selection/OutputExclusion.swift
-func example84() async throws {
+func example85() async throws {
     do { _ = try OutputExclusion("") } catch { print(error) }  // an empty pattern would exclude nothing
 }
 
 // Sources/KeepAlive/Selection/OutputSelection.swift
-func example85() async throws {
+func example86() async throws {
     let hints = ALSADevice.playbackDevices()
     let outputs = OutputSelection.digital.pick(from: hints)  // e.g. ["dmix:CARD=PCH,DEV=3"]
     let noBluetooth = OutputSelection.all.pick(from: hints, excluding: [try OutputExclusion("*bluez*")])
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example86() async throws {
+func example87() async throws {
     let signal = try KeepAliveSignal(parsing: "sine:20")      // .sine(frequency: 20)
     let pulses = try KeepAliveSignal(parsing: "fluctuate")    // .fluctuate(perSecond: 50)
     print(KeepAliveSignal.pink, signal)                       // pink sine:20
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example87() async throws {
+func example88() async throws {
     let configuration = KeepAliveConfiguration(defaults: OutputConfiguration(clip: try Clip(contentsOfFile: "blip.wav")))  // played by .clip
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example88() async throws {
+func example89() async throws {
     let signal = try KeepAliveSignal(parsing: "zero")   // .zero
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example89() async throws {
+func example90() async throws {
     let signal = KeepAliveSignal.fluctuate(perSecond: 50)   // S16: +1, 0 × 959, -1, 0 × 959, … at 48 kHz
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example90() async throws {
+func example91() async throws {
     let signal = KeepAliveSignal.sine(frequency: 20)   // 20 Hz, at the edge of hearing
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example91() async throws {
+func example92() async throws {
     let signal = try KeepAliveSignal(parsing: "white")   // .white
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example92() async throws {
+func example93() async throws {
     let signal = try KeepAliveSignal(parsing: "pink")   // .pink
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example93() async throws {
+func example94() async throws {
     let signal = try KeepAliveSignal(parsing: "brown")   // .brown
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example94() async throws {
+func example95() async throws {
     let signal = try KeepAliveSignal(parsing: "open-only")   // .openOnly
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example95() async throws {
+func example96() async throws {
     var signal = KeepAliveSignal.default   // .clip
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example96() async throws {
+func example97() async throws {
     let pulses = KeepAliveSignal.fluctuate(perSecond: KeepAliveSignal.defaultPulsesPerSecond)
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example97() async throws {
+func example98() async throws {
     let sine = KeepAliveSignal.sine(frequency: KeepAliveSignal.defaultSineFrequency)
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example98() async throws {
+func example99() async throws {
     print(KeepAliveSignal.maximumFrequency)  // 192000.0
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example99() async throws {
+func example100() async throws {
     print(KeepAliveSignal.names.joined(separator: ", "))  // clip, zero, fluctuate, sine, white, pink, brown, open-only
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example100() async throws {
+func example101() async throws {
     let sine = try KeepAliveSignal(parsing: "sine:440Hz")   // .sine(frequency: 440)
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example101() async throws {
+func example102() async throws {
     let signal = try KeepAliveSignal(parsing: "sine:20")
     if signal.kind == .sine, let frequency = signal.frequency { print("\(frequency) Hz") }
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example102() async throws {
+func example103() async throws {
     print(KeepAliveSignal.sine(frequency: 20).name)  // sine
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example103() async throws {
+func example104() async throws {
     print(KeepAliveSignal.fluctuate(perSecond: 25).frequency ?? 0)  // 25.0
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example104() async throws {
+func example105() async throws {
     if !signal.playsFrames { /* only hold the device open */ }
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example105() async throws {
+func example106() async throws {
     print(KeepAliveSignal.sine(frequency: 440))  // sine:440
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example106() async throws {
+func example107() async throws {
     try KeepAliveSignal.sine(frequency: 440).validate()
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example107() async throws {
+func example108() async throws {
     try KeepAliveSignal.sine(frequency: 30_000).validate(sampleRate: 48_000)  // throws
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example108() async throws {
+func example109() async throws {
     do { _ = try KeepAliveSignal(parsing: "hum") } catch { print(error) }
     // unknown signal 'hum': use one of clip, zero, fluctuate[:PER_SECOND], sine[:HZ], white, pink, brown, open-only
 }
 
 // Sources/KeepAlive/Signals/KeepAliveSignal.swift
-func example109() async throws {
+func example110() async throws {
     print(KeepAliveSignalError.notAFrequency("loud"))  // 'loud' is not a frequency: use a number of Hz like 440 or 0.5
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example110() async throws {
+func example111() async throws {
     let schedule = PlaySchedule(playFor: .seconds(5), pauseFor: .seconds(55))   // fade 0.1 s
     try schedule.validate()
     print(schedule)   // play 5 s, pause 55 s, fade 0.1 s
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example111() async throws {
+func example112() async throws {
     var schedule = PlaySchedule(playFor: .seconds(5), pauseFor: .seconds(55))
     schedule.playFor = .seconds(2)
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example112() async throws {
+func example113() async throws {
     schedule.pauseFor = .seconds(30)
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example113() async throws {
+func example114() async throws {
     schedule.fade = .zero   // hard switch
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example114() async throws {
+func example115() async throws {
     let schedule = PlaySchedule(playFor: .seconds(1), pauseFor: .seconds(9), fade: PlaySchedule.defaultFade)
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example115() async throws {
+func example116() async throws {
     print(PlaySchedule.maximumSpan)  // 86400.0 seconds
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example116() async throws {
+func example117() async throws {
     let schedule = PlaySchedule(playFor: .milliseconds(500), pauseFor: .seconds(30), fade: .milliseconds(50))
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example117() async throws {
+func example118() async throws {
     try PlaySchedule(playFor: .seconds(1), pauseFor: .seconds(1), fade: .seconds(1)).validate()  // throws
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example118() async throws {
+func example119() async throws {
     print(PlaySchedule(playFor: .seconds(5), pauseFor: .seconds(55)))  // play 5 s, pause 55 s, fade 0.1 s
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example119() async throws {
+func example120() async throws {
     do { try PlaySchedule(playFor: .zero, pauseFor: .seconds(1)).validate() } catch { print(error) }
     // play duration 0.0 seconds is out of range: it must be above 0 and at most a day
 }
 
 // Sources/KeepAlive/Signals/PlaySchedule.swift
-func example120() async throws {
+func example121() async throws {
     print(PlayScheduleError.playOutOfRange(.zero))
 }
