@@ -56,6 +56,14 @@ struct MQTTConnectionStateMachine: Sendable {
         }
     }
 
+    /// Failed attempts in a row (0 while connected or before the first failure).
+    var failuresInARow: Int {
+        switch state {
+        case .connecting(let failures, _, _), .waiting(let failures, _, _): failures
+        case .stopped, .connected, .stopping: 0
+        }
+    }
+
     /// Whether a connect is under way: its answer (or its failure) is awaited.
     var isConnecting: Bool {
         if case .connecting = state { true } else { false }

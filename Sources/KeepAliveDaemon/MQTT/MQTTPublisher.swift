@@ -26,6 +26,9 @@ import Logging
 /// publisher.stop()   // publishes offline, disconnects
 /// ```
 final class MQTTPublisher: Sendable {
+    /// Failed tries in a row (1 + 2 + 4 + 8 + 16 s of waiting: about half a minute) before a
+    /// broker that does not answer is a warning rather than a notice.
+    static let warnAfterFailures = 5
     /// How long the stop waits for `offline` to be written before it closes anyway.
     static let stopFlushLimit = Duration.seconds(1)
 
@@ -253,7 +256,16 @@ final class MQTTPublisher: Sendable {
         case .retry(let at, let log):
             let why = connection.machine.lastFailure
             linkState.withLock { $0 = (false, why) }
-            if let log { logger.warning("\(log)", metadata: ["broker": "\(settings.brokerDescription)", "password": "\(settings.passwordSource.spoken)"]) }
+            // A broker that comes up after keepalived (at boot, after its own restart) is not a
+            // fault: notice, until it has failed for half a minute (five tries), then a warning.
+            let failures = connection.machine.failuresInARow
+            let metadata: Logger.Metadata = ["broker": "\(settings.brokerDescription)", "password": "\(settings.passwordSource.spoken)"]
+            if let log {
+                logger.log(level: failures >= Self.warnAfterFailures ? .warning : .notice, "\(log)", metadata: metadata)
+            } else if failures == Self.warnAfterFailures {
+                logger.warning("MQTT: still cannot reach the broker after \(failures) tries: \(why ?? "no reason given"); trying again, waiting up to \(MQTTConnectionStateMachine.longestWait.components.seconds) s between tries",
+                               metadata: metadata)
+            }
             connection.deadline = at
         case .disconnect:
             preconditionFailure("MQTTPublisher: the machine disconnects only at the stop")

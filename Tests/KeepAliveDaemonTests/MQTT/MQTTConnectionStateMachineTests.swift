@@ -86,4 +86,21 @@ struct MQTTConnectionStateMachineTests {
         var never = MQTTConnectionStateMachine()
         #expect(never.stop() == .none)
     }
+
+    @Test("failures in a row: counted while connecting and waiting, back to 0 once accepted (the publisher's notice-then-warning)")
+    func failuresInARow() {
+        var machine = MQTTConnectionStateMachine()
+        _ = machine.start(at: Self.at(0))
+        #expect(machine.failuresInARow == 0 && machine.lastFailure == nil)
+        var now = 0.0
+        for expected in 1...5 {
+            _ = machine.refused("Connection refused.", at: Self.at(now))
+            #expect(machine.failuresInARow == expected && machine.lastFailure == "connection refused")
+            now += MQTTConnectionStateMachine.wait(afterFailures: expected).seconds
+            _ = machine.retryDue(at: Self.at(now))
+            #expect(machine.failuresInARow == expected)
+        }
+        _ = machine.accepted(at: Self.at(now + 1))
+        #expect(machine.failuresInARow == 0 && machine.lastFailure == nil && machine.isConnected)
+    }
 }
