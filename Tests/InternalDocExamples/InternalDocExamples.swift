@@ -739,12 +739,12 @@ extension InternalDocExamples {
 
     // Sources/KeepAliveDaemon/MQTT/MQTTController.swift
     static func example94() async throws {
-        let mqtt = MQTTController(initial: try MQTTController.configuration(options.playback.mqtt),
+        let mqtt = MQTTController(initial: try options.playback.mqtt.configuration(),
                                   read: { MQTTBoxState.Sources(status: daemonStatus(), switchedOff: manager.pauses.contains(.switchedOff)) },
                                   submit: { queue.submit(MainLoopRequest($0, trigger: "MQTT")) }, logger: logger)
         manager.observe { _ in mqtt.changed() }
         mqtt.start(on: mainLoop)                          // the start's settings
-        mqtt.apply(try MQTTController.configuration(options.playback.mqtt), on: mainLoop)   // each reload
+        mqtt.apply(try options.playback.mqtt.configuration(), on: mainLoop)   // each reload
         mqtt.stop()                                       // at the daemon's stop: offline, entities kept
     }
 

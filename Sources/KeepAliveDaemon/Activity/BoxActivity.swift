@@ -238,6 +238,9 @@ final class BoxActivity: Sendable {
         }
     }
 
+    /// The program a wake names in the hooks' `KEEPALIVED_PROGRAM`, `status` and `events`.
+    static let wakeProgram = "home-automation"
+
     /// "Power on now" (home automation's button): `outputs` become active as if `program` had
     /// played there a moment, so the `on-active` hooks and `--cec`'s wake run as at the box's
     /// own active, and they go idle after their `--on-idle-after` unless real audio plays
@@ -373,7 +376,7 @@ final class BoxActivity: Sendable {
             let output = change.output
             let player = state.last[output] ?? Player(program: change.program)
             switch change.kind {
-            case .active where change.program == RemoteCommand.wakeProgram:
+            case .active where change.program == Self.wakeProgram:
                 logger.notice("woken by home automation: active", metadata: ["device": "\(output)"])
                 announce("active", output: output, player: player, hook: state.settings.onActive(for: output), gate: gate)
             case .active:

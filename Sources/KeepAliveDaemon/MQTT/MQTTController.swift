@@ -8,12 +8,12 @@ import Logging
 /// changes reach whichever publisher runs, from any thread, without waiting.
 ///
 /// ```swift
-/// let mqtt = MQTTController(initial: try MQTTController.configuration(options.playback.mqtt),
+/// let mqtt = MQTTController(initial: try options.playback.mqtt.configuration(),
 ///                           read: { MQTTBoxState.Sources(status: daemonStatus(), switchedOff: manager.pauses.contains(.switchedOff)) },
 ///                           submit: { queue.submit(MainLoopRequest($0, trigger: "MQTT")) }, logger: logger)
 /// manager.observe { _ in mqtt.changed() }
 /// mqtt.start(on: mainLoop)                          // the start's settings
-/// mqtt.apply(try MQTTController.configuration(options.playback.mqtt), on: mainLoop)   // each reload
+/// mqtt.apply(try options.playback.mqtt.configuration(), on: mainLoop)   // each reload
 /// mqtt.stop()                                       // at the daemon's stop: offline, entities kept
 /// ```
 final class MQTTController: Sendable {
@@ -41,13 +41,6 @@ final class MQTTController: Sendable {
         self.read = read
         self.submit = submit
         self.logger = logger
-    }
-
-    /// The settings in force, their password read now: nil without `--mqtt`.
-    /// - Throws: ``MQTTSettings/Invalid`` naming the option or the password file.
-    static func configuration(_ options: MQTTOptions) throws -> Configuration? {
-        guard let settings = try options.settings() else { return nil }
-        return (settings, try settings.readPassword())
     }
 
     /// Starts publishing with the start's settings, if any. On the main loop.

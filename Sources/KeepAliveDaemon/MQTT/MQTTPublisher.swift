@@ -53,7 +53,7 @@ final class MQTTPublisher: Sendable {
     private let removing = Locked(false)
 
     /// - Throws: ``DoorbellError`` when the system refuses the doorbell's descriptors.
-    init(settings: MQTTSettings, password: String?, version: String, host: String = MQTTOptions.hostName(),
+    init(settings: MQTTSettings, password: String?, version: String, host: String = MQTTSettings.hostName(),
          read: @escaping @Sendable () -> MQTTBoxState.Sources, submit: @escaping @Sendable (RemoteCommand) -> Void = { _ in }, logger: Logger) throws(DoorbellError) {
         self.settings = settings
         self.password = password

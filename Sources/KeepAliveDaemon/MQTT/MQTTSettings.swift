@@ -2,7 +2,7 @@ import Glibc
 
 /// Where `--mqtt` publishes and how it logs in: the broker from the URL, the secret's source
 /// (never the secret itself: it is read at the daemon's start, ``MQTTSettings/readPassword()``), TLS,
-/// the client id and the topics. Made by ``MQTTOptions``; nothing here does I/O but the
+/// the client id and the topics. Made from `--mqtt` and its companions; nothing here does I/O but the
 /// password's read.
 ///
 /// ```swift
@@ -162,6 +162,14 @@ struct MQTTSettings: Equatable, Sendable {
             throw Invalid(description: "the MQTT password in \(path) is empty, too long or not UTF-8")
         }
         return text
+    }
+
+    /// This box's host name (its first label).
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "box" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(name.split(separator: ".").first ?? "box")
     }
 
     /// `text` fit for one topic level and a client id: letters, digits, `-` and `_` kept, the

@@ -21,9 +21,6 @@ enum RemoteCommand: Equatable, Sendable {
     /// standby); outputs where real audio plays stay active.
     case standby
 
-    /// The program a wake names in the hooks' `KEEPALIVED_PROGRAM`, `status` and `events`.
-    static let wakeProgram = "home-automation"
-
     func apply(manager: KeepAliveManager, activity: BoxActivity, logger: Logger, on mainLoop: ThreadOwner) -> ControlReply {
         mainLoop.preconditionOwned("RemoteCommand.apply")
         switch self {
@@ -38,7 +35,7 @@ enum RemoteCommand: Equatable, Sendable {
         case .powerOn:
             let outputs = manager.snapshot.outputs.map(\.device)
             logger.notice("power on now, asked by home automation (MQTT)", metadata: ["outputs": "\(outputs.joined(separator: " "))"])
-            activity.wake(outputs, program: Self.wakeProgram)
+            activity.wake(outputs, program: BoxActivity.wakeProgram)
         case .standby:
             let playing = activity.endSilences()
             if playing.isEmpty {

@@ -60,7 +60,7 @@ struct MQTTOptions: ParsableArguments {
     ///   - host: this box's name, in the default client id and prefix.
     ///   - credentials: `$CREDENTIALS_DIRECTORY`, where systemd put the unit's credentials.
     /// - Throws: ``MQTTSettings/Invalid`` naming the option and what was wrong.
-    func settings(host: String = MQTTOptions.hostName(),
+    func settings(host: String = MQTTSettings.hostName(),
                   credentials: String? = MQTTOptions.credentialsDirectory()) throws(MQTTSettings.Invalid) -> MQTTSettings? {
         guard let url else {
             let given: [(String, Bool)] = [
@@ -112,15 +112,15 @@ struct MQTTOptions: ParsableArguments {
         return settings
     }
 
-    /// This box's host name (its first label).
-    static func hostName() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "box" }
-        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return String(name.split(separator: ".").first ?? "box")
-    }
-
     static func credentialsDirectory() -> String? {
         getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) }
+    }
+
+    /// The settings in force with their password read now (at start, and again at each reload):
+    /// nil without `--mqtt`.
+    /// - Throws: ``MQTTSettings/Invalid`` naming the option or the password's file.
+    func configuration() throws -> MQTTController.Configuration? {
+        guard let settings = try settings() else { return nil }
+        return (settings, try settings.readPassword())
     }
 }

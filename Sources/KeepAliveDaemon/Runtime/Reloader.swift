@@ -65,7 +65,7 @@ extension Reloader {
             let power = try next.activitySettings
             let cecSettings = try next.cec.settings
             // The password is read again: a reload after it changed logs in with the new one.
-            let mqtt = try MQTTController.configuration(next.mqtt)
+            let mqtt = try next.mqtt.configuration()
             return { mainLoop in
                 parts.logind.policyChanged(policy)
                 parts.linger.apply(plan, on: mainLoop)
