@@ -64,23 +64,26 @@ struct DaemonAssembly {
         // and waits for the outcome.
         let reloads = try Self.systemResource("queue reloads") { try MainLoopQueue() }
         let loans = try Self.systemResource("create a timer") { try PlayerLoans(manager: manager, scanner: scanner, activity: activity, logger: logger) }
-        // The MQTT controller reports itself in the status it publishes: set once it is made.
-        let mqttReport = Locked<MQTTController?>(nil)
+        // The MQTT controller reports itself in the status it publishes: set once it is made, and
+        // held weakly, as in the observers below: the controller reads this status, so a strong
+        // reference either way would keep the whole daemon alive after its run (the runtime holds
+        // the controller).
+        let mqttReport = Locked(WeakMQTTController())
         let status: @Sendable () -> DaemonStatus = {
             var status = DaemonStatus(manager: manager, started: started, paths: paths, logFile: logFile, scanner: scanner, linger: linger.snapshot,
                                       loans: loans, activity: activity, cec: cec)
-            status.mqtt = mqttReport.withLock { $0 }?.report
+            status.mqtt = mqttReport.withLock { $0.controller }?.report
             return status
         }
         // --mqtt: its commands are applied on the main loop, through the reloads' queue.
         let mqtt = MQTTController(initial: try Self.mqttConfiguration(options.mqtt),
                                   read: { MQTTBoxState.Sources(status: status(), switchedOff: manager.pauses.contains(.switchedOff), power: activity.powerReport) },
                                   submit: { reloads.submit(MainLoopRequest($0, trigger: "MQTT")) }, logger: logger)
-        manager.observe { _ in mqtt.changed() }
-        activity.events.observe { mqtt.record($0) }
-        activity.observePower { mqtt.changed() }
-        cec.observe { mqtt.changed() }
-        mqttReport.withLock { $0 = mqtt }
+        manager.observe { [weak mqtt] _ in mqtt?.changed() }
+        activity.events.observe { [weak mqtt] in mqtt?.record($0) }
+        activity.observePower { [weak mqtt] in mqtt?.changed() }
+        cec.observe { [weak mqtt] in mqtt?.changed() }
+        mqttReport.withLock { $0.controller = mqtt }
         let reloader = Reloader(manager: manager, scanner: scanner, logger: logger, load: load,
                                 applying: (logind: logind, linger: linger, activity: activity, cec: cec, mqtt: mqtt))
         let control: ControlServer
@@ -161,3 +164,9 @@ struct DaemonAssembly {
         }
     }
 }
+
+/// The status closure's reference to `--mqtt`'s controller, which reads that status.
+private struct WeakMQTTController: Sendable {
+    weak var controller: MQTTController?
+}
+
