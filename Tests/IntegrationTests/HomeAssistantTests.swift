@@ -12,7 +12,7 @@ extension Integration {
     struct HomeAssistantTests {
         let binary = TestPaths.keepalivedBinary.path
 
-        @Test("discovered entities; a play/idle cycle; the switch off and on and the power button, each from Home Assistant's API and seen there")
+        @Test("discovered entities; a play/idle cycle; the switch off and on, the power button and the test tone, each from Home Assistant's API and seen there")
         func entitiesThroughACycle() async throws {
             let broker = try MosquittoBroker()
             try await broker.start()
@@ -57,6 +57,15 @@ extension Integration {
             try HomeAssistantHarness.wait(config, host.playing, "on")
             try HomeAssistantHarness.wait(config, host.player, "home-automation")
             let woken = try HomeAssistantHarness.states(config)
+            // The test tone from Home Assistant's button: the daemon sounds it on the sink and
+            // gives it the keep-alive back.
+            try HomeAssistantHarness.run(["--config-dir", config, "call", "button", "press", host.testTone])
+            try await daemon.waitForLog("test tone (440 Hz sine at 0.0316 (-30 dBFS) peak, 1 s), asked by home automation (MQTT)",
+                                        timeout: .seconds(10).underSanitizer)
+            try await daemon.waitForLog("test tone over: the keep-alive plays again", timeout: .seconds(10).underSanitizer)
+            #expect(daemon.stderr.contains("outputs=pulse:DEVICE=tv"), "\(daemon.stderr)")
+            let toned = try HomeAssistantHarness.states(config)
+            #expect(toned[host.testTone] != "unknown" && toned[host.testTone] != nil, "\(toned)")
 
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
@@ -65,7 +74,7 @@ extension Integration {
             let complaints = log.split(separator: "\n").filter { ($0.contains(" WARNING ") || $0.contains(" ERROR ")) && $0.contains("mqtt") }
             #expect(complaints.isEmpty, "Home Assistant's MQTT warnings: \(complaints.prefix(5))")
             print("Home Assistant: discovered \(discovered.sorted { $0.key < $1.key }); playing \(playing.sorted { $0.key < $1.key }); "
-                  + "after power on now \(woken.sorted { $0.key < $1.key })")
+                  + "after power on now \(woken.sorted { $0.key < $1.key }); after the test tone \(toned.sorted { $0.key < $1.key })")
         }
     }
 
@@ -102,8 +111,8 @@ enum HomeAssistantHarness {
 
     /// The box's entity ids as its discovery names them (`default_entity_id`).
     struct HomeAssistantEntities {
-        let playing: String, player: String, keepAlive: String, keepAliveSwitch: String, powerOn: String, standby: String
-        var all: [String] { [playing, player, keepAlive, keepAliveSwitch, powerOn, standby] }
+        let playing: String, player: String, keepAlive: String, keepAliveSwitch: String, powerOn: String, standby: String, testTone: String
+        var all: [String] { [playing, player, keepAlive, keepAliveSwitch, powerOn, standby, testTone] }
 
         init(host: String) {
             let first = host.split(separator: ".").first.map(String.init) ?? "box"
@@ -114,6 +123,7 @@ enum HomeAssistantHarness {
             keepAliveSwitch = "switch.\(word)_keepalive_switch"
             powerOn = "button.\(word)_power_on"
             standby = "button.\(word)_standby"
+            testTone = "button.\(word)_test_tone"
         }
     }
 }

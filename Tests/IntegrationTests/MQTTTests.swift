@@ -213,8 +213,8 @@ extension Integration {
             defer { broker.stop() }
             let directory = try TestPaths.makeTemporaryDirectory("mqtt")
             let (daemon, log, socket) = try await Self.commandedDaemon(broker, in: directory)
-            let configs = try broker.subscribe("homeassistant/#", count: 6, seconds: 2, retainedOnly: true).map(\.topic)
-            #expect(configs.filter { $0.contains("/switch/") || $0.contains("/button/") }.count == 3, "\(configs)")
+            let configs = try broker.subscribe("homeassistant/#", count: 7, seconds: 2, retainedOnly: true).map(\.topic)
+            #expect(configs.filter { $0.contains("/switch/") || $0.contains("/button/") }.count == 4, "\(configs)")
 
             try broker.publish("\(Self.prefix)/command/keepalive", "OFF")
             try await waitUntil("the state: switched off", timeout: .seconds(5).underSanitizer) {
@@ -246,6 +246,83 @@ extension Integration {
             }
             #expect(ActivityTests.lines(log) == ["active null home-automation - - -", "idle null home-automation - - -"])
             #expect(daemon.stderr.contains("standby asked by home automation: idle"), "\(daemon.stderr)")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
+        }
+
+        @Test("the test tone button: −30 dBFS for about 1 s on each sink at once, within 1.5 s of the press (not behind the sink's 8 s buffer), then the keep-alive again; one at a time; none while switched off",
+              .enabled(if: PulseAudioServer.isInstalled))
+        func testToneButton() async throws {
+            typealias Tone = KeepaliveTestCommandTests
+            let broker = try MosquittoBroker()
+            try await broker.start()
+            defer { broker.stop() }
+            let server = try PulseAudioServer()
+            try await server.start(suspendTimeout: 1, sinks: [Tone.tv, Tone.speakers])
+            defer { server.stop() }
+            var recordings = try [Tone.Recording(Tone.tv.name, server: server), Tone.Recording(Tone.speakers.name, server: server)]
+            try await waitUntil("both monitors to record", timeout: .seconds(5)) { recordings.allSatisfy { $0.bytesSoFar > 8820 } }
+            let socket = server.directory.appendingPathComponent("k.sock").path
+            let daemon = try ChildProcess(binary, ["run", "--all", "--socket", socket, "--mqtt", "mqtt://127.0.0.1:\(broker.port)",
+                                                   "--mqtt-prefix", Self.prefix, "--mqtt-commands"],
+                                          environment: server.environment, directory: server.directory, label: "keepalived")
+            try await daemon.waitForLog("MQTT: connected to the broker", timeout: .seconds(10).underSanitizer)
+            for sink in [Tone.tv.name, Tone.speakers.name] {
+                try await daemon.waitForLog("playing device=pulse:DEVICE=\(sink)", timeout: .seconds(10).underSanitizer)
+            }
+            // The keep-alive's own level in the monitors before the press: well under the tone's.
+            try await Task.sleep(for: .seconds(1))
+
+            let pressed = ContinuousClock.now
+            try broker.publish("\(Self.prefix)/command/test-tone", "PRESS")
+            try await daemon.waitForLog("test tone (440 Hz sine at 0.0316 (-30 dBFS) peak, 1 s), asked by home automation (MQTT)", timeout: .seconds(5).underSanitizer)
+            // A second press while it sounds: refused, the first one's restore unchanged.
+            try broker.publish("\(Self.prefix)/command/test-tone", "PRESS")
+            try await daemon.waitForLog("a test tone sounds already", timeout: .seconds(5).underSanitizer)
+            try await daemon.waitForLog("test tone over: the keep-alive plays again", timeout: .seconds(10).underSanitizer)
+            // The keep-alive written again and played: two seconds of it in the monitors.
+            try await Task.sleep(for: .seconds(2))
+            // Timed from the end: a suspended sink's monitor records nothing, so its first sample
+            // is not the recorder's launch; from the daemon's start on, the sinks never rest.
+            let stopped = ContinuousClock.now
+            for index in recordings.indices { try await recordings[index].stop() }
+
+            var starts: [ContinuousClock.Instant] = []
+            for recording in recordings {
+                // Above half the tone's peak: the keep-alive (0.01, −40 dBFS) is never there.
+                let threshold = Int(Tone.peak / 2)
+                let loud = recording.samples.indices.filter { abs(Int(recording.samples[$0])) > threshold }
+                let first = try #require(loud.first, "no tone on \(recording.sink)'s monitor"), last = loud.last!
+                let seconds = Double(last - first) / Tone.rate
+                let peak = recording.samples[first...last].map { abs(Int($0)) }.max() ?? 0
+                let steady = recording.samples[(first + 4410)..<max(last - 4410, first + 4410)]
+                let rms = (steady.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(steady.count, 1))).squareRoot()
+                let start = stopped - .seconds(Double(recording.samples.count - first) / Tone.rate)
+                starts.append(start)
+                print("\(recording.sink): tone \(seconds) s, \(pressed.duration(to: start)) after the press, peak \(Tone.decibels(Double(peak), over: 32768)) dBFS, RMS \(Tone.decibels(rms, over: 32768)) dBFS")
+                #expect(abs(Tone.decibels(Double(peak), over: Tone.peak)) <= 1, "\(recording.sink): peak \(peak)")
+                #expect(abs(Tone.decibels(rms, over: Tone.rms)) <= 1, "\(recording.sink): RMS \(rms)")
+                #expect(seconds >= 0.8 && seconds <= 1.2, "\(recording.sink): \(seconds) s")
+                #expect(pressed.duration(to: start) < .milliseconds(1500), "\(recording.sink): the tone began \(pressed.duration(to: start)) after the press")
+                // One tone: nothing that loud again, and the keep-alive back at its own level after it.
+                let tail = recording.samples.suffix(Int(Tone.rate))
+                let tailPeak = tail.map { abs(Int($0)) }.max() ?? 0
+                #expect(tailPeak > 0 && tailPeak <= Int(0.0101 * 32768), "\(recording.sink): the last second peaks at \(tailPeak) LSB, not the keep-alive's")
+            }
+            let apart = starts[0] < starts[1] ? starts[0].duration(to: starts[1]) : starts[1].duration(to: starts[0])
+            #expect(apart < .milliseconds(500), "the sinks' tones began \(apart) apart: not at once")
+            let status = commandOutput(binary, ["status", "--socket", socket]) ?? ""
+            #expect(status.contains("state: playing"), "\(status)")
+            // keepalived's own tone is no real audio: the box stayed idle throughout (no `since`).
+            let after = try Self.state(broker)
+            #expect(Self.activity(after)?["state"] as? String == "idle" && Self.activity(after)?["since"] == nil, "\(String(describing: after))")
+            print(daemon.stderr.split(separator: "\n").filter { $0.contains("tone") || $0.contains("outputs changed") }.joined(separator: "\n"))
+
+            // Switched off: nothing plays the keep-alive, so no tone.
+            try broker.publish("\(Self.prefix)/command/keepalive", "OFF")
+            try await daemon.waitForLog("switched off by home automation", timeout: .seconds(5).underSanitizer)
+            try broker.publish("\(Self.prefix)/command/test-tone", "PRESS")
+            try await daemon.waitForLog("no test tone: no output plays the keep-alive now", timeout: .seconds(5).underSanitizer)
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }

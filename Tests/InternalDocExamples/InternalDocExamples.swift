@@ -574,14 +574,8 @@ extension InternalDocExamples {
         machine.timerFired(now: later)     // .announce([4→5 System Audio Mode Request (2.0.0.0), 4→5 Give Device Power Status])
     }
 
-    // Sources/KeepAliveDaemon/Commands/TestTone.swift
-    static func example72() async throws {
-        let one = TestTone.configuration(for: "pulse:DEVICE=tv", in: planned)   // the tone, on the TV alone
-        TestTone.exitCode(sounded: 1, failed: 1)                               // 75
-    }
-
     // Sources/KeepAliveDaemon/Control/AcceptBackoff.swift
-    static func example73() async throws {
+    static func example72() async throws {
         var backoff = AcceptBackoff()
         switch backoff.failed(errno, at: now) {          // after accept returned -1
         case .exhausted: logger.warning("cannot accept")
@@ -592,7 +586,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Control/ControlPollSet.swift
-    static func example74() async throws {
+    static func example73() async throws {
         var set = ControlPollSet()
         set.watch(.listener, 3)        // the listening socket
         set.watchClients([7, 9])       // each client's socket, or what its reply waits for
@@ -600,7 +594,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerController.swift
-    static func example75() async throws {
+    static func example74() async throws {
         let linger = LingerController(plan: plan, manager: manager, logger: logger)
         linger.start(on: runtime.mainLoop)
         linger.apply(newPlan, on: runtime.mainLoop)   // on reload; nil turns --linger off
@@ -609,14 +603,14 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerPlan.swift
-    static func example76() async throws {
+    static func example75() async throws {
         let plan = try LingerPlan(duration: .seconds(600), devices: ["pulse", "hw:0"], hasSelection: false)
         plan.outputs       // ["pulse"]
         plan.unsupported   // ["hw:0 is a hardware output"]
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerStateMachine.swift
-    static func example77() async throws {
+    static func example76() async throws {
         var machine = LingerStateMachine(duration: .seconds(600))
         machine.start(at: .now)                    // .armTimer(now + 600 s)
         let view = LingerView(streams: [.init(sink: 0, isCorked: false, isOwn: false)], sinks: [0], defaultSink: 0)
@@ -625,12 +619,12 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerStateMachine.swift
-    static func example78() async throws {
+    static func example77() async throws {
         let view = LingerView(streams: [.init(sink: 0, isCorked: false, isOwn: false)], sinks: [0], defaultSink: 0)
     }
 
     // Sources/KeepAliveDaemon/Linger/LingerWatcher.swift
-    static func example79() async throws {
+    static func example78() async throws {
         let watcher = try LingerWatcher(duration: .seconds(600), outputs: ["pulse"], manager: manager, logger: logger)
         try watcher.start()
         // …
@@ -638,34 +632,34 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Linger/SoundServerOutput.swift
-    static func example80() async throws {
+    static func example79() async throws {
         SoundServerOutput.kind(of: "pulse")   // .soundServer("pulse")
         SoundServerOutput.kind(of: "hw:0")    // .other(type: "hw")
     }
 
     // Sources/KeepAliveDaemon/Loans/LoanStateMachine.swift
-    static func example81() async throws {
+    static func example80() async throws {
         var loans = LoanStateMachine()
         if case .close(let outputs) = loans.releaseAsked(device, by: holder, outputs: ["hw:CARD=0,DEV=0"], at: now) { hold(outputs) }
         if case .takeBack(_, let format, _) = loans.observed(device, SubstreamState.read(device), holderAlive: true, at: later) { reopen(in: format) }
     }
 
     // Sources/KeepAliveDaemon/Loans/LoanWatcher.swift
-    static func example82() async throws {
+    static func example81() async throws {
         let watcher = LoanWatcher()
         watcher.follow(HardwareDevice(card: 0, device: 0), pid: 812)
         if watcher.take() { recheckSoon() }     // a close came: the driver's release may still run
     }
 
     // Sources/KeepAliveDaemon/Loans/OutputsClosing.swift
-    static func example83() async throws {
+    static func example82() async throws {
         let closing = try OutputsClosing()
         closing.finish()            // the release's thread, once every output is closed
         closing.isFinished          // true; `descriptor` polls readable from then on
     }
 
     // Sources/KeepAliveDaemon/Loans/PlayerCarrying.swift
-    static func example84() async throws {
+    static func example83() async throws {
         let request = ReleaseRequest(card: 0, device: 0, program: "mpd")
         if case .notCarried(let why) = PlayerCarrying.handOver(request, pid: 812, connection: 9, manager: manager, scanner: scanner,
                                                                activity: activity, logger: logger) {
@@ -674,62 +668,62 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Loans/PlayerLoans.swift
-    static func example85() async throws {
+    static func example84() async throws {
         let loans = try PlayerLoans(manager: manager, scanner: scanner, logger: logger)
         let answer = loans.release(ReleaseRequest(card: 0, device: 0, program: "mpd"), pid: 812, arrived: .now) { false }
         loans.process(on: runtime.mainLoop)   // after poll found `descriptor` or `timer.descriptor` readable
     }
 
     // Sources/KeepAliveDaemon/Loans/SubstreamState.swift
-    static func example86() async throws {
+    static func example85() async throws {
         let now = SubstreamState.read(HardwareDevice(card: 0, device: 0))
         if now.openBy == nil { print("closed") } else if let format = now.format { print(format) }
     }
 
     // Sources/KeepAliveDaemon/Logind/LogindFollower.swift
-    static func example87() async throws {
+    static func example86() async throws {
         let follower = try LogindFollower(manager: manager, policy: try options.playback.session.policy, logger: logger)
         // on the main loop, after every wakeup (DaemonRuntime.handleReady), the idle timer readable or not:
         follower.process(idleTimerFired: true, on: runtime.mainLoop)
     }
 
     // Sources/KeepAliveDaemon/Logind/LogindWatcher.swift
-    static func example88() async throws {
+    static func example87() async throws {
         if let logind = LogindWatcher.open(logger: logger) {
             for event in logind.process() { print(event) }
         }
     }
 
     // Sources/KeepAliveDaemon/Logind/PauseStateMachine.swift
-    static func example89() async throws {
+    static func example88() async throws {
         var machine = PauseStateMachine(policy: .init(pauseWhen: [.locked]))
         machine.prepareForSleep(true)   // .sleep: pause for sleep, then release the sleep lock
         machine.prepareForSleep(false)  // .wake: take the sleep lock, then resume
     }
 
     // Sources/KeepAliveDaemon/MQTT/HomeAssistantDiscovery.swift
-    static func example90() async throws {
+    static func example89() async throws {
         let discovery = HomeAssistantDiscovery(settings: mqttSettings, version: "0.2.0", host: "livingroom", deviceID: "3f2a…")
         for entity in discovery.entities { publish(entity.topic, entity.payload) }
         for topic in discovery.withdrawn { publish(topic, "") }
     }
 
     // Sources/KeepAliveDaemon/MQTT/MQTTBoxState.swift
-    static func example91() async throws {
+    static func example90() async throws {
         let state = MQTTBoxState(status: status, version: "0.2.0", events: lastEvents, switchedOff: false)
         state.activity.state        // "active" while real audio plays on any output
         state.activity.programs     // ["mpd"]
     }
 
     // Sources/KeepAliveDaemon/MQTT/MQTTCommandFilter.swift
-    static func example92() async throws {
+    static func example91() async throws {
         var filter = MQTTCommandFilter(prefix: "keepalived/box")
         filter.received(topic: "keepalived/box/command/keepalive", payload: Array("OFF".utf8), retained: false, at: now)
         // .apply(.keepAlive(on: false))
     }
 
     // Sources/KeepAliveDaemon/MQTT/MQTTConnectionStateMachine.swift
-    static func example93() async throws {
+    static func example92() async throws {
         var machine = MQTTConnectionStateMachine()
         machine.start(at: now)                          // .connect(deadline: now + 10 s, log: nil)
         machine.refused("not authorised", at: now)     // .retry(at: now + 1 s, log: "… not authorised …")
@@ -738,7 +732,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/MQTT/MQTTController.swift
-    static func example94() async throws {
+    static func example93() async throws {
         let mqtt = MQTTController(initial: try options.playback.mqtt.configuration(),
                                   read: { MQTTBoxState.Sources(status: daemonStatus(), switchedOff: manager.pauses.contains(.switchedOff)) },
                                   submit: { queue.submit(MainLoopRequest($0, trigger: "MQTT")) }, logger: logger)
@@ -749,7 +743,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/MQTT/MQTTPublisher.swift
-    static func example95() async throws {
+    static func example94() async throws {
         let publisher = try MQTTPublisher(settings: mqttSettings, password: try mqttSettings.readPassword(), version: "0.2.0",
                                           read: { MQTTBoxState.Sources(status: daemonStatus()) }, logger: logger)
         manager.observe { _ in publisher.changed() }
@@ -759,7 +753,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/MQTT/MQTTSettings.swift
-    static func example96() async throws {
+    static func example95() async throws {
         let settings = try MQTTSettings(url: "mqtts://box@broker.lan", host: "livingroom")
         settings.port          // 8883
         settings.prefix        // "keepalived/livingroom"
@@ -767,20 +761,20 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/MQTT/MosquittoClient.swift
-    static func example97() async throws {
+    static func example96() async throws {
         let owner = ThreadOwner.claimed("the MQTT publisher")
         let client = try MosquittoClient(id: "keepalived-box", owner: owner) { event in print(event) }
         try client.connect(host: "broker", port: 1883, keepAlive: 60)
     }
 
     // Sources/KeepAliveDaemon/MQTT/RemoteCommand.swift
-    static func example98() async throws {
+    static func example97() async throws {
         queue.submit(MainLoopRequest(.keepAlive(on: false), trigger: "MQTT"))
         // the main loop: every output paused, status says switched-off
     }
 
     // Sources/KeepAliveDaemon/MainLoop/MainLoopQueue.swift
-    static func example99() async throws {
+    static func example98() async throws {
         // The control socket's thread:
         let reply = queue.reload(trigger: "control socket")
         // The main loop, once `queue.descriptor` polled readable:
@@ -788,53 +782,53 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/MainLoop/MainLoopRequest.swift
-    static func example100() async throws {
+    static func example99() async throws {
         let request = try MainLoopRequest.awaited(trigger: "control socket")
         queue.submit(request)
         let reply = request.wait(timeout: .seconds(10)) ?? .failure("…")
     }
 
     // Sources/KeepAliveDaemon/Options/CECOptions.swift
-    static func example101() async throws {
+    static func example100() async throws {
         let options = try CECOptions.parse(["--cec", "/dev/cec0", "--cec-standby"])
         try options.settings   // device /dev/cec0, standby on, the TV left alone
     }
 
     // Sources/KeepAliveDaemon/Options/CommandLineWithOptionsFile.swift
-    static func example102() async throws {
+    static func example101() async throws {
         let merged = try CommandLineWithOptionsFile.parse(RunCommand.self, commandLine: words, file: "/etc/k.conf")
     }
 
     // Sources/KeepAliveDaemon/Options/DurationArgument.swift
-    static func example103() async throws {
+    static func example102() async throws {
         try DurationArgument.parse("10min")   // .seconds(600)
     }
 
     // Sources/KeepAliveDaemon/Options/DurationArgument.swift
-    static func example104() async throws {
+    static func example103() async throws {
         try DurationArgument.parse("90s", option: "--on-idle-after", atLeast: .seconds(1), written: "1s")   // .seconds(90)
     }
 
     // Sources/KeepAliveDaemon/Options/MQTTOptions.swift
-    static func example105() async throws {
+    static func example104() async throws {
         let options = try MQTTOptions.parse(["--mqtt", "mqtts://box@broker.lan", "--mqtt-password-file", "/etc/keepalived/mqtt"])
         try options.settings(host: "livingroom")?.prefix   // "keepalived/livingroom"
     }
 
     // Sources/KeepAliveDaemon/Options/OutputOptions.swift
-    static func example106() async throws {
+    static func example105() async throws {
         let options = try OutputOptions.parse(["--volume", "-50dB", "--on-active", "gpioset gpiochip0 17=1"])
         let hooks = try options.activity(hookTimeout: .seconds(30))   // onActive: gpioset …
     }
 
     // Sources/KeepAliveDaemon/Options/SoundOptions.swift
-    static func example107() async throws {
+    static func example106() async throws {
         let dac = try SoundOptions.parse(["--signal", "sine", "--frequency", "30", "--volume", "-50dB"])
         let settings = try dac.settings(over: configuration.defaults)   // signal sine:30, volume -50 dB
     }
 
     // Sources/KeepAliveDaemon/Runtime/DaemonAssembly.swift
-    static func example108() async throws {
+    static func example107() async throws {
         let playback = try options.currentOptions()   // `options`: the parsed `keepalived run`
         let daemon = try DaemonAssembly(options: playback, base: try playback.makeConfiguration(), playerGroup: nil,
                                         paths: RuntimePaths(socketOverride: nil), logFile: nil,
@@ -843,7 +837,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/DaemonRuntime.swift
-    static func example109() async throws {
+    static func example108() async throws {
         let runtime = try DaemonRuntime(manager: manager, control: control, reloader: reloader, reloads: reloads, loans: loans,
                                         notifier: notifier, scanner: scanner, logind: logind, linger: linger, activity: activity,
                                         signals: signals, logger: logger)
@@ -851,85 +845,85 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Runtime/HintWatcher.swift
-    static func example110() async throws {
+    static func example109() async throws {
         let watcher = HintWatcher()
         // poll(watcher.descriptor) readable → watcher.drain() → rescan
     }
 
     // Sources/KeepAliveDaemon/Runtime/PollSet.swift
-    static func example111() async throws {
+    static func example110() async throws {
         var set = PollSet()
         set.watch(.signals, signals.descriptor)
         if try set.wait(timeout: -1), set.isReady(.signals) { /* read the signals */ }
     }
 
     // Sources/KeepAliveDaemon/Runtime/SignalDescriptor.swift
-    static func example112() async throws {
+    static func example111() async throws {
         let signals = try SignalDescriptor(signals: [SIGTERM, SIGINT, SIGHUP])
         if let received = signals.next() { print("got signal \(received)") }
     }
 
     // Sources/KeepAliveDaemon/Runtime/SystemdNotifier.swift
-    static func example113() async throws {
+    static func example112() async throws {
         if let notifier = SystemdNotifier(manager: manager, awaited: { "output" }, logger: logger) { notifier.update() }
     }
 
     // Sources/KeepAliveDaemon/Selection/BluetoothDefaults.swift
-    static func example114() async throws {
+    static func example113() async throws {
         let settings = BluetoothDefaults.settings(under: configuration.outputSettings["bluealsa"], ceiling: configuration.defaults.ceiling)
         settings.signal   // .sine(frequency: 30), unless the user chose one
     }
 
     // Sources/KeepAliveDaemon/Selection/CardHolders.swift
-    static func example115() async throws {
+    static func example114() async throws {
         let holders = CardHolders.scan()    // [0: [pulseaudio (pid 812, uid 1000)]]
     }
 
     // Sources/KeepAliveDaemon/Selection/MixingProbes.swift
-    static func example116() async throws {
+    static func example115() async throws {
         let mixing = probes.mixing(for: hints) { pcm in OutputPlanner.cardRefusal(pcm, in: offer) == nil }
         // ["vc4hdmi0,0": .iec958Only, "Headphones,0": .mixable]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputChoice.swift
-    static func example117() async throws {
+    static func example116() async throws {
         let choice = OutputChoice(selection: .all, bluetooth: true, exclusions: [try OutputExclusion("*Headset*")])
         choice.flags   // ["--all", "--bluetooth"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example118() async throws {
+    static func example117() async throws {
         let offer = OutputOffer(hints: ALSADevice.playbackDevices(), server: watcher.reachability)
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example119() async throws {
+    static func example118() async throws {
         let picks = OutputPlanner.pick(OutputChoice(selection: .digital), in: offer)
         picks.map(\.pcm)   // ["pulse:DEVICE=alsa_output.pci-0000_00_1f.3.hdmi-stereo"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputPlanner.swift
-    static func example120() async throws {
+    static func example119() async throws {
         var configuration = KeepAliveConfiguration(devices: ["default", "pulse:DEVICE=tv"])
         let kept = OutputPlanner.playThroughSinks(&configuration, view: view, inForce: [:], sinkBuffer: .seconds(8))  // ["tv"]
     }
 
     // Sources/KeepAliveDaemon/Selection/OutputScanner.swift
-    static func example121() async throws {
+    static func example120() async throws {
         let scanner = OutputScanner(logger: logger)
         scanner.use(base, choice: OutputChoice(selection: .digital))
         let configuration = scanner.planned()     // the named outputs and the digital ones found now
     }
 
     // Sources/KeepAliveDaemon/Selection/SinkDefaults.swift
-    static func example122() async throws {
+    static func example121() async throws {
         let settings = SinkDefaults.settings(for: .hdmi, rate: 44100, under: nil, buffer: SinkDefaults.buffer, ceiling: .defaultCeiling)
         settings.bufferDuration        // 8 s
         settings.generatedSignalRate   // 44100
     }
 
     // Sources/KeepAliveDaemon/SoundServer/DeviceReservations.swift
-    static func example123() async throws {
+    static func example122() async throws {
         if let reservations = DeviceReservations.open(logger: logger) {
             reservations.onReleaseRequest = { card in closeOutputs(on: card) }
             reservations.hold([0: "dmix:CARD=Intel,DEV=0"], on: runtime.mainLoop)
@@ -938,17 +932,17 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/PipeWireWithoutPulse.swift
-    static func example124() async throws {
+    static func example123() async throws {
         let why = PipeWireWithoutPulse.explain("Connection refused", socket: PipeWireWithoutPulse.socket())
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerDefaultOutput.swift
-    static func example125() async throws {
+    static func example124() async throws {
         ServerDefaultOutput.followsDefaultSink("default")   // true on a desktop, false on a box (dmix)
     }
 
     // Sources/KeepAliveDaemon/SoundServer/ServerWatchers.swift
-    static func example126() async throws {
+    static func example125() async throws {
         final class Printer: SoundServerListener {
             func connectionReady() {}
             func serverListed(_ view: SoundServerView) { print(view.sinks.map(\.name)) }
@@ -962,7 +956,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SinkWatcher.swift
-    static func example127() async throws {
+    static func example126() async throws {
         let watcher = try SinkWatcher(logger: logger)
         watcher.start()
         let first = watcher.waitForAnswer(timeout: .seconds(2))
@@ -971,7 +965,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/SoundServerReachability.swift
-    static func example128() async throws {
+    static func example127() async throws {
         switch watcher.reachability {
         case .unknown: break                        // not answered yet: pick no card meanwhile
         case .unreachable(let why): print(why)      // none for this user: the cards are keepalived's
@@ -980,7 +974,7 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/SoundServer/StreamHomes.swift
-    static func example129() async throws {
+    static func example128() async throws {
         var homes = StreamHomes()
         let now = ContinuousClock.now
         _ = homes.observe(streams: [7: "tv"], kept: ["tv"], sinks: ["tv"], at: now)                 // 7's home: tv
@@ -989,18 +983,18 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Support/Bus.swift
-    static func example130() async throws {
+    static func example129() async throws {
         guard let bus = Bus.system.open(toFollow: "logind", logger: logger) else { return }   // not followed
     }
 
     // Sources/KeepAliveDaemon/Support/IntervalTimer.swift
-    static func example131() async throws {
+    static func example130() async throws {
         let watchdog = try IntervalTimer()
         watchdog.arm(after: .seconds(30), every: .seconds(30))
     }
 
     // Sources/KeepAliveDaemon/Support/ReconnectBackoff.swift
-    static func example132() async throws {
+    static func example131() async throws {
         let now = monotonicNow()
         var backoff = ReconnectBackoff(connectedAt: now)
         backoff.lost(at: now)                      // the bus went away
@@ -1011,9 +1005,36 @@ extension InternalDocExamples {
     }
 
     // Sources/KeepAliveDaemon/Support/SerialCalls.swift
-    static func example133() async throws {
+    static func example132() async throws {
         let calls = SerialCalls(threadName: "keepalive-lngr")
         calls.enqueue { manager.pause(.linger, output: "pulse") }
         calls.waitUntilDone()   // every queued call ran
+    }
+
+    // Sources/KeepAliveDaemon/Tone/TestTone.swift
+    static func example133() async throws {
+        let one = TestTone.configuration(for: "pulse:DEVICE=tv", in: planned)   // the tone, on the TV alone
+        TestTone.exitCode(sounded: 1, failed: 1)                               // 75
+    }
+
+    // Sources/KeepAliveDaemon/Tone/TestToneSounder.swift
+    static func example134() async throws {
+        let tone = TestToneSounder(manager: manager, timer: try IntervalTimer(), logger: logger, on: mainLoop)
+        tone.press(asker: "home automation (MQTT)")   // the tone on every output playing the keep-alive
+        // the main loop, when tone.timer fires:
+        tone.timerFired()
+    }
+
+    // Sources/KeepAliveDaemon/Tone/TestToneStateMachine.swift
+    static func example135() async throws {
+        var machine = TestToneStateMachine()
+        let outputs = manager.snapshot.outputs.map(TestToneStateMachine.Output.init)
+        switch machine.pressed(outputs: outputs, configuration: manager.configuration) {
+        case .sound(let devices, let configuration, _): print("reopen \(devices) with \(configuration)")
+        case .refuse(let why): logger.notice("\(why)")
+        case .restore: preconditionFailure("a press never restores")
+        }
+        // TestTone.daemonRestoresAfter later:
+        _ = machine.restoreDue(outputs: outputs, configuration: manager.configuration)   // .restore(…)
     }
 }

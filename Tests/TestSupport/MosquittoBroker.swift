@@ -52,7 +52,7 @@ public final class MosquittoBroker: @unchecked Sendable {
             conf += "allow_anonymous true\n"
         } else {
             let passwords = directory.appendingPathComponent("passwords").path
-            FileManager.default.createFile(atPath: passwords, contents: Data())
+            _ = FileManager.default.createFile(atPath: passwords, contents: Data())
             for (user, password) in users.sorted(by: { $0.key < $1.key }) {
                 try runTool("/usr/bin/mosquitto_passwd", ["-b", passwords, user, password])
             }

@@ -336,7 +336,7 @@ final class BoxActivity: Sendable {
 
     private func update(_ change: (inout State) -> Void) {
         let now = ContinuousClock.now
-        state.withLock { state in update(&state, now: now, gate: nil, change) }
+        _ = state.withLock { state in update(&state, now: now, gate: nil, change) }
     }
 
     /// `gate`: what the `on-active` hooks this change sets off open (one for the outputs of one

@@ -60,6 +60,13 @@ struct HomeAssistantDiscovery: Sendable {
                 $0.commandTopic = filter.standbyTopic
                 $0.payloadPress = "PRESS"
             },
+            config("button", "test_tone", name: "Test tone", template: nil) {
+                // Home Assistant's class for a button that makes the device show itself.
+                $0.deviceClass = "identify"
+                $0.icon = "mdi:volume-high"
+                $0.commandTopic = filter.testToneTopic
+                $0.payloadPress = "PRESS"
+            },
         ]
         withdrawn = settings.commands ? [] : commands.map(\.topic)
         entities = (settings.commands ? commands : []) + [

@@ -40,6 +40,7 @@ struct MQTTCommandFilter: Sendable {
     var keepAliveTopic: String { "\(prefix)/command/keepalive" }
     var powerOnTopic: String { "\(prefix)/command/power-on" }
     var standbyTopic: String { "\(prefix)/command/standby" }
+    var testToneTopic: String { "\(prefix)/command/test-tone" }
 
     mutating func received(topic: String, payload: [UInt8], retained: Bool, at now: ContinuousClock.Instant) -> Verdict {
         guard admit(at: now) else {
@@ -67,13 +68,14 @@ struct MQTTCommandFilter: Sendable {
             return .some(nil)
         case powerOnTopic: return payload == Array("PRESS".utf8) ? .powerOn : .some(nil)
         case standbyTopic: return payload == Array("PRESS".utf8) ? .standby : .some(nil)
+        case testToneTopic: return payload == Array("PRESS".utf8) ? .testTone : .some(nil)
         default: return nil
         }
     }
 
     private mutating func parse(topic: String, payload: [UInt8], retained: Bool) -> Verdict {
         guard let known = command(topic: topic, payload: payload) else {
-            return .ignore(log: once(topic, "MQTT: ignored a message on \(Self.quoted(topic)): not a command topic (\(keepAliveTopic), \(powerOnTopic), \(standbyTopic))"))
+            return .ignore(log: once(topic, "MQTT: ignored a message on \(Self.quoted(topic)): not a command topic (\(keepAliveTopic), \(powerOnTopic), \(standbyTopic), \(testToneTopic))"))
         }
         guard let command = known else {
             return .ignore(log: once(topic, "MQTT: ignored \(Self.quoted(payload)) on \(Self.quoted(topic)): not a payload it takes"))

@@ -20,8 +20,12 @@ enum RemoteCommand: Equatable, Sendable {
     /// "Standby now": outputs whose audio stopped go idle at once (the `on-idle` hooks, `--cec`'s
     /// standby); outputs where real audio plays stay active.
     case standby
+    /// "Test tone": `keepalived test`'s tone for 1 s on every output playing the keep-alive, at
+    /// once, then the keep-alive again (``TestToneSounder``).
+    case testTone
 
-    func apply(manager: KeepAliveManager, activity: BoxActivity, logger: Logger, on mainLoop: ThreadOwner) -> ControlReply {
+    /// - Parameter tone: the test tone's sounder (nil: none could be made, and the journal said so).
+    func apply(manager: KeepAliveManager, activity: BoxActivity, tone: TestToneSounder?, logger: Logger, on mainLoop: ThreadOwner) -> ControlReply {
         mainLoop.preconditionOwned("RemoteCommand.apply")
         switch self {
         case .keepAlive(on: false):
@@ -45,6 +49,8 @@ enum RemoteCommand: Equatable, Sendable {
                 logger.notice("standby now, asked by home automation (MQTT): real audio plays (\(who)), so its outputs stay on",
                               metadata: ["outputs": "\(playing.keys.sorted().joined(separator: " "))"])
             }
+        case .testTone:
+            guard let tone, tone.press(asker: "home automation (MQTT)") else { return ControlReply(ok: true, changed: false) }
         }
         return ControlReply(ok: true, changed: true)
     }

@@ -46,7 +46,7 @@ struct MQTTOptions: ParsableArguments {
     var discoveryPrefix: String?
 
     @Flag(name: .customLong("mqtt-commands"), help: ArgumentHelp(
-        "With --mqtt: also take commands from home automation: a switch for the keep-alive (off rests every output, the daemon staying up) and buttons for power on now and standby now (the --on-active/--on-idle hooks and --cec's steps). Without it keepalived only publishes."))
+        "With --mqtt: also take commands from home automation: a switch for the keep-alive (off rests every output, the daemon staying up), buttons for power on now and standby now (the --on-active/--on-idle hooks and --cec's steps) and a test tone button (keepalived test's tone for 1 s on the outputs playing the keep-alive). Without it keepalived only publishes."))
     var commands = false
 
     mutating func validate() throws {

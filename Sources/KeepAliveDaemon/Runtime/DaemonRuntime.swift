@@ -95,6 +95,9 @@ final class DaemonRuntime: @unchecked Sendable {
         /// clients. The sink watcher's own retries back off to 10 s, and a selection's sinks
         /// come back only with its listing (their outputs were dropped with the server).
         let servers: DeviceWatcher
+        /// Home automation's test tone on the outputs, and its timer: made at the first press, so
+        /// a daemon never asked holds no descriptor for it.
+        var tone: TestToneSounder?
         var poll = PollSet()
         /// The outputs whose cards are reserved now: the reservations follow the outputs.
         var reservedFor: [String]?
@@ -215,13 +218,17 @@ final class DaemonRuntime: @unchecked Sendable {
             for request in reloads.take() {
                 switch request.change {
                 case .reload: request.fulfil(reloader.reload(trigger: request.trigger, on: mainLoop))
-                case .remote(let command): request.fulfil(command.apply(manager: manager, activity: activity, logger: logger, on: mainLoop))
+                case .remote(let command):
+                    if command == .testTone, loop.tone == nil { makeTone(&loop) }
+                    request.fulfil(command.apply(manager: manager, activity: activity, tone: loop.tone, logger: logger, on: mainLoop))
                 }
             }
         case .loanNodes, .loanTimer:
             loans.process(on: mainLoop)
         case .activityTimer:
             activity.timerFired(on: mainLoop)
+        case .toneTimer:
+            loop.tone?.timerFired()
         case .watchdog:
             loop.watchdog.acknowledge()
             notifier?.pingWatchdog()
@@ -246,6 +253,18 @@ final class DaemonRuntime: @unchecked Sendable {
             break
         }
         return true
+    }
+
+    /// The test tone's sounder, and its timer in the poll; none when the system refuses a timer
+    /// (the press is refused, the journal says why).
+    private func makeTone(_ loop: inout Loop) {
+        do {
+            let tone = TestToneSounder(manager: manager, timer: try IntervalTimer(), logger: logger, on: mainLoop)
+            loop.poll.watch(.toneTimer, tone.timer.descriptor)
+            loop.tone = tone
+        } catch {
+            logger.error("no test tone: no timer to end it with", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Whatever changed the outputs (a reload, a rescan, a reservation): the card reservations

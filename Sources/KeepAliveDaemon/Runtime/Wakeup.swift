@@ -14,6 +14,8 @@ enum Wakeup: Int, CaseIterable, Sendable {
     case loanTimer
     /// The first output whose real audio stopped goes idle (``BoxActivity``'s timer).
     case activityTimer
+    /// The test tone has played: its outputs get their keep-alive back (``TestToneSounder``).
+    case toneTimer
     /// systemd's watchdog timer, when systemd asked for one.
     case watchdog
     /// The cards and ALSA's configuration (``HintWatcher``).

@@ -68,13 +68,13 @@ struct MQTTBoxStateTests {
         return configs
     }
 
-    @Test("three read-only entities; with commands a switch and two buttons too, else their configs withdrawn; one device, stable ids, each with availability")
+    @Test("three read-only entities; with commands a switch and three buttons too, else their configs withdrawn; one device, stable ids, each with availability")
     func discovery() throws {
         let plain = HomeAssistantDiscovery(settings: try Self.settings(commands: false), version: "0.2.0", host: "living", deviceID: "0123456789ab")
         let commanded = HomeAssistantDiscovery(settings: try Self.settings(commands: true), version: "0.2.0", host: "living", deviceID: "0123456789ab")
         let node = "homeassistant/%@/keepalived_0123456789ab/%@/config"
         let readOnly = [("binary_sensor", "playing"), ("sensor", "player"), ("sensor", "keepalive")].map { String(format: node, $0.0, $0.1) }
-        let commands = [("switch", "keepalive_switch"), ("button", "power_on"), ("button", "standby")].map { String(format: node, $0.0, $0.1) }
+        let commands = [("switch", "keepalive_switch"), ("button", "power_on"), ("button", "standby"), ("button", "test_tone")].map { String(format: node, $0.0, $0.1) }
         #expect(Set(plain.entities.map(\.topic)) == Set(readOnly) && Set(plain.withdrawn) == Set(commands))
         #expect(Set(commanded.entities.map(\.topic)) == Set(readOnly + commands) && commanded.withdrawn.isEmpty)
         for (topic, config) in Self.configs(commanded) {

@@ -24,7 +24,9 @@ struct MQTTCommandFilterTests {
         #expect(Self.send(&filter, "keepalive", "ON", at: 1) == .apply(.keepAlive(on: true)))
         #expect(Self.send(&filter, "power-on", "PRESS", at: 2) == .apply(.powerOn))
         #expect(Self.send(&filter, "standby", "PRESS", at: 3) == .apply(.standby))
-        for (name, payload) in [("keepalive", "on"), ("keepalive", "ON "), ("keepalive", ""), ("power-on", "press"), ("standby", "PRESS\n")] {
+        #expect(Self.send(&filter, "test-tone", "PRESS", at: 3.5) == .apply(.testTone))
+        for (name, payload) in [("keepalive", "on"), ("keepalive", "ON "), ("keepalive", ""), ("power-on", "press"), ("standby", "PRESS\n"),
+                                ("test-tone", "ON"), ("test-tone", "PRESS PRESS")] {
             var fresh = MQTTCommandFilter(prefix: Self.prefix)
             guard case .ignore(let log?) = Self.send(&fresh, name, payload) else {
                 Issue.record("\(name) \(payload.debugDescription) was not refused with a line")
@@ -97,7 +99,7 @@ struct MQTTCommandFilterTests {
     func fuzz() {
         var random = SplitMix(seed: 0x6b61_2d6d_7174_7401)
         var filter = MQTTCommandFilter(prefix: Self.prefix)
-        let names = ["keepalive", "power-on", "standby", "keepalive/x", "", "+", "#", "KEEPALIVE"]
+        let names = ["keepalive", "power-on", "standby", "test-tone", "keepalive/x", "", "+", "#", "KEEPALIVE"]
         let near = ["ON", "OFF", "PRESS"]
         for index in 0..<10_000 {
             let name = names[Int(random.next() % UInt64(names.count))]

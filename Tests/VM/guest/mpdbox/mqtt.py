@@ -2,7 +2,10 @@
 broker has), and the package's service given the network and the password by docs/systemd.md's
 MQTT drop-in (read from the page). MPD plays a track through `keepalived:` on the HDA card: the
 retained state says the box is active with mpd, the card's output playing (carrying mpd, or lent
-to it); `mpc stop`: idle once `--on-idle-after` has passed. The password is in no journal line."""
+to it); `mpc stop`: idle once `--on-idle-after` has passed. The password is in no journal line. With
+`--mqtt-commands`, the "Test tone" button on the idle box: the card's output reopened for the tone
+and, 5 s after the press, in the mode it had (a ring loop stays one), MPD playing through
+`keepalived:` again after it."""
 
 import json
 import os
@@ -11,7 +14,7 @@ import subprocess
 import time
 
 import vmtest as vt
-from mpdbox import UNIT, holder, journal, mpc, mpc_state, name, names, play, sh, show, start_mpd
+from mpdbox import UNIT, holder, journal, mpc, mpc_state, name, names, output, play, sh, show, start_mpd
 
 PORT = 18831
 PASSWORD = "vm-box-7a51"
@@ -61,7 +64,7 @@ def state_through_mqtt(box):
         f.write(found.group(1) if found else "")
     since = time.time() - 1
     rc, w = restart(box, f"{box.OUTPUTS} --on-idle-after 2s --mqtt mqtt://keepalived@127.0.0.1:{PORT} --mqtt-prefix {PREFIX} "
-                                 "--mqtt-password-file /etc/keepalived-audio/mqtt-password")
+                                 "--mqtt-password-file /etc/keepalived-audio/mqtt-password --mqtt-commands")
     w1 = vt.wait_until(lambda: retained(f"{PREFIX}/availability") == "online" and state().get("activity", {}).get("state") == "idle", 20, 0.3)
     vt.check("mqtt-box-connected", bool(found) and rc == 0 and w and w1,
              f"drop-in {'found' if found else 'NOT found'}; restart: exit {rc}, {show(UNIT, 'StatusText')!r}; "
@@ -83,7 +86,34 @@ def state_through_mqtt(box):
     log = "\n".join(journal(form="cat"))
     vt.check("mqtt-box-idle", w and isinstance(idle.get("activity", {}).get("since"), float) and PASSWORD not in log,
              f"after `mpc stop`, {w.seconds:.1f} s: activity {idle.get('activity')}; the password in the journal: {PASSWORD in log}")
+    test_tone(box)
     os.remove(DROP_IN)
     rc, w = restart(box, box.OUTPUTS)
     broker.terminate()
     vt.check("mqtt-box-off-again", rc == 0 and w, f"restart without --mqtt: exit {rc}, {show(UNIT, 'StatusText')!r}")
+
+
+def test_tone(box):
+    """The button on the idle box: the tone's lines in the journal, the card's output back in its
+    own mode and playing, and MPD through `keepalived:` after it as before."""
+    before = output(box.HW)
+    lines_before = len(journal(form="cat"))
+    r = sh("mosquitto_pub", "-h", "127.0.0.1", "-p", str(PORT), "-u", "keepalived", "-P", PASSWORD,
+           "-t", f"{PREFIX}/command/test-tone", "-m", "PRESS", timeout=10)
+
+    def said():
+        return journal(form="cat")[lines_before:]
+
+    w = vt.wait_until(lambda: any("test tone over" in line for line in said()), 15, 0.3)
+    w2 = vt.wait_until(lambda: output(box.HW).get("state") == "playing" and output(box.HW).get("mode") == before.get("mode"), 10, 0.3)
+    after = output(box.HW)
+    tone = [line for line in said() if "test tone" in line]
+    vt.check("mqtt-box-test-tone", r.returncode == 0 and w and w2 and any(box.HW in line for line in tone if "asked by" in line),
+             f"mosquitto_pub: exit {r.returncode}; the journal: {vt.one_line(' | '.join(tone), 500)}; "
+             f"{box.HW} before: {before.get('state')} {before.get('mode')}, after ({w2.seconds:.1f} s): {after.get('state')} {after.get('mode')}")
+    play("a44", repeat=True)
+    w = vt.wait_until(lambda: state().get("activity", {}).get("programs") == ["mpd"], 20, 0.3)
+    vt.check("mqtt-box-mpd-after-tone", w, f"MPD ({mpc_state()}) after the test tone, {w.seconds:.1f} s: card held by {name(holder())}; "
+             f"activity {state().get('activity')}")
+    mpc("-q", "stop")
+    vt.wait_until(lambda: state().get("activity", {}).get("state") == "idle", 20, 0.3)

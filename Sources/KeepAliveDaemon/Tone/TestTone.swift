@@ -34,6 +34,10 @@ enum TestTone {
     /// Kept open after it started playing: the burst, the buffer it may still sit in, and a
     /// margin for a server that starts its stream a little after the first write.
     static var heldFor: Duration { length + buffer + .milliseconds(300) }
+    /// When the daemon gives its outputs their keep-alive back after sounding the tone on them
+    /// (``TestToneStateMachine``): ``heldFor`` after a start as slow as 2.7 s. Until then they
+    /// play the digital silence after the burst, far shorter than any receiver's standby timer.
+    static var daemonRestoresAfter: Duration { startTimeout }
 
     static var signal: KeepAliveSignal { .sine(frequency: frequency) }
     static var schedule: PlaySchedule { PlaySchedule(playFor: length, pauseFor: silenceAfter, fade: fade) }
@@ -51,13 +55,19 @@ enum TestTone {
     /// for the same options) plays it: its sound server's sink and that sink's rate, its ceiling;
     /// the signal, level, burst and buffer the tone's.
     static func configuration(for device: String, in planned: KeepAliveConfiguration) -> KeepAliveConfiguration {
-        var settings = planned.outputSettings[device] ?? OutputSettings()
+        KeepAliveConfiguration(devices: [device], defaults: planned.defaults, outputSettings: [device: settings(over: planned.outputSettings[device])])
+    }
+
+    /// An output's own settings (its sink, its rate, its ceiling) with the tone's signal, level,
+    /// burst and buffer in place of its keep-alive's.
+    static func settings(over own: OutputSettings?) -> OutputSettings {
+        var settings = own ?? OutputSettings()
         settings.signal = signal
         settings.clip = nil
         settings.volume = level
         settings.schedule = schedule
         settings.bufferDuration = buffer
-        return KeepAliveConfiguration(devices: [device], defaults: planned.defaults, outputSettings: [device: settings])
+        return settings
     }
 
     /// Why the tone may not play on `devices` under `configuration`'s ceilings, naming the values;
