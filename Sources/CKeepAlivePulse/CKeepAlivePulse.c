@@ -40,7 +40,7 @@
     X(void, pa_threaded_mainloop_wait, (pa_threaded_mainloop *))                                         \
     X(int, pa_threaded_mainloop_in_thread, (pa_threaded_mainloop *))                                    \
     X(pa_channel_map *, pa_channel_map_init_auto, (pa_channel_map *, unsigned, pa_channel_map_def_t))    \
-    X(pa_stream *, pa_stream_new, (pa_context *, const char *, const pa_sample_spec *, const pa_channel_map *)) \
+    X(pa_stream *, pa_stream_new_with_proplist, (pa_context *, const char *, const pa_sample_spec *, const pa_channel_map *, pa_proplist *)) \
     X(void, pa_stream_unref, (pa_stream *))                                                              \
     X(void, pa_stream_set_state_callback, (pa_stream *, pa_stream_notify_cb_t, void *))                  \
     X(void, pa_stream_set_write_callback, (pa_stream *, pa_stream_request_cb_t, void *))                 \
@@ -58,8 +58,13 @@
     X(uint32_t, pa_stream_get_device_index, (const pa_stream *))                                         \
     X(pa_operation *, pa_stream_proplist_update, (pa_stream *, pa_update_mode_t, pa_proplist *, pa_stream_success_cb_t, void *)) \
     X(pa_proplist *, pa_proplist_from_string, (const char *))                                            \
+    X(pa_proplist *, pa_proplist_new, (void))                                                            \
+    X(int, pa_proplist_sets, (pa_proplist *, const char *, const char *))                                \
     X(void, pa_proplist_free, (pa_proplist *))                                                           \
     X(void, pa_operation_cancel, (pa_operation *))
+
+// The sink a stream of keepalived's is for, on the stream itself (see cpulse_stream_new).
+#define CPULSE_PROP_HOME "keepalived.sink"
 
 static struct {
 #define CPULSE_FIELD(type, name, parameters) type(*name) parameters;
@@ -314,6 +319,7 @@ static cpulse_sink_input sink_input_entry(const pa_sink_input_info *info) {
         .rate = info->sample_spec.rate,
         .process_id = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID),
         .application = fn.pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_NAME),
+        .home = fn.pa_proplist_gets(info->proplist, CPULSE_PROP_HOME),
     };
 }
 
@@ -457,7 +463,7 @@ static void stream_underflow(pa_stream *stream, void *userdata) {
     wrapper->underflow(wrapper->userdata);
 }
 
-cpulse_stream *cpulse_stream_new(cpulse_context *context, const char *name, int format, uint32_t rate, uint8_t channels,
+cpulse_stream *cpulse_stream_new(cpulse_context *context, const char *name, const char *home, int format, uint32_t rate, uint8_t channels,
                                  void (*state)(void *), void (*request)(void *), void (*underflow)(void *), void *userdata) {
     pa_sample_spec spec = {.format = (pa_sample_format_t)format, .rate = rate, .channels = channels};
     // ALSA's order for the channels it names, auxiliary channels for the rest (as the plug-in).
@@ -468,7 +474,14 @@ cpulse_stream *cpulse_stream_new(cpulse_context *context, const char *name, int 
     map.channels = channels;
     cpulse_stream *wrapper = calloc(1, sizeof *wrapper);
     if (!wrapper) return NULL;
-    wrapper->stream = fn.pa_stream_new(context->context, name, &spec, &map);
+    pa_proplist *properties = fn.pa_proplist_new();
+    if (!properties) {
+        free(wrapper);
+        return NULL;
+    }
+    if (home) fn.pa_proplist_sets(properties, CPULSE_PROP_HOME, home);
+    wrapper->stream = fn.pa_stream_new_with_proplist(context->context, name, &spec, &map, properties);
+    fn.pa_proplist_free(properties);
     if (!wrapper->stream) {
         free(wrapper);
         return NULL;

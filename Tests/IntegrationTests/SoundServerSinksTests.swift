@@ -114,12 +114,17 @@ extension Integration {
                 return Set(streams) == sinks && streams.count == sinks.count
             }
             try await waitUntil("a stream on the TV and on the speakers", timeout: .seconds(5)) { oneStreamEach(["tv", "speakers"]) }
+            // Each stream says which sink it belongs to, for a listing that comes after a move.
+            #expect(server.streamProperties("keepalived.sink") == server.streamSinks(), "\(server.streamProperties("keepalived.sink"))")
 
             _ = try server.loadSink(Self.dac.name, Self.dac.properties)
             // Known intermittent: in two full runs of scripts/test under load (0b2241f and 7ad3155,
             // one of five runs each time) the three streams did not settle within the 50 s this
-            // wait has under AddressSanitizer; alone it passes in about 2 s. Not understood yet: a
-            // failure records what the server had and what keepalived said.
+            // wait has under AddressSanitizer; alone it passes in about 2 s. The likely cause, a
+            // slow daemon whose first listing of the TV's stream came after the server had moved
+            // it to the DAC (which then became its home), is gone: each stream now says which sink
+            // it was opened for (keepalived.sink, StreamHomesTests). Kept a known issue until full
+            // runs show it gone; a failure records what the server had and what keepalived said.
             await withKnownIssue("switch-on-connect's move and the DAC's new stream did not settle (intermittent, under load)", isIntermittent: true) {
                 do {
                     try await waitUntil("a stream on each of the TV, the speakers and the DAC", timeout: .seconds(2).underSanitizer) {
@@ -272,6 +277,9 @@ extension Integration {
             #expect(Set(outputs.keys) == ["pulse:DEVICE=tv"], "\(outputs.keys)")
             #expect((outputs["pulse:DEVICE=tv"]?["server"] as? String)?.contains("PipeWire") == true, "\(outputs)")
             #expect(!server.streamPlaysIntoSink(application: "keepalived", sink: server.sinkName))
+            // pipewire-pulse keeps the stream's own word on where it belongs, as PulseAudio does.
+            let text = commandOutput("pactl", ["-f", "json", "list", "sink-inputs"], environment: server.pulseEnvironment) ?? ""
+            #expect(text.contains("\"keepalived.sink\":\"tv\""), "\(text)")
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit(timeout: .seconds(5)) == 0, "\(daemon.stderr)")
         }

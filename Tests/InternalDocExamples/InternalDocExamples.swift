@@ -979,6 +979,7 @@ extension InternalDocExamples {
         let now = ContinuousClock.now
         _ = homes.observe(streams: [7: "tv"], kept: ["tv"], sinks: ["tv"], at: now)                 // 7's home: tv
         homes.observe(streams: [7: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: now)            // [Move(stream: 7, sink: "tv")]
+        homes.observe(streams: [8: "dac"], opened: [8: "tv"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: now)  // [Move(stream: 8, sink: "tv")]
         homes.forgetAll()                                                                            // the server went away
     }
 

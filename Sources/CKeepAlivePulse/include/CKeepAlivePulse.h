@@ -98,6 +98,9 @@ typedef struct cpulse_sink_input {
     const char *process_id;
     /// application.name, or NULL.
     const char *application;
+    /// keepalived.sink: the sink a stream of keepalived's asked for (cpulse_stream_new's
+    /// `home`), or NULL.
+    const char *home;
 } cpulse_sink_input;
 
 /// One client (a connection to the server) as a query reports it.
@@ -217,8 +220,10 @@ enum {
 
 /// A playback stream on a ready context, not connected yet, with ALSA's channel order. `state`
 /// runs on every state change, `request` when the server asks for more, `underflow` when its
-/// buffer ran dry; all on the loop's thread. NULL if libpulse refuses the format.
-cpulse_stream *cpulse_stream_new(cpulse_context *context, const char *name, int format, uint32_t rate, uint8_t channels,
+/// buffer ran dry; all on the loop's thread. NULL if libpulse refuses the format. `home`: the
+/// sink it is for (its `keepalived.sink` property, which a listing reads back: a stream the
+/// server moved before keepalived first saw it is still known by where it belongs), or NULL.
+cpulse_stream *cpulse_stream_new(cpulse_context *context, const char *name, const char *home, int format, uint32_t rate, uint8_t channels,
                                  void (*state)(void *userdata), void (*request)(void *userdata),
                                  void (*underflow)(void *userdata), void *userdata);
 /// Connects the stream to the sink called `sink` (NULL: the server's default) with these buffer

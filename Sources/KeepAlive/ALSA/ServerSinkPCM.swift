@@ -278,8 +278,11 @@ final class ServerSinkPCM {
             underrun = false
             written = 0
             guard connection.isReady, let context = connection.context else { return -EIO }
+            // Named for its sink, so the sink watcher knows where it belongs even when the
+            // server moved it before it was first listed.
+            let home = sink == Self.defaultSink ? nil : sink
             guard let stream = cpulse_stream_new(
-                context, "keep-alive", format, io.rate, UInt8(io.channels),
+                context, "keep-alive", home, format, io.rate, UInt8(io.channels),
                 { ServerSinkPCM.from($0).changed() }, { ServerSinkPCM.from($0).requested() },
                 { ServerSinkPCM.from($0).underflowed() }, userdata)
             else { return -ENOMEM }

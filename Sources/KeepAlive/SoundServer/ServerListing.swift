@@ -101,7 +101,8 @@ final class ServerListing {
             // the client.
             let own = input.process_id.map { String(cString: $0) } == ownProcessID || ownClients.contains(input.client)
             draft.streams.append(ServerStream(index: input.index, sink: input.sink, isCorked: input.corked != 0, isOwn: own,
-                                              application: input.application.map { String(cString: $0) } ?? "", rate: input.rate))
+                                              application: input.application.map { String(cString: $0) } ?? "", rate: input.rate,
+                                              home: own ? input.home.map { String(cString: $0) } : nil))
         }
     }
 

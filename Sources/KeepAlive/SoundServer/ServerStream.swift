@@ -19,14 +19,18 @@ package struct ServerStream: Sendable, Equatable {
     package var application: String
     /// Its sample rate (0 when the server gave none).
     package var rate: UInt32
+    /// For a stream of keepalived's own: the name of the sink it was opened for (its
+    /// `keepalived.sink` property), wherever the server has it now; nil for any other.
+    package var home: String?
 
-    package init(index: UInt32, sink: UInt32, isCorked: Bool, isOwn: Bool, application: String, rate: UInt32 = 0) {
+    package init(index: UInt32, sink: UInt32, isCorked: Bool, isOwn: Bool, application: String, rate: UInt32 = 0, home: String? = nil) {
         self.index = index
         self.sink = sink
         self.isCorked = isCorked
         self.isOwn = isOwn
         self.application = Self.displayName(application)
         self.rate = rate
+        self.home = home
     }
 
     /// The longest name kept, in Unicode scalars.

@@ -162,7 +162,9 @@ final class SinkWatcher: SoundServerListener, @unchecked Sendable {
         let names = Dictionary(view.sinks.map { ($0.index, $0.name) }, uniquingKeysWith: { first, _ in first })
         let own = Dictionary(view.streams.filter(\.isOwn).map { ($0.index, $0.sink) }, uniquingKeysWith: { first, _ in first })
         let streams = own.compactMapValues { names[$0] }
-        for move in homes.observe(streams: streams, kept: kept.withLock { $0 }, sinks: Set(names.values), at: .now) {
+        let opened = Dictionary(view.streams.filter(\.isOwn).compactMap { stream in stream.home.map { (stream.index, $0) } },
+                                uniquingKeysWith: { first, _ in first })
+        for move in homes.observe(streams: streams, opened: opened, kept: kept.withLock { $0 }, sinks: Set(names.values), at: .now) {
             logger.notice("the sound server moved a stream of keepalived's off its sink: moving it back",
                           metadata: ["stream": "\(move.stream)", "from": "\(streams[move.stream] ?? "")", "sink": "\(move.sink)"])
             _ = listing.moveSinkInput(move.stream, to: move.sink)

@@ -1,8 +1,12 @@
 /// Keeps keepalived's own streams on the sinks their outputs name. A server may move a stream on
 /// its own: PulseAudio's module-switch-on-connect moves the default sink's streams to a device
 /// just plugged in, which took a monitor's keep-alive to a replugged USB DAC and let the
-/// monitor's sink suspend. A stream's home is the sink it is first seen on, the one its output
-/// named; found elsewhere while its home is still there, it is moved back. A policy that moves it
+/// monitor's sink suspend. A stream's home is the sink it was opened for (its `keepalived.sink`
+/// property), else the kept sink it is first seen on; found elsewhere while its home is still
+/// there, it is moved back. The property is what a busy daemon needs: a listing that came after
+/// the server had already moved a new stream (a DAC plugged in while the stream was starting)
+/// first saw it on the DAC, and once the DAC was kept too, took the DAC for its home; the TV's
+/// sink was left without a stream for good. A policy that moves it
 /// away again at once, each time, wins after a few moves back in a row, and the stream stays
 /// where it is; a move away that comes later than ``fightWindow`` after the last move back is a
 /// move of its own (a client's, a device plugged in), and the count starts again: a stream moved
@@ -20,6 +24,7 @@
 /// let now = ContinuousClock.now
 /// _ = homes.observe(streams: [7: "tv"], kept: ["tv"], sinks: ["tv"], at: now)                 // 7's home: tv
 /// homes.observe(streams: [7: "dac"], kept: ["tv"], sinks: ["tv", "dac"], at: now)            // [Move(stream: 7, sink: "tv")]
+/// homes.observe(streams: [8: "dac"], opened: [8: "tv"], kept: ["tv", "dac"], sinks: ["tv", "dac"], at: now)  // [Move(stream: 8, sink: "tv")]
 /// homes.forgetAll()                                                                            // the server went away
 /// ```
 struct StreamHomes {
@@ -54,16 +59,20 @@ struct StreamHomes {
     private var homes: [UInt32: Home] = [:]
 
     /// Takes a listing made at `now`: `streams`, each of keepalived's own sink inputs with the
-    /// name of the sink it plays on now; `kept`, the sinks that sink outputs keep awake; `sinks`,
-    /// every sink the server has. Returns the streams to move back.
-    mutating func observe(streams: [UInt32: String], kept: Set<String>, sinks: Set<String>, at now: ContinuousClock.Instant) -> [Move] {
+    /// name of the sink it plays on now; `opened`, the sink each was opened for, where it says
+    /// (a stream through ALSA's pulse plug-in, or on the default sink, does not); `kept`, the
+    /// sinks that sink outputs keep awake; `sinks`, every sink the server has. Returns the
+    /// streams to move back.
+    mutating func observe(streams: [UInt32: String], opened: [UInt32: String] = [:], kept: Set<String>, sinks: Set<String>,
+                          at now: ContinuousClock.Instant) -> [Move] {
         homes = homes.filter { streams[$0.key] != nil }
         var moves: [Move] = []
         for (stream, sink) in streams.sorted(by: { $0.key < $1.key }) {
-            guard var home = homes[stream] else {
+            guard var home = homes[stream] ?? opened[stream].map({ Home(sink: $0) }) else {
                 if kept.contains(sink) { homes[stream] = Home(sink: sink) }
                 continue
             }
+            homes[stream] = home
             if sink == home.sink {
                 if home.inFlight {
                     home.inFlight = false

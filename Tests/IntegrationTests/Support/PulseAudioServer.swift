@@ -131,6 +131,17 @@ final class PulseAudioServer: @unchecked Sendable {
         }
     }
 
+    /// Each stream's `key` property, by stream index, where it has one (`pactl -f json list sink-inputs`).
+    func streamProperties(_ key: String) -> [Int: String] {
+        guard let text = commandOutput("pactl", ["-f", "json", "list", "sink-inputs"], environment: environment),
+              let inputs = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] else { return [:] }
+        var values: [Int: String] = [:]
+        for input in inputs {
+            if let index = input["index"] as? Int, let value = (input["properties"] as? [String: Any])?[key] as? String { values[index] = value }
+        }
+        return values
+    }
+
     /// The clients playing into the server now (`pactl list short sink-inputs`), or nil if it
     /// does not answer.
     func sinkInputCount() -> Int? {

@@ -18,6 +18,33 @@ struct StreamHomesTests {
         #expect(homes.observe(streams: [1: "tv", 5: "dac2"], kept: ["tv", "dac2"], sinks: ["tv", "dac2"], at: t0).isEmpty)
     }
 
+    @Test("a stream the server moved before any listing saw it goes back to the sink it was opened for, even once the new sink is kept too")
+    func movedBeforeFirstSeen() {
+        // Without the stream's own word: first seen on the DAC, kept a moment later, the DAC
+        // taken for its home: the TV's sink was left without a stream (a full run's flake).
+        var unnamed = StreamHomes()
+        #expect(unnamed.observe(streams: [1: "dac", 2: "speakers"], kept: ["tv", "speakers"], sinks: ["tv", "speakers", "dac"], at: t0).isEmpty)
+        #expect(unnamed.observe(streams: [1: "dac", 2: "speakers", 3: "dac"], kept: ["tv", "speakers", "dac"], sinks: ["tv", "speakers", "dac"],
+                                at: t0 + .milliseconds(300)).isEmpty)
+        // With it (keepalived.sink): moved back at the first sight, and home from then on.
+        var homes = StreamHomes()
+        let opened: [UInt32: String] = [1: "tv", 2: "speakers", 3: "dac"]
+        #expect(homes.observe(streams: [1: "dac", 2: "speakers"], opened: opened, kept: ["tv", "speakers"], sinks: ["tv", "speakers", "dac"], at: t0)
+            == [Move(stream: 1, sink: "tv")])
+        #expect(homes.observe(streams: [1: "tv", 2: "speakers", 3: "dac"], opened: opened, kept: ["tv", "speakers", "dac"], sinks: ["tv", "speakers", "dac"],
+                              at: t0 + .milliseconds(300)).isEmpty)
+        // Moved again later by a client: back again.
+        #expect(homes.observe(streams: [1: "speakers", 2: "speakers", 3: "dac"], opened: opened, kept: ["tv", "speakers", "dac"],
+                              sinks: ["tv", "speakers", "dac"], at: t0 + .seconds(5)) == [Move(stream: 1, sink: "tv")])
+    }
+
+    @Test("a stream opened for a sink no output keeps now, or one that is gone, stays where the server put it")
+    func openedForUnkeptSink() {
+        var homes = StreamHomes()
+        #expect(homes.observe(streams: [1: "speakers"], opened: [1: "tv"], kept: ["speakers"], sinks: ["tv", "speakers"], at: t0).isEmpty)
+        #expect(homes.observe(streams: [1: "speakers"], opened: [1: "tv"], kept: ["tv", "speakers"], sinks: ["speakers"], at: t0).isEmpty)
+    }
+
     @Test("a pulse output's stream follows the default sink: never moved back")
     func defaultSink() {
         var homes = StreamHomes()
