@@ -74,27 +74,12 @@ def root_dir():
     return cache_dir() / f"debian-{SUITE}-root"
 
 
-def _host_uris():
-    paths = sorted(Path("/etc/apt/sources.list.d").glob("*.sources")) + [Path("/etc/apt/sources.list")]
-    for p in paths:
-        try:
-            text = p.read_text()
-        except OSError:
-            continue
-        for line in text.splitlines():
-            words = line.split()
-            if line.startswith("URIs:"):
-                yield from words[1:]
-            elif words[:1] == ["deb"]:
-                yield from (w for w in words[1:] if "://" in w)
-
-
 def mirror():
-    """The Debian mirror this machine's apt uses (as Tests/VM/suites.py: debootstrap's source)."""
-    for uri in _host_uris():
-        if uri.rstrip("/").endswith("/debian"):
-            return uri
-    return "http://deb.debian.org/debian"
+    """The Debian mirror this machine's apt uses: the VM rig's one reading of it (debootstrap's
+    source there too)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "VM"))
+    import suites
+    return suites.mirror()
 
 
 def _sh(script, timeout=1800, quiet=False):
