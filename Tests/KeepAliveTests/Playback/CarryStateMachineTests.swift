@@ -64,12 +64,12 @@ struct CarryStateMachineTests {
         machine.performed(rewound: 0, music: 0, signal: 1520)
         // 1700 queued: the player's last 180 (within the lead), then the signal.
         #expect(machine.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 1700) == .step(.init()))
-        #expect(machine.ended(fill: 1600) == .init())
+        #expect(machine.ended(fill: 1600) == .init(signal: 320))
         // With 280 of the player's queued, beyond the lead, they go back.
         var other = carrying(lead: 240)
         _ = other.looked(player: counters(960), fill: 240)
         other.performed(rewound: 0, music: 960, signal: 1520)
-        #expect(other.ended(fill: 1800) == .init(rewind: 1560))
+        #expect(other.ended(fill: 1800) == .init(rewind: 1560, signal: 1680))
     }
 
     @Test("before a format: the signal only, topped up to the high water below the low water")
@@ -183,18 +183,18 @@ struct CarryStateMachineTests {
         _ = draining.looked(player: counters(2000), fill: 240)
         draining.performed(rewound: 0, music: 2000, signal: 0)
         _ = draining.looked(player: counters(2000, CKEEPALIVED_CARRY_DRAINING), fill: 1500)
-        #expect(draining.ended(fill: 1200) == .init())
+        #expect(draining.ended(fill: 1200) == .init(signal: 720))
         var drained = carrying(lead: 240)
         _ = drained.looked(player: counters(2000), fill: 240)
         drained.performed(rewound: 0, music: 2000, signal: 0)
         _ = drained.looked(player: counters(2000, CKEEPALIVED_CARRY_DRAINING), fill: 1500)
         _ = drained.looked(player: counters(0, CKEEPALIVED_CARRY_IDLE, generation: 1), fill: 1200)
-        #expect(drained.ended(fill: 1000) == .init())
+        #expect(drained.ended(fill: 1000) == .init(signal: 920))
         // A close without a drain takes the queued frames back to the lead, as a drop does.
         var closed = carrying(lead: 240)
         _ = closed.looked(player: counters(2000), fill: 240)
         closed.performed(rewound: 0, music: 2000, signal: 0)
-        #expect(closed.ended(fill: 1200) == .init(rewind: 960))
+        #expect(closed.ended(fill: 1200) == .init(rewind: 960, signal: 1680))
     }
 
     @Test("carried on after the stream's repair: what was written before is not copied; the player's prepare starts its next frames")
@@ -227,12 +227,15 @@ struct CarryStateMachineTests {
         }
     }
 
-    @Test("the player gone: its queued frames go back down to the lead")
+    @Test("the player gone: its queued frames go back down to the lead, and the signal fills to the high water at once")
     func ended() {
         var machine = carrying(lead: 240)
         _ = machine.looked(player: counters(2000), fill: 240)
         machine.performed(rewound: 0, music: 2000, signal: 0)
-        #expect(machine.ended(fill: 1500) == .init(rewind: 1260))
+        #expect(machine.ended(fill: 1500) == .init(rewind: 1260, signal: 1680))
+        // Only the signal queued, above the high water: nothing goes back, nothing is added.
+        var full = carrying(lead: 2400)
+        #expect(full.ended(fill: 2400) == .init())
     }
 
     @Test("an unreadable look (the player mid-write every try) appends the signal only when low")

@@ -358,6 +358,10 @@ struct CarryPlayback {
         let rewound = max(0, pcm.rewind(step.rewind, keeping: machine.levels.minimumLead))
         // The signal goes on in the card's blocks, here or in the stream's own writes.
         if let frame = machine.blockFrame(at: machine.cardWritten - Int64(rewound)) { source.continueBlock(at: frame) }
+        // Before anything else (a next player's grant, the ring's fill, the stream's own loop).
+        // An error is left for the next look at the stream, which repairs it as its own.
+        let signal = step.signal - (step.rewind - rewound)
+        if signal > 0 { _ = appendSignal(signal, blockFrame: nil) }
         guard ringLoop else { return .playerGone }
         // A player that asked meanwhile (MPD's next track, its open read with the last one's
         // close) is carried at once, on this stream as it is: its plug-in waits 200 ms for the

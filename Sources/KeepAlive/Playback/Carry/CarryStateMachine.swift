@@ -195,7 +195,11 @@ struct CarryStateMachine {
     }
 
     /// The player is gone: what is queued of its frames is taken back (as a close drops them),
-    /// with the signal after them; nothing when only the signal is queued.
+    /// with the signal after them; nothing when only the signal is queued. The signal is then
+    /// topped up to the high water at once, whatever the low water says: a take-back leaves only
+    /// the lead (10 ms), and the thread answers a next player or fills a ring before its next
+    /// look (link-handoff's aplay, let go and carried again within 7 ms on a busy host, ran the
+    /// card dry there: 40 ms of zero on the link).
     mutating func ended(fill: Int) -> Step {
         // A drain's frames play to their end: its PCM ends a drain when its estimate of the card
         // reaches the last frame, which may be a little ahead of the card, and a close right
@@ -204,7 +208,7 @@ struct CarryStateMachine {
         if case .carrying(let stream) = state { drained = stream.draining || (stream.afterDrain && stream.copied == 0) }
         let rewind = drained ? 0 : musicQueuedRewind(fill: fill)
         state = .ended
-        return Step(rewind: rewind)
+        return Step(rewind: rewind, signal: max(0, levels.highWater - (fill - rewind)))
     }
 
     /// What to take back so that none of the player's frames stays queued beyond the lead: 0 when
