@@ -36,13 +36,13 @@ struct CarryStateMachineTests {
         #expect(CarryStateMachine.playerBufferBytes(ringFrames: 1200, rate: 48000, levels: tight, capabilities: small, maximum: 16 << 20) == 0)
     }
 
-    @Test("levels: a lead of 10 ms; the signal topped up from 250 to 500 ms on a ring loop's buffer, from 3/8 to 5/8 of a short ring")
+    @Test("levels: a lead of 30 ms; the signal topped up from 250 to 500 ms on a ring loop's buffer, from 3/8 to 5/8 of a short ring")
     func levelsAt48k() {
         let ring = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 4 * 48_000)
-        #expect(ring.minimumLead == 480 && ring.lowWater == 12_000 && ring.highWater == 24_000 && ring.settle == 2400)
+        #expect(ring.minimumLead == 1440 && ring.lowWater == 12_000 && ring.highWater == 24_000 && ring.settle == 3360)
         #expect(ring.signalRoom == 24_000)
         let small = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 12_000)
-        #expect(small.minimumLead == 480 && small.lowWater == 4500 && small.highWater == 7500 && small.settle == 2400)
+        #expect(small.minimumLead == 1440 && small.lowWater == 4500 && small.highWater == 7500 && small.settle == 3360)
         // A 0.5 s buffer (a stream's): a 500 ms high water would leave the player nothing; its
         // grant keeps the room it had.
         let stream = CarryStateMachine.Levels(rate: 48_000, bufferFrames: 24_000)

@@ -44,10 +44,18 @@ struct CarryStateMachine {
 
         /// The levels for a card at `rate` whose buffer holds `bufferFrames`.
         init(rate: Int, bufferFrames: Int = .max) {
-            // A position read a scheduler tick late (snd-aloop moves by jiffies): 10 ms ahead of
-            // it survives that in the VM.
-            minimumLead = max(rate / 100, 32)  // 10 ms
-            settle = max(rate / 20, 64)  // 50 ms
+            // What stays ahead of the card's position when queued frames are taken back: the
+            // window for the writes that follow (the player's first frames after the signal) and
+            // for a position read late or moving in steps (snd-aloop moves by jiffies; an
+            // emulated HDA card and the Pi stand-ins under a loaded host in bursts). 10 ms was
+            // missed in full CI runs at the first frames of a run (box-mpd's MPD at its lead-in's
+            // end, pi-standin's at its first sound: an underrun, the player told its frames had
+            // played, and its track cut short). 30 ms: also how much later a player's first frame
+            // is heard after a gap (its delay counts it), and how much of its queued audio still
+            // plays after a drop or a pause.
+            minimumLead = max(rate * 3 / 100, 32)  // 30 ms
+            // The lead, and 40 ms of a DMA engine's steps.
+            settle = max(minimumLead + rate / 25, 64)  // 70 ms
             // The low water is how late a wakeup may be before the card runs dry and stops
             // (an underrun, digital zero on the link, the player's stream ended): 50 ms was
             // missed by 76-96 ms in carry-chaos's hundred hand-offs (an emulated machine, a
@@ -197,7 +205,7 @@ struct CarryStateMachine {
     /// The player is gone: what is queued of its frames is taken back (as a close drops them),
     /// with the signal after them; nothing when only the signal is queued. The signal is then
     /// topped up to the high water at once, whatever the low water says: a take-back leaves only
-    /// the lead (10 ms), and the thread answers a next player or fills a ring before its next
+    /// the lead (30 ms), and the thread answers a next player or fills a ring before its next
     /// look (link-handoff's aplay, let go and carried again within 7 ms on a busy host, ran the
     /// card dry there: 40 ms of zero on the link).
     mutating func ended(fill: Int) -> Step {
