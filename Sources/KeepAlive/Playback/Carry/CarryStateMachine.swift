@@ -48,11 +48,11 @@ struct CarryStateMachine {
             // window for the writes that follow (the player's first frames after the signal) and
             // for a position read late or moving in steps (snd-aloop moves by jiffies; an
             // emulated HDA card and the Pi stand-ins under a loaded host in bursts). 10 ms was
-            // missed in full CI runs at the first frames of a run (box-mpd's MPD at its lead-in's
-            // end, pi-standin's at its first sound: an underrun, the player told its frames had
-            // played, and its track cut short). 30 ms: also how much later a player's first frame
-            // is heard after a gap (its delay counts it), and how much of its queued audio still
-            // plays after a drop or a pause.
+            // missed twice in one full CI run at the first frames of a run (box-mpd's MPD at its
+            // lead-in's end, pi-standin's at its first sound: an underrun, the player told its
+            // frames had played, and its track cut short). 30 ms: also how much later a player's
+            // first frame is heard after a gap (its delay counts it), and how much of its queued
+            // audio still plays after a drop or a pause.
             minimumLead = max(rate * 3 / 100, 32)  // 30 ms
             // The lead, and 40 ms of a DMA engine's steps.
             settle = max(minimumLead + rate / 25, 64)  // 70 ms
